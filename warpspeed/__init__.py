@@ -1,0 +1,49 @@
+"""warpspeed: analytical GPU performance estimation from address expressions.
+
+Reference: Ernst et al., JPDC 173 (2023); the model is restated in
+``MODEL.md`` of the design documents.
+"""
+
+from .capacity import CapacityFits, Gompertz, fit_gompertz, load_fits
+from .errors import (
+    FitError,
+    KernelError,
+    LaunchError,
+    MachineError,
+    NonAffineError,
+    WarpspeedError,
+)
+from .expr import blockDim, blockIdx, threadIdx, tidx, tidy, tidz
+from .kernel import Access, Field, Kernel
+from .machine import Machine, load_machine, machines
+from .model import Prediction, Volumes, predict
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Access",
+    "CapacityFits",
+    "Field",
+    "FitError",
+    "Gompertz",
+    "Kernel",
+    "KernelError",
+    "LaunchError",
+    "Machine",
+    "MachineError",
+    "NonAffineError",
+    "Prediction",
+    "Volumes",
+    "WarpspeedError",
+    "blockDim",
+    "blockIdx",
+    "fit_gompertz",
+    "load_fits",
+    "load_machine",
+    "machines",
+    "predict",
+    "threadIdx",
+    "tidx",
+    "tidy",
+    "tidz",
+]

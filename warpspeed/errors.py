@@ -1,0 +1,25 @@
+"""Exception classes. Every message says what is wrong and how to fix it."""
+
+
+class WarpspeedError(Exception):
+    """Base class of all errors raised by warpspeed for bad input."""
+
+
+class KernelError(WarpspeedError, ValueError):
+    """A kernel description is invalid: bad field, index expression or domain."""
+
+
+class NonAffineError(KernelError):
+    """An index expression is not quasi-affine in the thread coordinates (MODEL.md §1)."""
+
+
+class LaunchError(WarpspeedError, ValueError):
+    """A launch configuration (block size, fold) is invalid or cannot run on the machine."""
+
+
+class MachineError(WarpspeedError, ValueError):
+    """A machine name is unknown or a machine file is malformed."""
+
+
+class FitError(WarpspeedError, ValueError):
+    """A capacity-curve file is unknown or malformed, or a fit failed."""

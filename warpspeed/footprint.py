@@ -1,0 +1,68 @@
+"""Block footprints: the L2 → L1 volumes of MODEL.md §5 (limiter 2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .sampling import WARP, Sample, distinct_per_row
+
+SECTOR = 32
+LINE = 128
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Per-lattice-update volumes in bytes and the L1 allocation per block.
+
+    * ``l1_load``: unique 32 B sectors per warp per load instruction;
+    * ``l2_load_v1``: unique sectors of each field's loads over a whole
+      block (threads of a block share their L1), the compulsory L2 load;
+    * ``l2_store``: unique sectors per warp per store instruction (stores
+      are written through);
+    * ``alloc_per_block``: unique 128 B lines of the loads of a block, bytes.
+
+    Averages over the sampled blocks, weighted by the blocks each stands for.
+    """
+
+    l1_load: float
+    l2_load_v1: float
+    l2_store: float
+    alloc_per_block: float
+
+
+def _per_warp_sectors(addr: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """Distinct sectors per warp, summed over instructions: shape (blocks,)."""
+    n_acc, nb, threads = addr.shape
+    a = addr.reshape(n_acc, nb, threads // WARP, WARP) // SECTOR
+    act = np.broadcast_to(active.reshape(nb, threads // WARP, WARP), a.shape)
+    return distinct_per_row(a, act).sum(axis=(0, 2))
+
+
+def block_footprint(s: Sample, n_loads: int) -> Footprint:
+    """MODEL.md §5 on the sampled blocks; the first ``n_loads`` accesses of
+    the sample are the loads, the rest the stores."""
+    w = s.weights
+    lups = float(np.sum(s.active.sum(axis=1) * w)) * s.lups_per_thread
+    loads, stores = s.addresses[:n_loads], s.addresses[n_loads:]
+    l1_load = float(np.sum(_per_warp_sectors(loads, s.active) * w)) * SECTOR / lups
+    l2_store = float(np.sum(_per_warp_sectors(stores, s.active) * w)) * SECTOR / lups
+    v1 = np.zeros(len(w))
+    lines = np.zeros(len(w))
+    by_field: dict[str, list[int]] = {}
+    for k, acc in enumerate(s.accesses[:n_loads]):
+        by_field.setdefault(acc.field.name, []).append(k)
+    for idx in by_field.values():
+        a = np.moveaxis(loads[idx], 0, 1).reshape(len(w), -1)  # (nb, acc*threads)
+        act = np.tile(s.active, (1, len(idx)))
+        v1 += distinct_per_row(a // SECTOR, act)
+        lines += distinct_per_row(a // LINE, act)
+    blocks_active = s.active.any(axis=1)
+    alloc = float(np.sum(lines * w) / np.sum(w * blocks_active)) * LINE
+    return Footprint(
+        l1_load=l1_load,
+        l2_load_v1=float(np.sum(v1 * w)) * SECTOR / lups,
+        l2_store=l2_store,
+        alloc_per_block=alloc,
+    )

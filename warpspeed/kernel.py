@@ -1,0 +1,202 @@
+"""The input of the model: fields, accesses and kernels (MODEL.md §1).
+
+Everything is validated on construction, so that an invalid description fails
+where it is written and not deep inside NumPy or islpy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .errors import KernelError
+from .expr import SymForm, parse
+
+ITEMSIZES = (1, 2, 4, 8, 16)
+
+
+def _positive_ints(value: object, what: str) -> tuple[int, ...]:
+    try:
+        items = tuple(value)  # type: ignore[call-overload]
+    except TypeError:
+        items = (value,)
+    out = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, int) and not hasattr(v, "__index__"):
+            raise KernelError(f"{what} must be positive integers, got {value!r}")
+        iv = int(v)
+        if iv <= 0:
+            raise KernelError(f"{what} must be positive integers, got {value!r}")
+        out.append(iv)
+    if not out:
+        raise KernelError(f"{what} must not be empty")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Field:
+    """An array in global memory.
+
+    ``shape`` is in elements with dimension 0 contiguous unless ``strides``
+    (in elements) say otherwise. ``base_offset`` is the byte offset of
+    element 0 from a 128 B boundary (MODEL.md §1); it is reduced modulo 128
+    because only the alignment matters to the model. Indices outside the
+    shape are allowed: they address memory beside the allocation.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    itemsize: int = 8
+    strides: tuple[int, ...] | None = None
+    base_offset: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise KernelError(f"field name must be an identifier, got {self.name!r}")
+        shape = _positive_ints(self.shape, f"shape of field {self.name}")
+        object.__setattr__(self, "shape", shape)
+        if self.itemsize not in ITEMSIZES:
+            raise KernelError(
+                f"itemsize of field {self.name} must be one of {ITEMSIZES} bytes, "
+                f"got {self.itemsize!r}"
+            )
+        if self.strides is None:
+            strides = tuple(math.prod(shape[:d]) for d in range(len(shape)))
+        else:
+            strides = tuple(int(s) for s in self.strides)
+            if len(strides) != len(shape):
+                raise KernelError(
+                    f"field {self.name} has {len(shape)} dimensions but {len(strides)} strides"
+                )
+        object.__setattr__(self, "strides", strides)
+        if isinstance(self.base_offset, bool) or not isinstance(self.base_offset, int):
+            raise KernelError(
+                f"base_offset of field {self.name} must be an integer byte offset, "
+                f"got {self.base_offset!r}"
+            )
+        object.__setattr__(self, "base_offset", self.base_offset % 128)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, index: object) -> Access:
+        idx = index if isinstance(index, tuple) else (index,)
+        return Access(self, idx)
+
+
+@dataclass(frozen=True)
+class Access:
+    """One load or store: a field and one index expression per dimension.
+
+    The expressions are parsed into quasi-affine forms on construction;
+    two accesses are equal when their field and forms are equal.
+    """
+
+    field: Field
+    index: tuple[object, ...] = field(compare=False)
+    forms: tuple[SymForm, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.field, Field):
+            raise KernelError(f"an access needs a ws.Field, got {self.field!r}")
+        idx = tuple(self.index)
+        if len(idx) != self.field.ndim:
+            raise KernelError(
+                f"field {self.field.name} has {self.field.ndim} dimensions but is "
+                f"indexed with {len(idx)} indices: {idx}"
+            )
+        object.__setattr__(self, "index", idx)
+        what = f"{self.field.name}{list(idx)}"
+        object.__setattr__(self, "forms", tuple(parse(e, what) for e in idx))
+
+    def __str__(self) -> str:
+        return f"{self.field.name}[{', '.join(str(e) for e in self.index)}]"
+
+
+def _dedupe(accesses: Sequence[Access], kind: str) -> tuple[Access, ...]:
+    out: dict[Access, None] = {}
+    for a in accesses:
+        if not isinstance(a, Access):
+            raise KernelError(f"{kind} must be accesses like A[x, y, z], got {a!r}")
+        out.setdefault(a, None)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A GPU kernel as the model sees it (MODEL.md §1).
+
+    * ``loads`` / ``stores``: accesses per thread; duplicates count once.
+    * ``domain``: extents of valid global thread coordinates (the guard),
+      1 to 3 values, padded with 1.
+    * ``fold``: lattice updates per thread along x, y, z; the volumes are
+      reported per lattice update, i.e. per thread divided by the product.
+    * ``fp_instructions``: floating-point instructions per thread (adds,
+      muls, FMAs, each one instruction); ``None`` if unknown, in which case
+      the FP limit is not applied.
+    * ``registers``: registers per thread (default 32);
+      ``shared_memory``: bytes of shared memory per block.
+    """
+
+    loads: tuple[Access, ...]
+    stores: tuple[Access, ...]
+    domain: tuple[int, int, int]
+    fold: tuple[int, int, int] = (1, 1, 1)
+    fp_instructions: float | None = None
+    registers: int = 32
+    shared_memory: int = 0
+    name: str = "kernel"
+
+    def __post_init__(self) -> None:
+        loads = _dedupe(tuple(self.loads), "loads")
+        stores = _dedupe(tuple(self.stores), "stores")
+        if not loads and not stores:
+            raise KernelError("a kernel needs at least one load or store")
+        object.__setattr__(self, "loads", loads)
+        object.__setattr__(self, "stores", stores)
+        dom = _positive_ints(self.domain, "domain extents")
+        if len(dom) > 3:
+            raise KernelError(f"domain has at most 3 extents (x, y, z), got {dom}")
+        object.__setattr__(self, "domain", dom + (1,) * (3 - len(dom)))
+        fold = _positive_ints(self.fold, "fold factors")
+        if len(fold) > 3:
+            raise KernelError(f"fold has at most 3 factors (x, y, z), got {fold}")
+        object.__setattr__(self, "fold", fold + (1,) * (3 - len(fold)))
+        if self.fp_instructions is not None:
+            if isinstance(self.fp_instructions, bool) or not (
+                isinstance(self.fp_instructions, (int, float)) and self.fp_instructions >= 0
+            ):
+                raise KernelError(
+                    f"fp_instructions must be a non-negative number, got {self.fp_instructions!r}"
+                )
+        if isinstance(self.registers, bool) or not isinstance(self.registers, int) or not (
+            1 <= self.registers <= 255
+        ):
+            raise KernelError(f"registers per thread must be 1..255, got {self.registers!r}")
+        if isinstance(self.shared_memory, bool) or not isinstance(self.shared_memory, int) or (
+            self.shared_memory < 0
+        ):
+            raise KernelError(
+                f"shared_memory must be a non-negative number of bytes, got {self.shared_memory!r}"
+            )
+        names: dict[str, Field] = {}
+        for a in loads + stores:
+            other = names.setdefault(a.field.name, a.field)
+            if other != a.field:
+                raise KernelError(
+                    f"two different fields are both called {a.field.name!r}; "
+                    "give them distinct names"
+                )
+
+    @property
+    def lups_per_thread(self) -> int:
+        return math.prod(self.fold)
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        seen: dict[str, Field] = {}
+        for a in self.loads + self.stores:
+            seen.setdefault(a.field.name, a.field)
+        return tuple(seen.values())

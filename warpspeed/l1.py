@@ -1,0 +1,49 @@
+"""L1 load/store cycles by half-warp enumeration (MODEL.md §4, limiter 1)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .sampling import HALF_WARP, Sample, distinct_per_row
+
+BANKS = 16
+BANK_WIDTH = 8
+REGION = 1024
+
+
+def halfwarp_cycles(addresses: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """Cycles of each half warp for one access instruction.
+
+    ``addresses`` and ``active`` have shape (..., 16). A half warp's cost is
+    the larger of (a) the most distinct 8 B words that fall into one of the
+    16 banks and (b) the number of distinct 1 KiB regions it touches (the
+    paper's "1024 B rule", §4.2). Inactive lanes are ignored; a half warp
+    without an active lane costs 0.
+    """
+    words = addresses // BANK_WIDTH
+    first = np.argmax(active, axis=-1)
+    fill = np.take_along_axis(words, first[..., None], axis=-1)
+    w = np.sort(np.where(active, words, fill), axis=-1)
+    new = np.ones(w.shape, dtype=bool)
+    new[..., 1:] = w[..., 1:] != w[..., :-1]
+    rows = np.arange(w.size // HALF_WARP).reshape(w.shape[:-1])
+    bank = np.where(new, w % BANKS, BANKS)  # repeated words go to a dummy bin
+    counts = np.bincount((rows[..., None] * (BANKS + 1) + bank).ravel(),
+                         minlength=rows.size * (BANKS + 1))
+    conflicts = counts.reshape(*rows.shape, BANKS + 1)[..., :BANKS].max(axis=-1)
+    regions = distinct_per_row(addresses // REGION, active)
+    return np.where(active.any(axis=-1), np.maximum(conflicts, regions), 0)
+
+
+def l1_cycles_per_warp_lup(s: Sample) -> float:
+    """L1 cycles per warp per lattice update: twice the weighted mean cycles
+    of an active half warp, summed over all load and store instructions,
+    divided by the lattice updates per thread (MODEL.md §4)."""
+    n_acc, nb, threads = s.addresses.shape
+    addr = s.addresses.reshape(n_acc, nb, threads // HALF_WARP, HALF_WARP)
+    act = np.broadcast_to(s.active.reshape(nb, threads // HALF_WARP, HALF_WARP), addr.shape)
+    cyc = halfwarp_cycles(addr, act)  # (acc, nb, halfwarps)
+    hw_active = s.active.reshape(nb, -1, HALF_WARP).any(axis=-1)  # (nb, halfwarps)
+    total = float(np.sum(cyc.sum(axis=(0, 2)) * s.weights))
+    count = float(np.sum(hw_active.sum(axis=1) * s.weights))
+    return 2.0 * total / count / s.lups_per_thread

@@ -1,0 +1,134 @@
+"""GPU descriptions, loaded from TOML data files (MODEL.md §2).
+
+A machine file holds one table per parameter with its value and its source::
+
+    name = "A100"
+    validated = true
+    description = "NVIDIA A100 SXM4 40GB"
+    fits = "paper"            # a file in fits/ (without .toml) or a path
+
+    [sms]
+    value = 108
+    source = "paper Table 1"
+
+Built-in machines live in ``warpspeed/machines``; :func:`load_machine` also
+accepts a path to a user's own file.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from .errors import MachineError
+
+MACHINE_DIR = Path(__file__).parent / "machines"
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A GPU as the model sees it. Bandwidths in GB/s, sizes in bytes."""
+
+    name: str
+    description: str
+    validated: bool
+    fits: str
+    sms: int
+    clock_ghz: float
+    l1_bytes: int
+    l2_bytes: int
+    dram_bandwidth: float
+    l2_bandwidth: float
+    fp64_fma_per_sm_cycle: int
+    warp_size: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    registers_per_sm: int
+    register_alloc_unit: int
+    max_threads_per_block: int
+    shared_memory_per_sm: int
+    shared_memory_per_block: int
+    sources: tuple[tuple[str, str], ...]
+    path: str
+
+    def source(self, parameter: str) -> str:
+        """Where the value of ``parameter`` comes from."""
+        return dict(self.sources)[parameter]
+
+
+_NUMERIC = {
+    f.name: f.type
+    for f in fields(Machine)
+    if f.name not in ("name", "description", "validated", "fits", "sources", "path")
+}
+
+
+def _parse(path: Path) -> Machine:
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise MachineError(f"cannot read machine file {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise MachineError(f"machine file {path} is not valid TOML: {exc}") from exc
+    for key in ("name", "fits"):
+        if not isinstance(data.get(key), str):
+            raise MachineError(f"machine file {path}: '{key}' must be a string")
+    values: dict[str, object] = {}
+    sources = []
+    for key, typ in _NUMERIC.items():
+        entry = data.get(key)
+        if not isinstance(entry, dict) or "value" not in entry or "source" not in entry:
+            raise MachineError(
+                f"machine file {path}: missing table [{key}] with 'value' and 'source'"
+            )
+        v = entry["value"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise MachineError(
+                f"machine file {path}: [{key}] value must be a positive number, got {v!r}"
+            )
+        if typ == "int" and not isinstance(v, int):
+            raise MachineError(f"machine file {path}: [{key}] value must be an integer, got {v!r}")
+        values[key] = int(v) if typ == "int" else float(v)
+        sources.append((key, str(entry["source"])))
+    unknown = set(data) - set(_NUMERIC) - {"name", "description", "validated", "fits"}
+    if unknown:
+        raise MachineError(f"machine file {path}: unknown keys {sorted(unknown)}")
+    return Machine(
+        name=data["name"],
+        description=str(data.get("description", "")),
+        validated=bool(data.get("validated", False)),
+        fits=data["fits"],
+        sources=tuple(sources),
+        path=str(path),
+        **values,  # type: ignore[arg-type]
+    )
+
+
+def machine_files() -> dict[str, Path]:
+    """Built-in machine files by lower-case name."""
+    return {p.stem.lower(): p for p in sorted(MACHINE_DIR.glob("*.toml"))}
+
+
+def machines() -> list[str]:
+    """Names of the built-in machines."""
+    return [load_machine(p).name for p in machine_files().values()]
+
+
+def load_machine(name_or_path: str | Path | Machine) -> Machine:
+    """A built-in machine by name (case-insensitive) or a machine file by path."""
+    if isinstance(name_or_path, Machine):
+        return name_or_path
+    text = str(name_or_path)
+    files = machine_files()
+    if text.lower() in files:
+        return _parse(files[text.lower()])
+    path = Path(text)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            raise MachineError(f"machine file {path} does not exist")
+        return _parse(path)
+    known = ", ".join(load_machine(p).name for p in files.values())
+    raise MachineError(
+        f"unknown machine {text!r}; known machines: {known} (or a path to a .toml file)"
+    )

@@ -1,0 +1,144 @@
+"""Thread enumeration with NumPy for the L1 and block-footprint estimators
+(MODEL.md §4 and §5).
+
+A representative set of blocks is enumerated, each with a weight: the number
+of blocks of the grid it stands for. Per dimension, a partial last block
+(where the domain is not a multiple of the block size) is always taken with
+weight 1, and consecutive full blocks from the middle of the grid stand for
+all full blocks. How many: the address of every access moves by a fixed
+number of bytes from one block to the next; the counts of §4 and §5 depend
+on addresses modulo 1024 B (the 1 KiB rule), so they repeat with a period of
+``1024 / gcd(1024, step)`` blocks. That many consecutive blocks are taken,
+at most ``INTERIOR = (4, 2, 2)`` along x, y, z: exact for periods up to
+those caps, and a sample of the period (an approximation of the average)
+beyond them, e.g. for blocks of fewer than 32 B per row along x. Index
+forms with floor divisions of block indices take the cap.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .expr import LinForm, SymForm
+from .kernel import Access, Kernel
+from .launch import Launch
+
+HALF_WARP = 16
+WARP = 32
+
+
+INTERIOR = (4, 2, 2)
+
+
+def _positions(g: int, partial: bool, interior: int) -> list[tuple[int, float]]:
+    """Block indices along one dimension with the number of blocks each stands for."""
+    full = g - 1 if partial else g
+    out: list[tuple[int, float]] = []
+    if full:
+        k = min(interior, full)
+        start = max(0, min(full - k, full // 2))
+        out = [(i, full / k) for i in range(start, start + k)]
+    if partial:
+        out.append((g - 1, 1.0))
+    return out
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Addresses of every access for every thread of the sampled blocks.
+
+    ``addresses`` has shape (accesses, blocks, threads) in bytes, with the
+    threads of a block in x-fastest linear order padded to whole warps;
+    ``active`` (blocks, threads) marks threads inside the block and the guard.
+    """
+
+    accesses: tuple[Access, ...]
+    addresses: np.ndarray
+    active: np.ndarray
+    weights: np.ndarray
+    lups_per_thread: int
+
+
+def _periods(
+    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm]
+) -> list[int]:
+    """Blocks after which every access's address pattern repeats modulo 1024 B."""
+    periods = [1, 1, 1]
+    for d in range(3):
+        for acc in accesses:
+            forms = [bound[f] for f in acc.forms]
+            if any(f.floors for f in forms):
+                periods[d] = max(periods[d], INTERIOR[d])
+                continue
+            step = acc.field.itemsize * sum(
+                st * f.coef[d] for st, f in zip(acc.field.strides, forms)
+            )
+            periods[d] = max(periods[d], 1024 // math.gcd(1024, step))
+    return periods
+
+
+def sample(
+    kernel: Kernel,
+    launch: Launch,
+    accesses: tuple[Access, ...],
+    bound: dict[SymForm, LinForm],
+) -> Sample:
+    """Enumerate the representative blocks (see the module docstring);
+    ``bound`` holds the index forms bound to the launch's block size."""
+    bx, by, bz = launch.block
+    threads = bx * by * bz
+    padded = -(-threads // WARP) * WARP
+    t = np.arange(padded)
+    local = np.stack([t % bx, (t // bx) % by, t // (bx * by)])
+    periods = _periods(accesses, bound)
+    pos = [
+        _positions(g, kernel.domain[d] % launch.block[d] != 0, min(INTERIOR[d], periods[d]))
+        for d, g in enumerate(launch.grid)
+    ]
+    blocks, weights = [], []
+    for ix, wx in pos[0]:
+        for iy, wy in pos[1]:
+            for iz, wz in pos[2]:
+                blocks.append((ix, iy, iz))
+                weights.append(wx * wy * wz)
+    bidx = np.array(blocks, dtype=np.int64)  # (nb, 3)
+    nb = len(blocks)
+    v = np.empty((6, nb, padded), dtype=np.int64)
+    v[:3] = bidx.T[:, :, None]
+    v[3:] = local[:, None, :]
+    size = np.array(launch.block)[:, None, None]
+    glob = v[:3] * size + v[3:]
+    dom = np.array(kernel.domain)[:, None, None]
+    active = (t < threads)[None, :] & np.all(glob < dom, axis=0)
+    flat = v.reshape(6, -1)
+    addr = np.empty((len(accesses), nb * padded), dtype=np.int64)
+    for k, acc in enumerate(accesses):
+        f = acc.field
+        out = np.full(flat.shape[1], f.base_offset, dtype=np.int64)
+        for form, stride in zip(acc.forms, f.strides):
+            out += (f.itemsize * stride) * bound[form].evaluate(flat)
+        addr[k] = out
+    return Sample(
+        accesses=accesses,
+        addresses=addr.reshape(len(accesses), nb, padded),
+        active=active,
+        weights=np.array(weights),
+        lups_per_thread=kernel.lups_per_thread,
+    )
+
+
+def distinct_per_row(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """Number of distinct values per row among the active entries.
+
+    Inactive entries are replaced by the row's first active value so that
+    they add nothing; rows without an active entry count 0.
+    """
+    first = np.argmax(active, axis=-1)
+    fill = np.take_along_axis(keys, first[..., None], axis=-1)
+    k = np.where(active, keys, fill)
+    k = np.sort(k, axis=-1)
+    n = 1 + np.count_nonzero(np.diff(k, axis=-1), axis=-1)
+    return np.where(active.any(axis=-1), n, 0)

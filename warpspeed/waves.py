@@ -1,0 +1,312 @@
+"""Whole-wave DRAM footprints with islpy implicit sets (MODEL.md §6).
+
+Thread sets live in the six-dimensional space of
+``(blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z)``
+bounded by block ranges, the block size and the guard. Each field gets a map
+from there to its sectors in the paper's multi-dimensional address space:
+the contiguous index is floor-divided by ``32 / itemsize`` (one 32 B
+sector) and the other indices stay whole. Alignment (``base_offset``) and
+row pitch are ignored in this mode, as in the paper (MODEL.md §10).
+
+isl computes the image of each thread set under each access map exactly.
+Counting: islpy's wheels come without barvinok, and ``isl_set_count_val``
+enumerates points, which would grow with the domain. When every image is a
+box (isl's ``is_box``; the images of thread boxes under stencil index maps
+are), the union, intersection and difference of the images are counted
+exactly on a grid compressed to the boxes' breakpoints, whose size depends
+on the number of accesses, not on the extents (:func:`box_volumes`).
+Otherwise isl's own set operations are used and :func:`count` splits each
+set into disjoint basic sets, counting each as a product of strided
+intervals when it is one; only a basic set that is not such a product (a
+skewed, diagonal pattern) falls back to enumeration by isl, and
+:class:`WaveVolumes` reports how many points were enumerated that way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+import numpy as np
+
+from .expr import LinForm, SymForm
+from .kernel import Access, Kernel
+from .launch import BlockBox, Launch, WaveSets, valid_threads, wave_sets
+
+SECTOR = 32
+_CTX = isl.Context()
+
+
+def _val(v: int) -> isl.Val:
+    return isl.Val.int_from_si(_CTX, int(v))
+
+
+def _thread_space() -> isl.Space:
+    return isl.Space.set_alloc(_CTX, 0, 6)
+
+
+def thread_set(box: BlockBox, block: tuple[int, int, int], domain: tuple[int, int, int]) -> isl.Set:
+    """Threads of the block ranges ``box`` that pass the guard."""
+    space = _thread_space()
+    if any(hi <= lo for lo, hi in box):
+        return isl.Set.empty(space)
+    ls = isl.LocalSpace.from_space(space)
+    bset = isl.BasicSet.universe(space)
+
+    def ineq(coefs: dict[int, int], const: int) -> isl.Constraint:
+        c = isl.Constraint.inequality_alloc(ls).set_constant_val(_val(const))
+        for pos, v in coefs.items():
+            c = c.set_coefficient_val(isl.dim_type.set, pos, _val(v))
+        return c
+
+    for d in range(3):
+        (lo, hi), b, n = box[d], block[d], domain[d]
+        b_pos, t_pos = d, 3 + d
+        bset = bset.add_constraint(ineq({b_pos: 1}, -lo))  # b >= lo
+        bset = bset.add_constraint(ineq({b_pos: -1}, hi - 1))  # b <= hi - 1
+        bset = bset.add_constraint(ineq({t_pos: 1}, 0))  # t >= 0
+        bset = bset.add_constraint(ineq({t_pos: -1}, b - 1))  # t <= B - 1
+        bset = bset.add_constraint(ineq({b_pos: -b, t_pos: -1}, n - 1))  # b*B + t < N
+    return isl.Set.from_basic_set(bset)
+
+
+def access_map(acc: Access, bound: dict[SymForm, LinForm]) -> isl.Map:
+    """Map from thread variables to the sectors an access touches (paper mode)."""
+    ls = isl.LocalSpace.from_space(_thread_space())
+    affs = []
+    for d, form in enumerate(acc.forms):
+        aff = bound[form].to_aff(ls)
+        if d == 0:
+            aff = aff.scale_val(_val(acc.field.itemsize)).scale_down_val(_val(SECTOR)).floor()
+        affs.append(aff)
+    m = isl.Map.from_aff(affs[0])
+    for aff in affs[1:]:
+        m = m.flat_range_product(isl.Map.from_aff(aff))
+    return m
+
+
+def field_maps(
+    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm]
+) -> dict[str, list[isl.Map]]:
+    """The access maps of each field."""
+    maps: dict[str, list[isl.Map]] = {}
+    for acc in accesses:
+        maps.setdefault(acc.field.name, []).append(access_map(acc, bound))
+    return maps
+
+
+@dataclass(frozen=True)
+class Count:
+    """A point count and how many of the points had to be enumerated."""
+
+    points: int
+    enumerated: int
+
+
+def _count_1d(s: isl.Set) -> Count:
+    lo = s.dim_min_val(0).to_python()
+    hi = s.dim_max_val(0).to_python()
+    stride = s.get_stride(0).to_python()
+    stride = stride if stride > 0 else 1
+    n = (hi - lo) // stride + 1
+    strided = isl.Set.universe(s.get_space())
+    ls = isl.LocalSpace.from_space(s.get_space())
+    # {[i] : lo <= i <= hi and i = lo mod stride}
+    i_aff = isl.Aff.var_on_domain(ls, isl.dim_type.set, 0)
+    strided = strided.intersect(i_aff.ge_set(isl.Aff.val_on_domain(ls, _val(lo))))
+    strided = strided.intersect(i_aff.le_set(isl.Aff.val_on_domain(ls, _val(hi))))
+    if stride > 1:
+        rem = i_aff.add_constant_val(_val(-lo)).mod_val(_val(stride))
+        strided = strided.intersect(rem.eq_set(isl.Aff.zero_on_domain(ls)))
+    if strided.is_equal(s):
+        return Count(n, 0)
+    c = s.count_val().to_python()
+    return Count(c, c)
+
+
+def _count_basic(s: isl.Set) -> Count:
+    n = s.dim(isl.dim_type.set)
+    if n == 1:
+        return _count_1d(s)
+    projections = [
+        s.project_out(isl.dim_type.set, d + 1, n - d - 1).project_out(isl.dim_type.set, 0, d)
+        for d in range(n)
+    ]
+    product = projections[0]
+    for p in projections[1:]:
+        product = product.flat_product(p)
+    if product.is_equal(s.reset_tuple_id()):
+        points, enumerated = 1, 0
+        for p in projections:
+            c = _count_1d(p)
+            points *= c.points
+            enumerated += c.enumerated
+        return Count(points, enumerated)
+    c = s.count_val().to_python()
+    return Count(c, c)
+
+
+def count(s: isl.Set) -> Count:
+    """Number of integer points of a bounded set (see the module docstring)."""
+    if s.is_empty():
+        return Count(0, 0)
+    s = s.coalesce().make_disjoint()
+    pieces = []
+    s.foreach_basic_set(pieces.append)
+    points = enumerated = 0
+    for b in pieces:
+        c = _count_basic(isl.Set.from_basic_set(b).remove_redundancies())
+        points += c.points
+        enumerated += c.enumerated
+    return Count(points, enumerated)
+
+
+@dataclass(frozen=True)
+class WaveVolumes:
+    """Sector counts of MODEL.md §6, in bytes (not yet per lattice update).
+
+    ``old`` and ``overlap`` are grouped as (x + y, z). ``threads`` is the
+    number of valid threads of the current wave; ``enumerated`` the points
+    that had to be counted by enumeration (0 for ordinary stencils).
+    """
+
+    new_load: float
+    new_store: float
+    old: tuple[float, float]
+    overlap: tuple[float, float]
+    old_sets: tuple[float, float, float]
+    overlap_sets: tuple[float, float, float]
+    threads: int
+    enumerated: int
+
+
+Box = tuple[tuple[int, int], ...]  # half-open [lo, hi) per dimension
+MAX_GRID_CELLS = 4_000_000
+
+
+def _as_box(s: isl.Set) -> Box | None:
+    """The bounds of a box-shaped set, or None if it is not a box."""
+    if not s.is_box():
+        return None
+    n = s.dim(isl.dim_type.set)
+    return tuple(
+        (s.dim_min_val(d).to_python(), s.dim_max_val(d).to_python() + 1) for d in range(n)
+    )
+
+
+def box_volumes(
+    current: list[Box], earlier: list[list[Box]]
+) -> tuple[int, list[int], list[int]] | None:
+    """Exact counts of MODEL.md §6 for unions of boxes.
+
+    Returns ``New = |current|`` and, for each earlier set in order,
+    ``Old_p = |set_p|`` and ``Overlap_p = |current' & set_p|`` where
+    ``current'`` is the current union minus the earlier sets before ``p``.
+    Coordinates are compressed to the boxes' breakpoints, so the work
+    depends on the number of boxes, not their extents. Returns None when the
+    compressed grid would exceed ``MAX_GRID_CELLS`` cells.
+    """
+    every = current + [b for group in earlier for b in group]
+    if not every:
+        return 0, [0] * len(earlier), [0] * len(earlier)
+    n = len(every[0])
+    cuts = [np.unique([c for b in every for c in b[d]]) for d in range(n)]
+    if np.prod([len(c) - 1 for c in cuts], dtype=float) > MAX_GRID_CELLS:
+        return None
+    sizes = [np.diff(c) for c in cuts]
+    volume = sizes[0]
+    for sz in sizes[1:]:
+        volume = np.multiply.outer(volume, sz)
+
+    def cover(boxes: list[Box]) -> np.ndarray:
+        grid = np.zeros(volume.shape, dtype=bool)
+        for b in boxes:
+            sl = tuple(
+                slice(np.searchsorted(cuts[d], b[d][0]), np.searchsorted(cuts[d], b[d][1]))
+                for d in range(n)
+            )
+            grid[sl] = True
+        return grid
+
+    cur = cover(current)
+    new = int(volume[cur].sum())
+    old, ovl = [], []
+    for group in earlier:
+        g = cover(group)
+        old.append(int(volume[g].sum()))
+        ovl.append(int(volume[cur & g].sum()))
+        cur &= ~g
+    return new, old, ovl
+
+
+def _isl_volumes(
+    current: list[isl.Set], earlier: list[list[isl.Set]]
+) -> tuple[int, list[int], list[int], int]:
+    """The same counts as :func:`box_volumes` with isl set operations."""
+    def union(sets: list[isl.Set], space: isl.Space) -> isl.Set:
+        out = isl.Set.empty(space)
+        for x in sets:
+            out = out.union(x)
+        return out.coalesce()
+
+    space = current[0].get_space()
+    cur = union(current, space)
+    c = count(cur)
+    new, enumerated = c.points, c.enumerated
+    old, ovl = [], []
+    for group in earlier:
+        img = union(group, space)
+        c_old, c_ovl = count(img), count(cur.intersect(img))
+        old.append(c_old.points)
+        ovl.append(c_ovl.points)
+        enumerated += c_old.enumerated + c_ovl.enumerated
+        cur = cur.subtract(img).coalesce()
+    return new, old, ovl, enumerated
+
+
+def field_volumes(
+    maps: list[isl.Map], current: isl.Set, earlier: list[isl.Set]
+) -> tuple[int, list[int], list[int], int]:
+    """Sectors of one field: new, old and overlap per earlier set, and the
+    number of enumerated points."""
+    cur_imgs = [current.apply(m) for m in maps]
+    old_imgs = [[ts.apply(m) for m in maps] if not ts.is_empty() else [] for ts in earlier]
+    boxes = [_as_box(x) for x in cur_imgs if not x.is_empty()]
+    old_boxes = [[_as_box(x) for x in g if not x.is_empty()] for g in old_imgs]
+    if all(b is not None for b in boxes) and all(b is not None for g in old_boxes for b in g):
+        res = box_volumes(boxes, old_boxes)  # type: ignore[arg-type]
+        if res is not None:
+            return res[0], res[1], res[2], 0
+    return _isl_volumes(cur_imgs, old_imgs)
+
+
+def wave_volumes(kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm]) -> WaveVolumes:
+    """New, old and overlapping sectors of the representative wave."""
+    sets: WaveSets = wave_sets(launch)
+    block, domain = launch.block, kernel.domain
+    cur_threads = thread_set(sets.current, block, domain)
+    earlier = [thread_set(box, block, domain) for box in (sets.x, sets.y, sets.z)]
+    enumerated = 0
+    new_load = new_store = 0
+    old = [0, 0, 0]
+    ovl = [0, 0, 0]
+    for maps in field_maps(kernel.loads, bound).values():
+        n, o, v, e = field_volumes(maps, cur_threads, earlier)
+        new_load += n
+        old = [a + b for a, b in zip(old, o)]
+        ovl = [a + b for a, b in zip(ovl, v)]
+        enumerated += e
+    for maps in field_maps(kernel.stores, bound).values():
+        n, _, _, e = field_volumes(maps, cur_threads, [])
+        new_store += n
+        enumerated += e
+    return WaveVolumes(
+        new_load=new_load * SECTOR,
+        new_store=new_store * SECTOR,
+        old=((old[0] + old[1]) * SECTOR, old[2] * SECTOR),
+        overlap=((ovl[0] + ovl[1]) * SECTOR, ovl[2] * SECTOR),
+        old_sets=tuple(o * SECTOR for o in old),  # type: ignore[arg-type]
+        overlap_sets=tuple(o * SECTOR for o in ovl),  # type: ignore[arg-type]
+        threads=valid_threads(sets.current, launch, domain),
+        enumerated=enumerated,
+    )
