@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .capacity import CapacityFits, load_fits
 from .errors import LaunchError
-from .expr import bind_all
+from .expr import LinForm, SymForm, bind_all
 from .footprint import Footprint, block_footprint
 from .kernel import Kernel
 from .l1 import l1_cycles_per_warp_lup
@@ -99,6 +99,22 @@ class Prediction:
         }
 
 
+@dataclass(frozen=True)
+class BlockStage:
+    """The block-level part of a prediction: everything but the wave sets.
+
+    Cheap (NumPy enumeration of a few blocks); :func:`limits_without_dram`
+    bounds a prediction from it alone, which ranking uses for pruning.
+    """
+
+    kernel: Kernel
+    machine: Machine
+    launch: Launch
+    bound: dict[SymForm, LinForm]
+    l1_cycles: float
+    footprint: Footprint
+
+
 def predict(
     kernel: Kernel,
     machine: str | Path | Machine,
@@ -108,23 +124,35 @@ def predict(
     """Predict volumes and performance of ``kernel`` launched with ``block``
     on ``machine`` (MODEL.md §3-§8, paper mode). ``fits`` overrides the
     machine's capacity curves."""
-    if not isinstance(kernel, Kernel):
-        raise TypeError(f"predict() needs a ws.Kernel, got {type(kernel).__name__}")
     m = load_machine(machine)
     curves = fits if isinstance(fits, CapacityFits) else load_fits(fits or m.fits)
-    launch = make_launch(kernel, m, block)
-    return _predict(kernel, m, launch, curves)
+    stage = block_stage(kernel, m, block)
+    return finish(stage, wave_volumes(kernel, stage.launch, stage.bound), curves)
 
 
-def _predict(kernel: Kernel, m: Machine, launch: Launch, curves: CapacityFits) -> Prediction:
+def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> BlockStage:
+    """Occupancy, L1 cycles and block footprints (MODEL.md §3-§5)."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"predict() needs a ws.Kernel, got {type(kernel).__name__}")
+    launch = make_launch(kernel, machine, block)
     accesses = kernel.loads + kernel.stores
     bound = bind_all((a.forms for a in accesses), launch.block)
     smp = sample(kernel, launch, accesses, bound)
     if not smp.active.any():
         raise LaunchError(f"no thread of block {launch.block} lies inside the domain")
-    l1 = l1_cycles_per_warp_lup(smp)
-    fp = block_footprint(smp, len(kernel.loads))
-    wave = wave_volumes(kernel, launch, bound)
+    return BlockStage(
+        kernel=kernel,
+        machine=machine,
+        launch=launch,
+        bound=bound,
+        l1_cycles=l1_cycles_per_warp_lup(smp),
+        footprint=block_footprint(smp, len(kernel.loads)),
+    )
+
+
+def finish(stage: BlockStage, wave: WaveVolumes, curves: CapacityFits) -> Prediction:
+    """Capacity curves, balances and the roofline (MODEL.md §5-§8)."""
+    kernel, m, launch, fp = stage.kernel, stage.machine, stage.launch, stage.footprint
 
     # L1 capacity misses (MODEL.md §5).
     o1 = fp.alloc_per_block * launch.occupancy.blocks_per_sm / m.l1_bytes
@@ -159,7 +187,7 @@ def _predict(kernel: Kernel, m: Machine, launch: Launch, curves: CapacityFits) -
         dram_store_v1=store_v1,
         dram_store=store_v2,
     )
-    limits = _limits(kernel, m, l1, vol)
+    limits = _limits(kernel, m, stage.l1_cycles, vol)
     finite = {k: v for k, v in limits.items() if v is not None}
     limiter = min(finite, key=finite.__getitem__)
     return Prediction(
@@ -171,7 +199,7 @@ def _predict(kernel: Kernel, m: Machine, launch: Launch, curves: CapacityFits) -
         occupancy_limited_by=launch.occupancy.limited_by,
         wave_blocks=launch.wave_blocks,
         wave_shape=launch.wave_shape,
-        l1_cycles=l1,
+        l1_cycles=stage.l1_cycles,
         volumes=vol,
         limits=limits,
         glups=finite[limiter],
@@ -201,4 +229,4 @@ def _limits(kernel: Kernel, m: Machine, l1: float, v: Volumes) -> dict[str, floa
     }
 
 
-__all__ = ["LIMITERS", "Prediction", "Volumes", "predict"]
+__all__ = ["LIMITERS", "BlockStage", "Prediction", "Volumes", "block_stage", "finish", "predict"]

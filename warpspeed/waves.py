@@ -220,12 +220,12 @@ def box_volumes(
 
     def cover(boxes: list[Box]) -> np.ndarray:
         grid = np.zeros(volume.shape, dtype=bool)
-        for b in boxes:
-            sl = tuple(
-                slice(np.searchsorted(cuts[d], b[d][0]), np.searchsorted(cuts[d], b[d][1]))
-                for d in range(n)
-            )
-            grid[sl] = True
+        if not boxes:
+            return grid
+        bounds = np.array(boxes, dtype=np.int64)  # (boxes, n, 2)
+        cells = np.stack([np.searchsorted(cuts[d], bounds[:, d, :]) for d in range(n)], axis=1)
+        for b in cells.tolist():
+            grid[tuple(slice(lo, hi) for lo, hi in b)] = True
         return grid
 
     cur = cover(current)

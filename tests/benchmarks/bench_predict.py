@@ -1,0 +1,67 @@
+"""Benchmark of one prediction (issue: the estimator core).
+
+Run: .venv/bin/python tests/benchmarks/bench_predict.py
+
+Measures, for the 3D 25-point range-4 star on 640x512x512, block (256,1,2),
+on A100:
+* the median wall time of ``ws.predict`` after warm-up (target <= 50 ms);
+* the median time of the DRAM part (islpy wave sets) for the domain and for
+  a domain with 10x the points (target: at most 1.5x the time);
+* the peak memory of a prediction (tracemalloc, target < 500 MB) and the
+  process's maximum resident set size.
+Prints one line per figure; not a test, so a noisy machine cannot flake CI.
+"""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import time
+import tracemalloc
+
+import warpspeed as ws
+from stencils.star3d_by_hand import kernel
+from warpspeed.model import block_stage
+from warpspeed.waves import wave_volumes
+
+
+def median_ms(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return 1000 * statistics.median(times)
+
+
+def main() -> None:
+    machine = ws.load_machine("A100")
+    block = (256, 1, 2)
+    k = kernel()
+    for _ in range(3):
+        ws.predict(k, machine, block)
+    t = median_ms(lambda: ws.predict(k, machine, block), 30)
+    print(f"predict star3d r4 640x512x512 (256,1,2) A100: median {t:.1f} ms (target <= 50 ms)")
+
+    big = kernel(shape=(2048, 1280, 640))  # 10.0x the points of 640x512x512
+    ratio_pts = 2048 * 1280 * 640 / (640 * 512 * 512)
+    times = {}
+    for name, kk in (("640x512x512", k), ("2048x1280x640", big)):
+        stage = block_stage(kk, machine, block)
+        wave_volumes(kk, stage.launch, stage.bound)
+        times[name] = median_ms(lambda s=stage, q=kk: wave_volumes(q, s.launch, s.bound), 30)
+        print(f"DRAM part (wave sets) {name}: median {times[name]:.1f} ms")
+    r = times["2048x1280x640"] / times["640x512x512"]
+    print(f"DRAM part for {ratio_pts:.1f}x the domain: {r:.2f}x the time (target <= 1.5x)")
+
+    tracemalloc.start()
+    ws.predict(k, machine, block)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak traced memory of one prediction: {peak / 2**20:.1f} MB (target < 500 MB)")
+    print(f"max resident set size of this process: {rss:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

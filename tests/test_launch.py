@@ -1,0 +1,67 @@
+"""Occupancy, grid and waves (MODEL.md §3)."""
+
+import dataclasses
+
+import pytest
+
+import warpspeed as ws
+from warpspeed.launch import make_launch, occupancy, wave_sets
+
+A = ws.Field("A", shape=(1000, 600, 600))
+
+
+def _kernel(**kw):
+    return ws.Kernel(loads=[A[ws.tidx, ws.tidy, ws.tidz]], stores=[], domain=(640, 512, 512), **kw)
+
+
+def test_thread_limit_gives_two_blocks_of_1024():
+    occ = occupancy(_kernel(), ws.load_machine("A100"), (1024, 1, 1))
+    assert (occ.blocks_per_sm, occ.limited_by) == (2, "threads")
+
+
+def test_register_limit_counts_whole_warps_in_units_of_256():
+    # 40 registers * 32 lanes = 1280 per warp, already a multiple of 256;
+    # a 256-thread block has 8 warps: 10240 registers; 65536 // 10240 = 6 blocks
+    occ = occupancy(_kernel(registers=40), ws.load_machine("A100"), (256, 1, 1))
+    assert (occ.by_registers, occ.blocks_per_sm, occ.limited_by) == (6, 6, "registers")
+    # 33 registers round up to 40 per lane (1056 -> 1280 per warp)
+    assert occupancy(_kernel(registers=33), ws.load_machine("A100"), (256, 1, 1)).by_registers == 6
+
+
+def test_shared_memory_limit():
+    occ = occupancy(_kernel(shared_memory=48 * 1024), ws.load_machine("A100"), (64, 1, 1))
+    assert (occ.blocks_per_sm, occ.limited_by) == (3, "shared_memory")
+
+
+def test_block_limit_for_tiny_blocks():
+    occ = occupancy(_kernel(), ws.load_machine("A100"), (32, 1, 1))
+    assert (occ.blocks_per_sm, occ.limited_by) == (32, "blocks")
+
+
+def test_a_block_that_cannot_fit_is_an_error():
+    with pytest.raises(ws.LaunchError, match="does not fit"):
+        occupancy(_kernel(registers=255), ws.load_machine("A100"), (1024, 1, 1))
+    with pytest.raises(ws.LaunchError, match="shared memory"):
+        occupancy(_kernel(shared_memory=200 * 1024), ws.load_machine("A100"), (64, 1, 1))
+
+
+def test_wave_shape_follows_the_model_formulas():
+    # A100, (256,1,2), 32 registers: 4 blocks/SM, 432 blocks per wave
+    launch = make_launch(_kernel(), ws.load_machine("A100"), (256, 1, 2))
+    assert launch.grid == (3, 512, 256)
+    assert launch.wave_blocks == 432
+    # w0 = min(3, 432); w1 = min(512, ceil(432 / 2.5)); w2 = min(256, ceil(432 / 640))
+    assert launch.wave_shape == (3, 173, 1)
+    sets = wave_sets(launch)
+    assert sets.current == ((0, 3), (339, 512), (128, 129))
+    assert sets.x == ((0, 0), (339, 512), (128, 129))  # empty: whole rows per wave
+    assert sets.y == ((0, 3), (166, 339), (128, 129))
+    assert sets.z == ((0, 3), (0, 512), (127, 128))
+
+
+def test_last_row_holding_under_ten_percent_of_a_block_is_skipped():
+    k = dataclasses.replace(_kernel(), domain=(640, 513, 512))
+    launch = make_launch(k, ws.load_machine("A100"), (32, 32, 1))
+    assert launch.grid[1] == 17 and launch.row_skip == 1
+    k2 = dataclasses.replace(_kernel(), domain=(640, 520, 512))
+    assert make_launch(k2, ws.load_machine("A100"), (32, 32, 1)).row_skip == 0

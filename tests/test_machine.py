@@ -1,0 +1,73 @@
+"""Machine files (MODEL.md §2)."""
+
+import pytest
+
+import warpspeed as ws
+from warpspeed.machine import machine_files
+
+
+def test_builtin_machines_are_listed():
+    assert set(ws.machines()) >= {"V100", "A100", "A100-80GB", "H100", "H200", "GH200"}
+
+
+def test_machine_names_are_case_insensitive():
+    assert ws.load_machine("a100").name == "A100"
+    assert ws.load_machine("h100").sms == 132
+
+
+def test_paper_machines_have_the_paper_values():
+    a, v = ws.load_machine("A100"), ws.load_machine("V100")
+    assert (a.sms, a.clock_ghz, a.l2_bytes, a.dram_bandwidth, a.l2_bandwidth) == (
+        108, 1.41, 20 * 2**20, 1400, 4500)
+    assert (v.sms, v.clock_ghz, v.l2_bytes, v.dram_bandwidth, v.l2_bandwidth) == (
+        80, 1.38, 6 * 2**20, 790, 2500)
+    assert a.validated and v.validated
+
+
+@pytest.mark.parametrize("name", ["A100-80GB", "H100", "H200", "GH200"])
+def test_newer_machines_are_marked_not_validated(name):
+    assert not ws.load_machine(name).validated
+
+
+@pytest.mark.parametrize("path", sorted(machine_files().values()))
+def test_every_number_has_a_source(path):
+    m = ws.load_machine(path)
+    assert all(src.strip() for _, src in m.sources)
+    assert m.source("sms")
+
+
+def test_unknown_machine_error_lists_the_known_ones():
+    with pytest.raises(ws.MachineError, match="unknown machine 'B200'.*A100.*V100"):
+        ws.load_machine("B200")
+
+
+def test_user_machine_file_is_loaded_from_a_path(tmp_path):
+    text = (machine_files()["a100"]).read_text().replace('name = "A100"', 'name = "MyGPU"')
+    text = text.replace("value = 108", "value = 54")
+    path = tmp_path / "mygpu.toml"
+    path.write_text(text)
+    m = ws.load_machine(str(path))
+    assert (m.name, m.sms) == ("MyGPU", 54)
+    from stencils.star3d_by_hand import kernel
+
+    k = kernel(radius=1, shape=(64, 64, 64))
+    assert ws.predict(k, path, (64, 4, 1)).machine == "MyGPU"
+
+
+def test_malformed_machine_file_names_the_problem(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "X"\nfits = "paper"\n[sms]\nvalue = 10\nsource = "me"\n')
+    with pytest.raises(ws.MachineError, match=r"missing table \[clock_ghz\]"):
+        ws.load_machine(bad)
+    bad.write_text("name = [")
+    with pytest.raises(ws.MachineError, match="not valid TOML"):
+        ws.load_machine(bad)
+    text = machine_files()["a100"].read_text().replace("value = 108", "value = -1")
+    bad.write_text(text)
+    with pytest.raises(ws.MachineError, match=r"\[sms\] value must be a positive number"):
+        ws.load_machine(bad)
+
+
+def test_missing_machine_file_is_an_error(tmp_path):
+    with pytest.raises(ws.MachineError, match="does not exist"):
+        ws.load_machine(tmp_path / "nothing.toml")
