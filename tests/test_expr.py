@@ -3,10 +3,11 @@
 import islpy as isl
 import numpy as np
 import sympy as sp
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import warpspeed as ws
+from warpspeed.errors import NonAffineError
 from warpspeed.expr import THREAD_VARS, parse
 
 T, B, D = ws.threadIdx, ws.blockIdx, ws.blockDim
@@ -28,20 +29,26 @@ def expressions(draw, depth=2):
     return sum(terms) + draw(st.integers(-5, 5))
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(expressions(), st.tuples(st.integers(1, 8), st.integers(1, 4), st.integers(1, 3)))
 def test_numpy_and_isl_evaluation_agree_with_sympy(expr, block):
     rng = np.random.default_rng(0)
     v = rng.integers(0, 9, size=(6, 12))
     v[3:] %= np.array(block)[:, None]
-    form = parse(expr, "test").bind(block)
+    try:
+        form = parse(expr, "test").bind(block)
+    except NonAffineError:
+        # sympy may canonicalise e.g. Mod(2 * Mod(x, 3), 2) into a power of
+        # Mod(x, 3), which is rightly rejected: not an input of this test
+        assume(False)
     got = form.evaluate(v)
-    subs_dims = {D.x: block[0], D.y: block[1], D.z: block[2]}
+    dims = {D.x: sp.Integer(block[0]), D.y: sp.Integer(block[1]), D.z: sp.Integer(block[2])}
     ls = isl.LocalSpace.from_space(isl.Space.set_alloc(isl.DEFAULT_CONTEXT, 0, 6))
     aff = form.to_aff(ls)
     for j in range(v.shape[1]):
-        subs = {s: int(v[i, j]) for i, s in enumerate(THREAD_VARS)} | subs_dims
-        want = int(sp.sympify(expr).subs(subs))
+        # truth: sympy's exact evaluation at integer points
+        point = {s: sp.Integer(int(v[i, j])) for i, s in enumerate(THREAD_VARS)}
+        want = int(sp.sympify(expr).xreplace(point | dims))
         assert got[j] == want
         pt = isl.Point.zero(aff.get_domain_space())
         for i in range(6):
