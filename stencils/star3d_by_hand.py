@@ -1,56 +1,59 @@
-"""The 3D range-``radius`` star stencil written by hand as a ``ws.Kernel``.
+"""The range-``radius`` 3-D star of :mod:`stencils.star3d` written by hand as
+a :class:`warpspeed.Kernel` (MODEL.md §1): the independent reference for
+the pystencils frontend.
 
-``dst[x, y, z] = c * sum(src over the centre and ±1..radius along each axis)``
-on doubles, ``radius`` ghost layers on every side, dimension 0 contiguous.
-With the defaults this is the paper's 25-point stencil on 640x512x512.
-Per lattice update: ``6 * radius + 1`` loads of ``src``, one store to ``dst``.
-It is the independent reference for the pystencils-generated ``star3d``.
+Fields ``src`` and ``dst`` have ``radius`` ghost layers on each side, x
+contiguous; with ``alignment="interior"`` the first interior point is on a
+128 B boundary, otherwise ``alignment`` is the base pointer's byte offset.
+A thread folded ``(fx, fy, fz)`` updates the points
+``(fx*x + i, fy*y + j, fz*z + k)`` for ``i < fx, j < fy, k < fz``.
+FP work: per lattice update ``6 * radius`` adds and one multiplication,
+written as ``c*a + c*b + ...`` by pystencils and contracted to
+``6 * radius`` FMAs plus one multiplication.
 """
 
 from __future__ import annotations
 
+import itertools
+
 import warpspeed as ws
-
-
-def aligned_offset(ghost: tuple[int, ...], padded: tuple[int, ...], itemsize: int) -> int:
-    """Byte offset of element 0 from a 128 B boundary that puts the first
-    interior point (index ``ghost``) on a 128 B boundary."""
-    stride, lin = 1, 0
-    for g, n in zip(ghost, padded):
-        lin += g * stride
-        stride *= n
-    return (-lin * itemsize) % 128
 
 
 def kernel(
     radius: int = 4,
-    shape: tuple[int, ...] = (640, 512, 512),
-    alignment: int | None = None,
+    shape: tuple[int, int, int] = (640, 512, 512),
+    fold: tuple[int, int, int] = (1, 1, 1),
+    alignment: int | str = "interior",
 ) -> ws.Kernel:
-    """The star stencil.
-
-    ``shape``: interior points (X, Y, Z), X contiguous. ``alignment``: byte
-    offset of the base pointer (element 0, a ghost corner) from a 128 B
-    boundary; by default the first interior point is 128 B aligned.
-    """
-    if radius < 1:
-        raise ws.KernelError(f"radius must be at least 1, got {radius}")
-    if len(shape) != 3:
-        raise ws.KernelError(f"shape must be three extents X,Y,Z, got {shape}")
-    r = radius
-    padded = tuple(n + 2 * r for n in shape)
-    off = aligned_offset((r, r, r), padded, 8) if alignment is None else alignment
-    src = ws.Field("src", shape=padded, itemsize=8, base_offset=off)
-    dst = ws.Field("dst", shape=padded, itemsize=8, base_offset=off)
-    x, y, z = ws.tidx + r, ws.tidy + r, ws.tidz + r
-    loads = [src[x, y, z]]
-    for d in range(1, r + 1):
-        for s in (-d, d):
-            loads += [src[x + s, y, z], src[x, y + s, z], src[x, y, z + s]]
+    """The hand-written star (module docstring)."""
+    r = int(radius)
+    nx, ny, nz = (int(v) for v in shape)
+    fx, fy, fz = (int(v) for v in fold)
+    if any(n % f for n, f in zip((nx, ny, nz), (fx, fy, fz))):
+        raise ws.KernelError(f"fold {fold} must divide the interior {shape}")
+    full = (nx + 2 * r, ny + 2 * r, nz + 2 * r)
+    if alignment == "interior":
+        first = 8 * r * (1 + full[0] + full[0] * full[1])
+        base = -first % 128
+    else:
+        base = int(alignment) % 128
+    src = ws.Field("src", shape=full, itemsize=8, base_offset=base)
+    dst = ws.Field("dst", shape=full, itemsize=8, base_offset=base)
+    x, y, z = ws.tidx, ws.tidy, ws.tidz
+    loads, stores = [], []
+    for i, j, k in itertools.product(range(fx), range(fy), range(fz)):
+        cx, cy, cz = fx * x + i + r, fy * y + j + r, fz * z + k + r
+        stores.append(dst[cx, cy, cz])
+        loads.append(src[cx, cy, cz])
+        for d in range(1, r + 1):
+            for s in (-d, d):
+                loads += [src[cx + s, cy, cz], src[cx, cy + s, cz], src[cx, cy, cz + s]]
+    lups = fx * fy * fz
     return ws.Kernel(
         loads=loads,
-        stores=[dst[x, y, z]],
-        domain=shape,
-        fp_instructions=6 * r + 1,
-        name=f"star3d_by_hand_r{r}",
+        stores=stores,
+        domain=(nx // fx, ny // fy, nz // fz),
+        fold=(fx, fy, fz),
+        fp_instructions=lups * (6 * r + 1),
+        name=f"star3d_r{r}_by_hand",
     )

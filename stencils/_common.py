@@ -1,0 +1,93 @@
+"""Shared helpers of the ready-made stencils: fields with ghost layers,
+the alignment convention, and the path through pystencils and the
+warpspeed frontend (MODEL.md §1)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pystencils as ps
+
+import warpspeed as ws
+from warpspeed.frontends.pystencils import kernel_from_pystencils
+from warpspeed.pystencils import generate
+
+INTERIOR = "interior"
+
+
+def check_shape(shape: Sequence[int], dims: int) -> tuple[int, ...]:
+    """The interior extents as a tuple of ``dims`` positive integers."""
+    s = tuple(int(v) for v in shape)
+    if len(s) != dims or any(v < 1 for v in s):
+        raise ws.KernelError(f"shape must be {dims} positive integers, got {shape!r}")
+    return s
+
+
+def field(
+    name: str, interior: Sequence[int], ghost: int, components: int = 0
+) -> ps.Field:
+    """A double field with ``ghost`` layers around ``interior``, x contiguous
+    (``fzyx``); ``components`` > 0 adds an index dimension (slowest)."""
+    spatial = tuple(n + 2 * ghost for n in interior)
+    if components:
+        return ps.Field.create_fixed_size(
+            name, spatial + (components,), index_dimensions=1, dtype="float64", layout="fzyx"
+        )
+    return ps.Field.create_fixed_size(name, spatial, dtype="float64", layout="fzyx")
+
+
+def first_interior_offset(strides: Sequence[int], ghost: int, spatial: int, itemsize: int) -> int:
+    """Byte offset of the first interior point from the base pointer."""
+    return itemsize * ghost * sum(int(s) for s in list(strides)[:spatial])
+
+
+def base_offsets(
+    fields: Sequence[ps.Field], ghost: int, alignment: int | str, itemsize: int = 8
+) -> dict[str, int]:
+    """Base-pointer offsets (bytes mod 128) of the alignment convention.
+
+    ``alignment == "interior"``: the first interior point of every field
+    sits on a 128 B boundary; an integer (or a string of one) is the byte
+    offset of every base pointer from a 128 B boundary."""
+    if isinstance(alignment, str) and alignment != INTERIOR:
+        try:
+            alignment = int(alignment)
+        except ValueError:
+            raise ws.KernelError(
+                f"alignment must be {INTERIOR!r} or a byte offset, got {alignment!r}"
+            ) from None
+    if alignment == INTERIOR:
+        return {
+            f.name: -first_interior_offset(f.strides, ghost, f.spatial_dimensions, itemsize) % 128
+            for f in fields
+        }
+    if isinstance(alignment, bool) or not isinstance(alignment, int):
+        raise ws.KernelError(f"alignment must be {INTERIOR!r} or a byte offset, got {alignment!r}")
+    return {f.name: alignment % 128 for f in fields}
+
+
+def config(ghost: int) -> ps.CreateKernelConfig:
+    """The CUDA configuration of the ready stencils (no JIT, no GPU needed)."""
+    return ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit, ghost_layers=ghost)
+
+
+def build(
+    assignments: Any,
+    fields: Sequence[ps.Field],
+    *,
+    ghost: int,
+    fold: Sequence[int],
+    alignment: int | str,
+    name: str,
+) -> tuple[ws.Kernel, Any]:
+    """The warpspeed kernel and the pystencils kernel of ``assignments``
+    folded by ``fold``."""
+    kernel_function = generate(assignments, config(ghost), tuple(fold))
+    kernel = kernel_from_pystencils(
+        kernel_function,
+        name=name,
+        base_offsets=base_offsets(fields, ghost, alignment),
+        fold=tuple(fold) + (1,) * (3 - len(tuple(fold))),
+    )
+    return kernel, kernel_function

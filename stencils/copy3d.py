@@ -1,0 +1,36 @@
+"""3-D copy ``dst = src``, double, generated with pystencils (MODEL.md §1
+input): one load and one store per lattice update, no ghost layers, x
+contiguous."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pystencils as ps
+
+import warpspeed as ws
+
+from ._common import build, check_shape, field
+
+
+def generate(
+    shape: tuple[int, int, int] = (640, 512, 512),
+    fold: tuple[int, int, int] = (1, 1, 1),
+    alignment: int | str = "interior",
+) -> tuple[ws.Kernel, Any]:
+    """``(warpspeed kernel, pystencils kernel)``; see :func:`kernel`."""
+    s = check_shape(shape, 3)
+    src, dst = field("src", s, 0), field("dst", s, 0)
+    asm = [ps.Assignment(dst.center, src.center)]
+    return build(asm, (src, dst), ghost=0, fold=fold, alignment=alignment, name="copy3d")
+
+
+def kernel(
+    shape: tuple[int, int, int] = (640, 512, 512),
+    fold: tuple[int, int, int] = (1, 1, 1),
+    alignment: int | str = "interior",
+) -> ws.Kernel:
+    """The copy on ``shape`` points; ``fold`` and ``alignment`` as in
+    :mod:`stencils.star3d` (without ghost layers the interior starts at the
+    base pointer)."""
+    return generate(shape, fold, alignment)[0]

@@ -1,0 +1,58 @@
+"""D3Q19 lattice Boltzmann, single relaxation time, pull scheme
+(``stream_pull_collide``), double, generated with lbmpy and pystencils
+(MODEL.md §1 input).
+
+Fields ``pdfs`` (read) and ``pdfs_tmp`` (written), 19 components each,
+layout ``fzyx`` (x contiguous, the component index slowest), one ghost
+layer. Per lattice update: 19 loads of ``pdfs`` (one per direction, pulled
+from the neighbour against it) and 19 stores of ``pdfs_tmp``.
+The relaxation rate is the kernel parameter ``omega``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy as sp
+
+import warpspeed as ws
+
+from ._common import build, check_shape, field
+
+
+def update_rule(pdfs: Any, pdfs_tmp: Any) -> Any:
+    """lbmpy's SRT D3Q19 pull update rule between the two fields."""
+    from lbmpy import LBMConfig, LBMOptimisation, LBStencil, Method, Stencil, create_lb_update_rule
+
+    cfg = LBMConfig(
+        stencil=LBStencil(Stencil.D3Q19),
+        method=Method.SRT,
+        relaxation_rate=sp.Symbol("omega"),
+        kernel_type="stream_pull_collide",
+    )
+    opt = LBMOptimisation(symbolic_field=pdfs, symbolic_temporary_field=pdfs_tmp)
+    return create_lb_update_rule(lbm_config=cfg, lbm_optimisation=opt)
+
+
+def generate(
+    shape: tuple[int, int, int] = (256, 256, 256),
+    fold: tuple[int, int, int] = (1, 1, 1),
+    alignment: int | str = "interior",
+) -> tuple[ws.Kernel, Any]:
+    """``(warpspeed kernel, pystencils kernel)``; see :func:`kernel`."""
+    s = check_shape(shape, 3)
+    pdfs, pdfs_tmp = field("pdfs", s, 1, 19), field("pdfs_tmp", s, 1, 19)
+    return build(
+        update_rule(pdfs, pdfs_tmp), (pdfs, pdfs_tmp),
+        ghost=1, fold=fold, alignment=alignment, name="lbm_d3q19",
+    )
+
+
+def kernel(
+    shape: tuple[int, int, int] = (256, 256, 256),
+    fold: tuple[int, int, int] = (1, 1, 1),
+    alignment: int | str = "interior",
+) -> ws.Kernel:
+    """The LBM step on ``shape`` interior cells; ``fold`` and ``alignment``
+    as in :mod:`stencils.star3d` (alignment applies to component 0)."""
+    return generate(shape, fold, alignment)[0]
