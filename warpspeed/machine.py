@@ -6,6 +6,7 @@ A machine file holds one table per parameter with its value and its source::
     validated = true
     description = "NVIDIA A100 SXM4 40GB"
     fits = "paper"            # a file in fits/ (without .toml) or a path
+    arch = "sm_80"            # nvcc -arch for register counts (optional)
 
     [sms]
     value = 108
@@ -34,6 +35,7 @@ class Machine:
     description: str
     validated: bool
     fits: str
+    arch: str
     sms: int
     clock_ghz: float
     l1_bytes: int
@@ -60,7 +62,7 @@ class Machine:
 _NUMERIC = {
     f.name: f.type
     for f in fields(Machine)
-    if f.name not in ("name", "description", "validated", "fits", "sources", "path")
+    if f.name not in ("name", "description", "validated", "fits", "arch", "sources", "path")
 }
 
 
@@ -91,7 +93,7 @@ def _parse(path: Path) -> Machine:
             raise MachineError(f"machine file {path}: [{key}] value must be an integer, got {v!r}")
         values[key] = int(v) if typ == "int" else float(v)
         sources.append((key, str(entry["source"])))
-    unknown = set(data) - set(_NUMERIC) - {"name", "description", "validated", "fits"}
+    unknown = set(data) - set(_NUMERIC) - {"name", "description", "validated", "fits", "arch"}
     if unknown:
         raise MachineError(f"machine file {path}: unknown keys {sorted(unknown)}")
     return Machine(
@@ -99,6 +101,7 @@ def _parse(path: Path) -> Machine:
         description=str(data.get("description", "")),
         validated=bool(data.get("validated", False)),
         fits=data["fits"],
+        arch=str(data.get("arch", "sm_80")),
         sources=tuple(sources),
         path=str(path),
         **values,  # type: ignore[arg-type]

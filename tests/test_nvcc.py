@@ -1,0 +1,41 @@
+"""Register counts from nvcc (optional tool)."""
+
+import shutil
+
+import pytest
+
+from warpspeed.frontends import nvcc
+
+PTXAS = """ptxas info    : Compiling entry function '_Z6kernelPdPKd' for 'sm_80'
+ptxas info    : Function properties for _Z6kernelPdPKd
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 40 registers, used 0 barriers, 368 bytes cmem[0]
+ptxas info    : Used 24 registers, used 0 barriers, 360 bytes cmem[0]
+"""
+
+
+def test_ptxas_output_gives_the_largest_register_count():
+    assert nvcc.parse_ptxas(PTXAS) == 40
+    assert nvcc.parse_ptxas("no counts here") is None
+
+
+def test_missing_nvcc_keeps_the_default(monkeypatch):
+    monkeypatch.setattr(nvcc.shutil, "which", lambda name: None)
+    count = nvcc.register_count("__global__ void k() {}", "sm_80")
+    assert count.registers is None and "not installed" in count.reason
+    assert count.or_default() == 32
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_nvcc_counts_registers_of_a_generated_stencil():
+    from stencils.star3d import generate
+
+    _, kf = generate(radius=1, shape=(64, 64, 64))
+    count = nvcc.pystencils_registers(kf, "sm_80")
+    assert count.registers is not None and 8 <= count.registers <= 255
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_broken_source_is_reported_not_raised():
+    count = nvcc.register_count("this is not CUDA", "sm_80")
+    assert count.registers is None and count.reason.startswith("nvcc failed")
