@@ -1,0 +1,55 @@
+"""The block sample of the L1 and L2 estimators (MODEL.md §4, §5) against
+enumerating every block of the grid."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import warpspeed as ws
+from warpspeed.expr import bind_all
+from warpspeed.footprint import block_footprint
+from warpspeed.l1 import l1_cycles_per_warp_lup
+from warpspeed.launch import make_launch
+from warpspeed.sampling import INTERIOR, _periods, sample
+
+
+def star(domain, pitch, offset, radius):
+    shape = (pitch, domain[1] + 2 * radius, domain[2] + 2 * radius)
+    src = ws.Field("src", shape=shape, base_offset=offset)
+    dst = ws.Field("dst", shape=shape, base_offset=offset)
+    x, y, z = ws.tidx + radius, ws.tidy + radius, ws.tidz + radius
+    loads = [src[x, y, z]] + [
+        src[x + s, y, z] for s in range(-radius, radius + 1) if s
+    ] + [src[x, y + s, z] for s in (-radius, radius)] + [src[x, y, z + s] for s in (-1, 1)]
+    return ws.Kernel(loads=loads, stores=[dst[x, y, z]], domain=domain)
+
+
+def both(kernel, block):
+    launch = make_launch(kernel, ws.load_machine("A100"), block)
+    acc = kernel.loads + kernel.stores
+    bound = bind_all((a.forms for a in acc), launch.block)
+    out = []
+    for every in (False, True):
+        s = sample(kernel, launch, acc, bound, every_block=every)
+        fp = block_footprint(s, len(kernel.loads))
+        out.append((l1_cycles_per_warp_lup(s), fp.l1_load, fp.l2_load_v1, fp.l2_store,
+                    fp.alloc_per_block))
+    return out, _periods(acc, bound)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.tuples(st.integers(8, 70), st.integers(1, 9), st.integers(1, 6)),
+    st.tuples(st.sampled_from([4, 8, 16, 32, 64]), st.sampled_from([1, 2, 4]),
+              st.sampled_from([1, 2])),
+    st.sampled_from([80, 96, 128, 136]),
+    st.sampled_from([0, 8, 32, 96]),
+    st.integers(1, 3),
+)
+def test_sample_equals_every_block_when_the_period_fits(domain, block, pitch, offset, radius):
+    sampled, full = None, None
+    (sampled, full), periods = both(star(domain, pitch, offset, radius), block)
+    if all(p <= c for p, c in zip(periods, INTERIOR)):
+        assert sampled == pytest.approx(full, rel=1e-9)
+    else:  # an approximation of the average; still close
+        assert sampled == pytest.approx(full, rel=0.25)
