@@ -124,11 +124,14 @@ def sample(
     active = (t < threads)[None, :] & np.all(glob < dom, axis=0)
     flat = v.reshape(6, -1)
     addr = np.empty((len(accesses), nb * padded), dtype=np.int64)
+    values: dict[SymForm, np.ndarray] = {}  # accesses share index forms: evaluate each once
     for k, acc in enumerate(accesses):
         f = acc.field
         out = np.full(flat.shape[1], f.base_offset, dtype=np.int64)
         for form, stride in zip(acc.forms, f.strides):
-            out += (f.itemsize * stride) * bound[form].evaluate(flat)
+            if form not in values:
+                values[form] = bound[form].evaluate(flat)
+            out += (f.itemsize * stride) * values[form]
         addr[k] = out
     return Sample(
         accesses=accesses,

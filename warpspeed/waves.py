@@ -15,6 +15,9 @@ box (isl's ``is_box``; the images of thread boxes under stencil index maps
 are), the union, intersection and difference of the images are counted
 exactly on a grid compressed to the boxes' breakpoints, whose size depends
 on the number of accesses, not on the extents (:func:`box_volumes`).
+Images that are products of *strided* intervals (folded kernels: ``2 * y +
+c``) take the same route after the bijection ``x -> (x mod L, x div L)``
+turns them into boxes (:func:`_unstride`).
 Otherwise isl's own set operations are used and :func:`count` splits each
 set into disjoint basic sets, counting each as a product of strided
 intervals when it is one; only a basic set that is not such a product (a
@@ -24,6 +27,8 @@ skewed, diagonal pattern) falls back to enumeration by isl, and
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 
 import islpy as isl
@@ -181,6 +186,7 @@ class WaveVolumes:
 
 
 Box = tuple[tuple[int, int], ...]  # half-open [lo, hi) per dimension
+StridedBox = tuple[tuple[int, int, int], ...]  # (lo, hi, stride) per dimension
 MAX_GRID_CELLS = 4_000_000
 
 
@@ -192,6 +198,36 @@ def _as_box(s: isl.Set) -> Box | None:
     return tuple(
         (s.dim_min_val(d).to_python(), s.dim_max_val(d).to_python() + 1) for d in range(n)
     )
+
+
+def _unstride(groups: list[list[StridedBox]]) -> list[list[Box]]:
+    """Plain boxes in a space where every strided dimension ``x`` becomes
+    the pair ``(x mod L, x div L)`` with ``L`` the lcm of its strides: a
+    bijection of the integer points, so counts of unions, intersections
+    and differences are unchanged. A strided interval splits into one box
+    per residue it covers."""
+    every = [b for g in groups for b in g]
+    n = len(every[0])
+    lcms = [math.lcm(*(b[d][2] for b in every)) for d in range(n)]
+
+    def split(b: StridedBox) -> list[Box]:
+        per_dim: list[list[tuple[tuple[int, int], ...]]] = []
+        for d, (lo, hi, stride) in enumerate(b):
+            big = lcms[d]
+            if big == 1:
+                per_dim.append([((lo, hi),)])
+                continue
+            opts = []
+            for j in range(big // stride):
+                rho = (lo + j * stride) % big
+                q_lo = -((rho - lo) // big)  # ceil((lo - rho) / big)
+                q_hi = (hi - 1 - rho) // big + 1
+                if q_hi > q_lo:
+                    opts.append(((rho, rho + 1), (q_lo, q_hi)))
+            per_dim.append(opts)
+        return [sum(combo, ()) for combo in itertools.product(*per_dim)]
+
+    return [[x for b in g for x in split(b)] for g in groups]
 
 
 def box_volumes(
@@ -280,24 +316,121 @@ def field_volumes(
     return _isl_volumes(cur_imgs, old_imgs)
 
 
+GlobalBox = tuple[tuple[int, int], ...] | None  # half-open global thread ranges; None: empty
+
+
+def _global_box(box: BlockBox, block: tuple[int, int, int], domain: tuple[int, int, int]
+                ) -> GlobalBox:
+    """The global thread coordinates ``b * B + t`` of :func:`thread_set`: a box."""
+    out = []
+    for (lo, hi), b, n in zip(box, block, domain):
+        g_lo, g_hi = lo * b, min(hi * b, n)
+        if hi <= lo or g_hi <= g_lo:
+            return None
+        out.append((g_lo, g_hi))
+    return tuple(out)
+
+
+def _image(acc: Access, bound: dict[SymForm, LinForm], block: tuple[int, int, int],
+           gbox: tuple[tuple[int, int], ...]) -> StridedBox | None:
+    """The sector image of a global thread box under ``acc`` (paper mode,
+    as :func:`access_map`), computed directly when it is a product of
+    strided intervals: every index is ``const + a * g_j`` of a global
+    coordinate ``g_j = blockIdx_j * B_j + threadIdx_j``, each ``g_j`` feeds
+    at most one index, and the sector division of the contiguous index
+    keeps a progression (stride at most, or a multiple of, the elements
+    per sector). None otherwise (isl then does it)."""
+    used: set[int] = set()
+    out = []
+    for d, form in enumerate(acc.forms):
+        f = bound[form]
+        if f.floors or f.div != 1:
+            return None
+        if any(f.coef[j] != block[j] * f.coef[3 + j] for j in range(3)):
+            return None
+        a = f.coef[3:]
+        c = f.const + sum(a[j] * gbox[j][0] for j in range(3) if gbox[j][1] - gbox[j][0] == 1)
+        varying = [j for j in range(3) if a[j] and gbox[j][1] - gbox[j][0] > 1]
+        if len(varying) > 1 or (varying and varying[0] in used):
+            return None
+        if varying:
+            j = varying[0]
+            used.add(j)
+            ends = (a[j] * gbox[j][0] + c, a[j] * (gbox[j][1] - 1) + c)
+            lo, last, stride = min(ends), max(ends), abs(a[j])
+        else:
+            lo, last, stride = c, c, 1
+        if d == 0:
+            per = SECTOR // acc.field.itemsize
+            if stride <= per or lo == last:
+                stride = 1
+            elif stride % per == 0:
+                stride //= per
+            else:
+                return None
+            lo, last = lo // per, last // per
+        out.append((lo, last + 1, stride if last > lo else 1))
+    return tuple(out)
+
+
+def _direct_volumes(
+    accs: list[Access], bound: dict[SymForm, LinForm], block: tuple[int, int, int],
+    current: GlobalBox, earlier: list[GlobalBox],
+) -> tuple[int, list[int], list[int]] | None:
+    """:func:`box_volumes` on images from :func:`_image`, without isl; None
+    if an image is not a strided box or the grid would be too large."""
+    groups: list[list[StridedBox]] = []
+    for g in [current, *earlier]:
+        imgs = [_image(a, bound, block, g) for a in accs] if g is not None else []
+        if any(x is None for x in imgs):
+            return None
+        groups.append(imgs)  # type: ignore[arg-type]
+    if not any(groups):
+        return 0, [0] * len(earlier), [0] * len(earlier)
+    if all(st == 1 for g in groups for b in g for _, _, st in b):
+        boxes = [[tuple((lo, hi) for lo, hi, _ in b) for b in g] for g in groups]
+    else:
+        boxes = _unstride(groups)
+    return box_volumes(boxes[0], boxes[1:])  # type: ignore[arg-type]
+
+
+def _by_field(accesses: tuple[Access, ...]) -> dict[str, list[Access]]:
+    out: dict[str, list[Access]] = {}
+    for acc in accesses:
+        out.setdefault(acc.field.name, []).append(acc)
+    return out
+
+
 def wave_volumes(kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm]) -> WaveVolumes:
     """New, old and overlapping sectors of the representative wave."""
     sets: WaveSets = wave_sets(launch)
     block, domain = launch.block, kernel.domain
-    cur_threads = thread_set(sets.current, block, domain)
-    earlier = [thread_set(box, block, domain) for box in (sets.x, sets.y, sets.z)]
+    boxes = (sets.current, sets.x, sets.y, sets.z)
+    gboxes = [_global_box(b, block, domain) for b in boxes]
+    isl_sets: list[isl.Set] = []
+
+    def volumes(accs: list[Access], with_earlier: bool) -> tuple[int, list[int], list[int], int]:
+        n_earlier = 3 if with_earlier else 0
+        res = _direct_volumes(accs, bound, block, gboxes[0], gboxes[1:1 + n_earlier])
+        if res is not None:
+            return res[0], res[1], res[2], 0
+        if not isl_sets:
+            isl_sets.extend(thread_set(b, block, domain) for b in boxes)
+        maps = [access_map(a, bound) for a in accs]
+        return field_volumes(maps, isl_sets[0], isl_sets[1:1 + n_earlier])
+
     enumerated = 0
     new_load = new_store = 0
     old = [0, 0, 0]
     ovl = [0, 0, 0]
-    for maps in field_maps(kernel.loads, bound).values():
-        n, o, v, e = field_volumes(maps, cur_threads, earlier)
+    for accs in _by_field(kernel.loads).values():
+        n, o, v, e = volumes(accs, True)
         new_load += n
         old = [a + b for a, b in zip(old, o)]
         ovl = [a + b for a, b in zip(ovl, v)]
         enumerated += e
-    for maps in field_maps(kernel.stores, bound).values():
-        n, _, _, e = field_volumes(maps, cur_threads, [])
+    for accs in _by_field(kernel.stores).values():
+        n, _, _, e = volumes(accs, False)
         new_store += n
         enumerated += e
     return WaveVolumes(

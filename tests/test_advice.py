@@ -1,0 +1,101 @@
+"""The advisor (MODEL.md §4-§8, §10): binding limiter, headroom and hints,
+checked against numbers derived by hand from the prediction."""
+
+import dataclasses
+import math
+
+import pytest
+
+import warpspeed as ws
+from stencils import star3d_by_hand
+from warpspeed.advice import advise
+
+A100 = ws.load_machine("A100")
+
+
+def star(radius=4, shape=(640, 512, 512), **kw):
+    k = star3d_by_hand.kernel(radius=radius, shape=shape)
+    return dataclasses.replace(k, **kw) if kw else k
+
+
+def kinds(advice):
+    return {h.kind for h in advice.hints}
+
+
+def test_headroom_is_the_next_limit_over_the_binding_one():
+    k = star()
+    p = ws.predict(k, A100, (32, 8, 4))
+    a = advise(p, A100, k)
+    finite = sorted(v for v in p.limits.values() if v is not None)
+    assert a.limiter == p.limiter and a.glups == finite[0]
+    assert a.headroom == pytest.approx(finite[1] / finite[0])
+    assert [v for _, v in a.limits] == finite
+    assert a.next_limiter == next(n for n, v in p.limits.items() if v == finite[1])
+
+
+def test_a_block_narrower_than_a_half_warp_gets_the_narrow_x_hint_with_its_numbers():
+    k = star()
+    narrow = advise(ws.predict(k, A100, (8, 8, 16)), A100, k)
+    hint = next(h for h in narrow.hints if h.kind == "narrow_block_x")
+    assert "8 is below 16" in hint.message and "spans 2 rows" in hint.message
+    assert "16,4,16" in hint.message  # the same 1024 threads, 16 wide
+    wide = advise(ws.predict(k, A100, (32, 8, 4)), A100, k)
+    assert "narrow_block_x" not in kinds(wide)
+
+
+def test_l1_conflict_hint_compares_with_two_cycles_per_access_and_update():
+    k = star()
+    p = ws.predict(k, A100, (4, 16, 16))
+    ideal = 2.0 * (len(k.loads) + len(k.stores))  # 52 for 25 loads and 1 store
+    a = advise(p, A100, k)
+    hint = next(h for h in a.hints if h.kind == "l1_conflicts")
+    assert f"{p.l1_cycles / ideal:.2f}x the {ideal:.1f}" in hint.message
+    assert f"{p.limits['l1'] * p.l1_cycles / ideal:.1f} GLup/s" in hint.message
+
+
+def test_z_layer_condition_hint_names_the_set_size_and_the_l2_size():
+    k = star()
+    p = ws.predict(k, A100, (32, 8, 4))
+    # The z set is one block layer of the whole 640x512 plane: far more than 20 MiB.
+    assert p.wave.old[1] > A100.l2_bytes
+    hint = next(h for h in advise(p, A100, k).hints if h.kind == "layer_condition_z")
+    assert f"needs {p.wave.old[1] / 2**20:.1f} MiB" in hint.message
+    assert f"L2 holds {A100.l2_bytes / 2**20:.1f} MiB" in hint.message
+    assert "2z folding" in hint.message and "deeper blocks" in hint.message
+
+
+def test_a_small_plane_meets_the_layer_conditions():
+    k = star(radius=1, shape=(128, 64, 64))
+    a = advise(ws.predict(k, A100, (32, 8, 4)), A100, k)
+    assert not {"layer_condition_z", "layer_condition_xy"} & kinds(a)
+
+
+def test_register_limited_occupancy_says_how_many_registers_give_one_more_block():
+    k = star(registers=128)
+    p = ws.predict(k, A100, (64, 4, 1))
+    assert p.occupancy_limited_by == "registers" and p.blocks_per_sm == 2
+    # 3 blocks of 8 warps: 65536 / 24 = 2730 -> 2560 per warp (units of 256) -> 80 per thread.
+    hint = next(h for h in advise(p, A100, k).hints if h.kind == "occupancy")
+    assert "limited by registers" in hint.message and "512 of 2048" in hint.message
+    assert "at most 80 would allow 3 blocks" in hint.message
+    assert "no latency term" in hint.message
+
+
+def test_a_floating_point_bound_kernel_is_told_so():
+    k = star(fp_instructions=5000)
+    p = ws.predict(k, A100, (32, 8, 4))
+    a = advise(p, A100, k)
+    assert a.limiter == "fp" and "fp_bound" in kinds(a)
+    assert a.hints[0].limiter == "fp"  # hints of the binding limiter come first
+    fp_limit = A100.sms * A100.clock_ghz * A100.fp64_fma_per_sm_cycle / 5000
+    assert a.glups == pytest.approx(fp_limit)
+
+
+def test_advice_is_frozen_and_needs_no_kernel():
+    p = ws.predict(star(radius=1, shape=(128, 64, 64)), A100, (8, 8, 16))
+    a = advise(p, A100)
+    assert "narrow_block_x" in kinds(a)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.limiter = "l2"  # type: ignore[misc]
+    assert all(isinstance(h.message, str) and h.message for h in a.hints)
+    assert math.isclose(a.glups, p.glups)

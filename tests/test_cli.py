@@ -1,0 +1,129 @@
+"""The ``warpspeed`` command end to end, in a subprocess: every command, its
+output formats, and one-line errors with exit code 2."""
+
+import csv
+import dataclasses
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import warpspeed as ws
+from stencils import star3d_by_hand
+
+SCRIPT = Path(sys.executable).with_name("warpspeed")
+SMALL = ["--set", "radius=1", "--set", "shape=64,64,32"]
+
+NO_FOLD = '''
+import warpspeed as ws
+
+def kernel(n: int = 64) -> ws.Kernel:
+    a = ws.Field("a", shape=(n,))
+    b = ws.Field("b", shape=(n,))
+    return ws.Kernel(loads=[a[ws.tidx]], stores=[b[ws.tidx]], domain=(n,), name="copy1d")
+'''
+
+
+def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "warpspeed.cli"]
+    res = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).parent.parent)
+    if ok:
+        assert res.returncode == 0, res.stderr
+    return res
+
+
+def one_line_error(res: subprocess.CompletedProcess, text: str) -> None:
+    assert res.returncode == 2
+    assert "Traceback" not in res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and text in lines[0], res.stderr
+
+
+def test_machines_lists_every_builtin_gpu_as_json():
+    rows = json.loads(run("machines", "--json").stdout)
+    assert {r["name"] for r in rows} >= {"A100", "V100"}
+    assert "A100" in run("machines").stdout
+
+
+def test_predict_json_equals_the_library_with_fold_and_registers():
+    res = run("predict", "star3d_by_hand", *SMALL, "--machine", "A100", "--block", "32,4,2",
+              "--fold", "1,2,1", "--registers", "128", "--json")
+    k = star3d_by_hand.kernel(radius=1, shape=(64, 64, 32), fold=(1, 2, 1))
+    k = dataclasses.replace(k, registers=128)
+    expected = ws.predict(k, "A100", (32, 4, 2)).to_dict()
+    got = json.loads(res.stdout)
+    assert got["fold"] == [1, 2, 1] and got["blocks_per_sm"] == expected["blocks_per_sm"] == 2
+    assert got["glups"] == pytest.approx(expected["glups"])
+    assert "limiter" in run("predict", "star3d_by_hand", *SMALL, "--machine", "A100",
+                            "--block", "32,4,2").stdout
+
+
+def test_rank_json_is_sorted_best_first_over_all_folds_and_thread_counts():
+    res = run("rank", "star3d_by_hand", *SMALL, "--machine", "V100", "--threads", "256",
+              "--threads", "512", "--jobs", "2", "--json")
+    rows = json.loads(res.stdout)
+    glups = [r["glups"] for r in rows]
+    assert glups == sorted(glups, reverse=True)
+    assert {tuple(r["fold"]) for r in rows} == {(1, 1, 1), (1, 2, 1), (1, 1, 2)}
+    assert {r["block"][0] * r["block"][1] * r["block"][2] for r in rows} == {256, 512}
+    assert res.stderr == ""  # no progress bar when stderr is not a terminal
+
+
+def test_rank_top_k_csv_and_table_agree_with_the_json():
+    args = ["rank", "star3d_by_hand", *SMALL, "--machine", "A100", "--fold", "1,1,1",
+            "--top", "3", "--jobs", "1"]
+    rows = json.loads(run(*args, "--json").stdout)
+    table = list(csv.DictReader(io.StringIO(run(*args, "--csv").stdout)))
+    assert len(rows) == len(table) == 3
+    assert [r["block"] for r in table] == ["x".join(map(str, r["block"])) for r in rows]
+    assert [float(r["glups"]) for r in table] == pytest.approx([r["glups"] for r in rows])
+    assert {"limits.dram", "volumes.dram_load", "limiter"} <= set(table[0])
+    out = run(*args).stdout
+    assert "skipped by the bound" in out and rows[0]["limiter"] in out
+
+
+def test_rank_registers_change_the_occupancy():
+    args = ["rank", "star3d_by_hand", *SMALL, "--machine", "A100", "--fold", "1,1,1",
+            "--threads", "256", "--jobs", "1", "--json"]
+    default = json.loads(run(*args).stdout)
+    heavy = json.loads(run(*args, "--registers", "128").stdout)
+    assert {r["blocks_per_sm"] for r in default} == {8}
+    assert {r["blocks_per_sm"] for r in heavy} == {2}
+    assert {r["occupancy_limited_by"] for r in heavy} == {"registers"}
+
+
+def test_explain_names_the_limiter_the_headroom_and_hints():
+    out = run("explain", "star3d_by_hand", "--machine", "A100", "--block", "8,8,16").stdout
+    assert "binding limiter: l1" in out and "headroom:" in out
+    assert "[narrow_block_x]" in out and "[layer_condition_z]" in out
+
+
+def test_stencil_without_fold_parameter_runs_unfolded_and_rejects_a_fold(tmp_path):
+    path = tmp_path / "copy1d.py"
+    path.write_text(NO_FOLD)
+    rows = json.loads(run("rank", str(path), "--machine", "A100", "--threads", "64",
+                          "--jobs", "1", "--json").stdout)
+    assert [r["block"] for r in rows] == [[64, 1, 1]]
+    one_line_error(run("rank", str(path), "--machine", "A100", "--fold", "1,2,1", ok=False),
+                   "no fold parameter")
+    one_line_error(run("predict", str(path), "--machine", "A100", "--block", "64,1,1",
+                       "--fold", "2,1,1", ok=False), "no fold parameter")
+
+
+@pytest.mark.parametrize("args, text", [
+    (["predict", "star3d_by_hand", "--machine", "A100", "--block", "32,4"], "three integers"),
+    (["predict", "nosuchstencil", "--machine", "A100", "--block", "32,4,1"], "unknown stencil"),
+    (["predict", "star3d_by_hand", "--machine", "Z80", "--block", "32,4,1"], "unknown machine"),
+    (["rank", "star3d_by_hand", "--machine", "A100", "--json", "--csv"], "not allowed with"),
+    (["rank", "star3d_by_hand", "--machine", "A100", "--jobs", "0"], "positive integer"),
+    (["rank", "star3d_by_hand", "--machine", "A100", "--threads", "1000"], "power of two"),
+    (["rank", "star3d_by_hand", "--machine", "A100", "--registers", "300"], "registers"),
+    (["explain", "star3d_by_hand", "--machine", "A100", "--block", "64,64,1"], "1024"),
+    (["rank", "star3d_by_hand", "--machine", "A100", "--set", "fold=1,2,1"], "--fold"),
+])
+def test_bad_arguments_end_in_one_line_and_exit_code_2(args, text):
+    one_line_error(run(*args, ok=False), text)

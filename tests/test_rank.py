@@ -1,0 +1,201 @@
+"""Ranking, pruning and parallel evaluation (MODEL.md §8) against exhaustive
+evaluation with ``ws.predict`` as the independent truth."""
+
+import dataclasses
+import itertools
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import warpspeed as ws
+from stencils import star3d_by_hand
+from warpspeed.expr import bind_all
+from warpspeed.model import block_stage
+from warpspeed.rank import (
+    DEFAULT_FOLDS,
+    block_shapes,
+    canonical_block,
+    compulsory_bytes,
+    dram_lower_bound,
+    rank,
+    upper_bound,
+    wave_key,
+)
+from warpspeed.waves import wave_volumes
+
+SHAPE = (128, 64, 64)
+
+
+def star(fold=(1, 1, 1), radius=1, shape=SHAPE, registers=None):
+    k = star3d_by_hand.kernel(radius=radius, shape=shape, fold=fold)
+    return k if registers is None else dataclasses.replace(k, registers=registers)
+
+
+def same_numbers(p: ws.Prediction, q: ws.Prediction) -> bool:
+    """Equal in every model quantity (``wave.enumerated`` is a diagnostic of
+    how isl counted, not a model number)."""
+    return dataclasses.replace(p, wave=dataclasses.replace(p.wave, enumerated=0)) == (
+        dataclasses.replace(q, wave=dataclasses.replace(q.wave, enumerated=0))
+    )
+
+
+@pytest.fixture(scope="module", params=["A100", "V100"])
+def exhaustive(request):
+    return request.param, rank(lambda f: star(f), request.param, jobs=2)
+
+
+def test_power_of_two_space_is_every_1024_thread_shape_within_the_cuda_limits():
+    truth = {
+        (2**a, 2**b, 2**c)
+        for a, b, c in itertools.product(range(11), repeat=3)
+        if a + b + c == 10 and c <= 6
+    }
+    shapes = block_shapes(1024)
+    assert set(shapes) == truth and len(shapes) == len(truth) == 56
+
+
+def test_all_shapes_gives_every_factorisation():
+    truth = {(x, y, 60 // (x * y)) for x in range(1, 61) for y in range(1, 61)
+             if 60 % (x * y) == 0}
+    assert set(block_shapes(60, all_shapes=True)) == truth
+
+
+def test_a_thread_count_that_is_no_power_of_two_needs_all_shapes():
+    with pytest.raises(ws.LaunchError, match="power of two"):
+        block_shapes(96)
+
+
+def test_blocks_at_least_twice_the_domain_are_trimmed_with_the_reason():
+    r = rank(star(shape=(64, 64, 3)), "A100", threads=(1024,), jobs=1)
+    blocks = {p.block for p in r.predictions}
+    assert all(b[2] < 6 and b[0] < 128 and b[1] < 128 for b in blocks)
+    trimmed = {e.block for e in r.excluded}
+    assert (1024, 1, 1) in trimmed and (16, 1, 64) in trimmed and (16, 16, 4) not in trimmed
+    assert all("twice the domain" in e.reason for e in r.excluded)
+    assert len(blocks) + len(trimmed) == 56
+
+
+def test_blocks_that_cannot_launch_are_excluded_not_ranked():
+    # 255 registers: a warp needs 8192 registers, 32 warps need 4x the register file.
+    r = rank(star(registers=255), "A100", threads=(1024, 256), jobs=1)
+    assert {math.prod(p.block) for p in r.predictions} == {256}
+    assert any("does not fit on an SM" in e.reason for e in r.excluded)
+
+
+def test_every_ranked_prediction_equals_a_direct_prediction(exhaustive):
+    machine, r = exhaustive
+    assert r.configurations == len(r.predictions) == 3 * 56 - len(r.excluded)
+    kernels = {f: star(f) for f in DEFAULT_FOLDS}
+    for p in r.predictions[::7]:
+        assert same_numbers(p, ws.predict(kernels[p.fold], machine, p.block))
+    glups = [p.glups for p in r.predictions]
+    assert glups == sorted(glups, reverse=True)
+
+
+def test_full_width_slabs_share_one_wave_computation(exhaustive):
+    _, r = exhaustive
+    assert r.waves < r.evaluated == r.stages == r.configurations
+
+
+@pytest.mark.parametrize("k", [1, 8])
+def test_pruned_top_k_equals_the_exhaustive_top_k(exhaustive, k):
+    machine, full = exhaustive
+    pruned = rank(lambda f: star(f), machine, top=k, jobs=2)
+    assert pruned.predictions == full.predictions[:k]
+    assert pruned.evaluated + pruned.skipped == full.evaluated
+    if k == 1:
+        assert pruned.skipped > 0
+
+
+def test_upper_bound_is_never_below_the_prediction_and_the_dram_bound_never_above():
+    m = ws.load_machine("A100")
+    curves = ws.load_fits(m.fits)
+    for fold in DEFAULT_FOLDS:
+        k = star(fold, radius=2)
+        for block in block_shapes(1024)[::4]:
+            stage = block_stage(k, m, block)
+            p = ws.predict(k, m, block)
+            acc = k.loads + k.stores
+            bound = bind_all((a.forms for a in acc), block)
+            lb = dram_lower_bound(
+                compulsory_bytes(k.loads, bound, block, k.domain),
+                compulsory_bytes(k.stores, bound, block, k.domain),
+                stage.footprint.l2_store, curves, k.lups_per_thread,
+            )
+            assert 0 < lb <= p.volumes.dram_load + p.volumes.dram_store
+            assert upper_bound(stage, lb, curves) >= p.glups
+
+
+def test_folded_stores_to_distinct_rows_count_twice_in_the_bound():
+    k = star((1, 2, 1))
+    bound = bind_all((a.forms for a in k.stores), (32, 4, 2))
+    # Two stores 2y and 2y+1 of doubles: 16 B per thread, 8 B per lattice update.
+    assert compulsory_bytes(k.stores, bound, (32, 4, 2), k.domain) == 16
+
+
+def test_configurations_with_equal_wave_keys_have_equal_wave_volumes():
+    m = ws.load_machine("V100")
+    k = star((1, 1, 2), radius=2)
+    seen = {}
+    for block in block_shapes(512):
+        stage = block_stage(k, m, block)
+        w = dataclasses.replace(wave_volumes(k, stage.launch, stage.bound), enumerated=0)
+        seen.setdefault(wave_key(k, stage.launch, stage.bound), []).append(w)
+    assert len(seen) < len(block_shapes(512))
+    for waves in seen.values():
+        assert all(w == waves[0] for w in waves)
+
+
+def test_blocks_beyond_a_flat_domain_in_z_are_one_class_with_identical_predictions():
+    # D_z = 1: (32,1,1) and (32,1,2) differ only by idle trailing threads, and
+    # both run 32 blocks per SM (the block limit), so their predictions agree.
+    k = star(shape=(64, 32, 1))
+    assert canonical_block((32, 1, 2), k.domain) == (32, 1, 1)
+    r = rank(k, "A100", blocks=[(32, 1, 1), (32, 1, 2), (16, 2, 1)], jobs=1)
+    assert r.stages == 2 and len(r.classes) == 1
+    assert {c.block for c in r.classes[0]} == {(32, 1, 1), (32, 1, 2)}
+    by_block = {p.block: p for p in r.predictions}
+    for b in ((32, 1, 1), (32, 1, 2)):
+        assert same_numbers(by_block[b], ws.predict(k, "A100", b))
+    assert by_block[(32, 1, 2)].glups == by_block[(32, 1, 1)].glups
+
+
+def test_folds_that_give_the_same_kernel_are_evaluated_once():
+    k = star()
+    r = rank({(1, 1, 1): k, (1, 2, 1): k}, "A100", blocks=[(64, 4, 4)], jobs=1)
+    assert r.stages == 1 and len(r.predictions) == 2 and len(r.classes) == 1
+
+
+def test_any_executor_gives_the_same_ranking_and_progress_reaches_the_total():
+    calls = []
+    kernels = {f: star(f) for f in DEFAULT_FOLDS[:2]}
+    blocks = [(32, 4, 8), (64, 4, 4), (128, 2, 4), (16, 8, 8)]
+    with ThreadPoolExecutor(2) as ex:
+        threaded = rank(kernels, "A100", blocks=blocks, executor=ex,
+                        progress=lambda d, t: calls.append((d, t)))
+    inline = rank(kernels, "A100", blocks=blocks, jobs=1)
+    assert threaded.predictions == inline.predictions
+    assert calls[-1][0] == calls[-1][1] > 0
+    assert all(d <= t for d, t in calls)
+
+
+def test_a_dask_distributed_client_executor_gives_the_same_ranking():
+    distributed = pytest.importorskip("distributed")
+    blocks = [(32, 4, 8), (64, 4, 4), (8, 8, 16)]
+    k = star()
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2,
+                            dashboard_address=None) as client:
+        remote = rank(k, "A100", blocks=blocks, top=2, executor=client.get_executor())
+    assert remote.predictions == rank(k, "A100", blocks=blocks, top=2, jobs=1).predictions
+
+
+def test_bad_arguments_say_what_to_change():
+    with pytest.raises(ws.LaunchError, match="top"):
+        rank(star(), "A100", top=0)
+    with pytest.raises(ws.LaunchError, match="at most 1024"):
+        rank(star(), "A100", threads=(2048,))
+    with pytest.raises(ws.LaunchError, match="factory"):
+        rank(star(), "A100", folds=[(1, 2, 1)])
+    with pytest.raises(ws.LaunchError, match="no configuration"):
+        rank(star(shape=(4, 4, 4)), "A100")
