@@ -87,3 +87,15 @@ def test_create_kernel_returns_best_folding_with_best_block_applied():
     assert steps == best.fold
     again = wps.predict(asm, "A100", best.block, best.fold, config=cfg)
     assert again.glups == pytest.approx(best.glups)
+
+
+def test_lbmpy_kernels_with_numbered_subexpressions_fold():
+    """lbmpy names subexpressions xi_N; folded copies need fresh numbers."""
+    from stencils.allen_cahn_d3q15 import kernel
+
+    plain = kernel(shape=(16, 16, 16))
+    folded = kernel(shape=(16, 16, 16), fold=(1, 2, 1))
+    assert folded.fold == (1, 2, 1)
+    assert len(folded.stores) == 2 * len(plain.stores)
+    # the 7-point phase-field stencil shares two loads between the two points
+    assert len(folded.loads) == 2 * len(plain.loads) - 2

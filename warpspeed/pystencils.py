@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,10 +73,34 @@ def _spatial_dims(ac: ps.AssignmentCollection) -> int:
     return dims.pop()
 
 
-def _renamed(sym: sp.Symbol, suffix: str) -> sp.Symbol:
+_XI = re.compile(r"xi_(\d+)")
+
+
+def _renamed(sym: sp.Symbol, name: str) -> sp.Symbol:
     if isinstance(sym, TypedSymbol):
-        return TypedSymbol(sym.name + suffix, sym.dtype)
-    return sp.Symbol(sym.name + suffix, **sym.assumptions0)
+        return TypedSymbol(name, sym.dtype)
+    return sp.Symbol(name, **sym.assumptions0)
+
+
+def _copy_names(local: Sequence[sp.Symbol], suffix: str, copy: int) -> dict[str, str]:
+    """New names of the local symbols of one folded copy.
+
+    pystencils' AssignmentCollection numbers its subexpression symbols
+    ``xi_N`` and parses every name containing ``xi_`` as such, so those get
+    fresh numbers (``xi_{N + copy * span}``); other names get ``suffix``.
+    """
+    numbered = [int(m.group(1)) for s in local if (m := _XI.fullmatch(s.name))]
+    span = max(numbered, default=-1) + 1
+    out = {}
+    for s in local:
+        m = _XI.fullmatch(s.name)
+        out[s.name] = f"xi_{int(m.group(1)) + copy * span}" if m else s.name + suffix
+        if not m and "xi_" in out[s.name]:
+            raise KernelError(
+                f"cannot fold: the local symbol {s.name!r} contains 'xi_', which pystencils "
+                "reserves for numbered subexpressions; rename it"
+            )
+    return out
 
 
 def fold_assignments(assignments: Any, fold: Sequence[int]) -> ps.AssignmentCollection:
@@ -97,9 +122,12 @@ def fold_assignments(assignments: Any, fold: Sequence[int]) -> ps.AssignmentColl
     accesses = set().union(*(asm.atoms(ps.Field.Access) for asm in ac.all_assignments))
     subexpressions: list[ps.Assignment] = []
     main: list[ps.Assignment] = []
-    for shift in itertools.product(*(range(v) for v in f[:dim])):
-        suffix = "" if not any(shift) else "_f" + "".join(str(s) for s in shift)
-        table: dict[sp.Basic, sp.Basic] = {s: _renamed(s, suffix) for s in local} if suffix else {}
+    for copy, shift in enumerate(itertools.product(*(range(v) for v in f[:dim]))):
+        suffix = "_f" + "".join(str(s) for s in shift)
+        names = _copy_names(local, suffix, copy)
+        table: dict[sp.Basic, sp.Basic] = (
+            {s: _renamed(s, names[s.name]) for s in local} if copy else {}
+        )
         table.update({a: a.get_shifted(*shift) for a in accesses if not a.is_absolute_access})
         subexpressions += [
             ps.Assignment(a.lhs.xreplace(table), a.rhs.xreplace(table)) for a in ac.subexpressions
