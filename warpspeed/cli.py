@@ -359,9 +359,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
             f"best {len(r.predictions)} of {r.configurations}" if r.top
             else f"{r.configurations} configurations"
         )
-        table = prediction_table(list(r.predictions), title=title)
-        table.caption = _rank_summary(r, elapsed)  # type: ignore[attr-defined]
-        _print(table)
+        _print(prediction_table(list(r.predictions), title=title))
+        _print(_rank_summary(r, elapsed))
     return 0
 
 

@@ -15,7 +15,7 @@ with integer coefficients, which NumPy evaluates and isl takes as an ``Aff``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from types import SimpleNamespace
 
@@ -90,6 +90,14 @@ class SymForm:
     """
 
     terms: tuple[tuple[object, tuple[tuple[tuple[int, int, int], Fraction], ...]], ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # forms key the per-launch tables in every prediction: hash them once
+        object.__setattr__(self, "_hash", hash(self.terms))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @staticmethod
     def _make(d: dict[object, Poly]) -> SymForm:

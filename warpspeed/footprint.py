@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .sampling import WARP, Sample, distinct_per_row
+from .sampling import WARP, Sample, distinct_per_row, distinct_sorted, sorted_rows
 
 SECTOR = 32
 LINE = 128
@@ -56,8 +56,9 @@ def block_footprint(s: Sample, n_loads: int) -> Footprint:
     for idx in by_field.values():
         a = np.moveaxis(loads[idx], 0, 1).reshape(len(w), -1)  # (nb, acc*threads)
         act = np.tile(s.active, (1, len(idx)))
-        v1 += distinct_per_row(a // SECTOR, act)
-        lines += distinct_per_row(a // LINE, act)
+        rows, any_active = sorted_rows(a // SECTOR, act), act.any(axis=-1)
+        v1 += distinct_sorted(rows, any_active)
+        lines += distinct_sorted(rows, any_active, LINE // SECTOR)
     blocks_active = s.active.any(axis=1)
     alloc = float(np.sum(lines * w) / np.sum(w * blocks_active)) * LINE
     return Footprint(

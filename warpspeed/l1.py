@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .sampling import HALF_WARP, Sample, distinct_per_row
+from .sampling import HALF_WARP, Sample, distinct_sorted, sorted_rows
 
 BANKS = 16
 BANK_WIDTH = 8
@@ -20,10 +20,7 @@ def halfwarp_cycles(addresses: np.ndarray, active: np.ndarray) -> np.ndarray:
     paper's "1024 B rule", §4.2). Inactive lanes are ignored; a half warp
     without an active lane costs 0.
     """
-    words = addresses // BANK_WIDTH
-    first = np.argmax(active, axis=-1)
-    fill = np.take_along_axis(words, first[..., None], axis=-1)
-    w = np.sort(np.where(active, words, fill), axis=-1)
+    w = sorted_rows(addresses // BANK_WIDTH, active)
     new = np.ones(w.shape, dtype=bool)
     new[..., 1:] = w[..., 1:] != w[..., :-1]
     rows = np.arange(w.size // HALF_WARP).reshape(w.shape[:-1])
@@ -31,8 +28,10 @@ def halfwarp_cycles(addresses: np.ndarray, active: np.ndarray) -> np.ndarray:
     counts = np.bincount((rows[..., None] * (BANKS + 1) + bank).ravel(),
                          minlength=rows.size * (BANKS + 1))
     conflicts = counts.reshape(*rows.shape, BANKS + 1)[..., :BANKS].max(axis=-1)
-    regions = distinct_per_row(addresses // REGION, active)
-    return np.where(active.any(axis=-1), np.maximum(conflicts, regions), 0)
+    any_active = active.any(axis=-1)
+    # sorted words, floor-divided, stay sorted: 1 KiB regions need no second sort
+    regions = distinct_sorted(w, any_active, REGION // BANK_WIDTH)
+    return np.where(any_active, np.maximum(conflicts, regions), 0)
 
 
 def l1_cycles_per_warp_lup(s: Sample) -> float:

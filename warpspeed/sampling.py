@@ -36,14 +36,24 @@ WARP = 32
 INTERIOR = (4, 2, 2)
 
 
-def _positions(g: int, partial: bool, interior: int) -> list[tuple[int, float]]:
-    """Block indices along one dimension with the number of blocks each stands for."""
+def _positions(g: int, partial: bool, cap: int, period: int) -> list[tuple[int, float]]:
+    """Block indices along one dimension with the number of blocks each stands for.
+
+    When the period fits the cap, a whole period of consecutive full blocks
+    is taken and each stands for the full blocks congruent to it modulo the
+    period (exact); otherwise ``cap`` blocks share the full blocks equally.
+    """
     full = g - 1 if partial else g
     out: list[tuple[int, float]] = []
     if full:
-        k = min(interior, full)
+        k = min(period if period <= cap else cap, full)
         start = max(0, min(full - k, full // 2))
-        out = [(i, full / k) for i in range(start, start + k)]
+        for i in range(start, start + k):
+            if period <= cap:
+                congruent = len(range(i % period, full, period)) if k == period else 1
+                out.append((i, float(congruent)))
+            else:
+                out.append((i, full / k))
     if partial:
         out.append((g - 1, 1.0))
     return out
@@ -104,7 +114,7 @@ def sample(
     else:
         periods = _periods(accesses, bound)
         pos = [
-            _positions(g, kernel.domain[d] % launch.block[d] != 0, min(INTERIOR[d], periods[d]))
+            _positions(g, kernel.domain[d] % launch.block[d] != 0, INTERIOR[d], periods[d])
             for d, g in enumerate(launch.grid)
         ]
     blocks, weights = [], []
@@ -142,15 +152,24 @@ def sample(
     )
 
 
-def distinct_per_row(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """Number of distinct values per row among the active entries.
-
-    Inactive entries are replaced by the row's first active value so that
-    they add nothing; rows without an active entry count 0.
-    """
+def sorted_rows(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """Each row sorted, inactive entries replaced by the row's first active
+    value so that they add no distinct value."""
     first = np.argmax(active, axis=-1)
     fill = np.take_along_axis(keys, first[..., None], axis=-1)
-    k = np.where(active, keys, fill)
-    k = np.sort(k, axis=-1)
-    n = 1 + np.count_nonzero(np.diff(k, axis=-1), axis=-1)
-    return np.where(active.any(axis=-1), n, 0)
+    return np.sort(np.where(active, keys, fill), axis=-1)
+
+
+def distinct_sorted(rows: np.ndarray, any_active: np.ndarray, factor: int = 1) -> np.ndarray:
+    """Distinct values per row of :func:`sorted_rows` output, after floor
+    division by ``factor`` (which keeps rows sorted: coarser granularities,
+    such as lines from sectors, need no second sort); 0 for empty rows."""
+    k = rows // factor if factor != 1 else rows
+    n = 1 + np.count_nonzero(k[..., 1:] != k[..., :-1], axis=-1)
+    return np.where(any_active, n, 0)
+
+
+def distinct_per_row(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """Number of distinct values per row among the active entries; rows
+    without an active entry count 0."""
+    return distinct_sorted(sorted_rows(keys, active), active.any(axis=-1))

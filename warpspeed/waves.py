@@ -401,8 +401,18 @@ def _by_field(accesses: tuple[Access, ...]) -> dict[str, list[Access]]:
     return out
 
 
-def wave_volumes(kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm]) -> WaveVolumes:
-    """New, old and overlapping sectors of the representative wave."""
+def wave_volumes(
+    kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm], method: str = "auto"
+) -> WaveVolumes:
+    """New, old and overlapping sectors of the representative wave.
+
+    ``method="auto"`` computes the images of fields whose every index is a
+    global thread coordinate times a constant plus an offset directly as
+    strided boxes (:func:`_image`), and all other fields with isl;
+    ``method="isl"`` uses isl for every field. Both count exactly and agree
+    (tests/test_waves.py); the direct route only saves time."""
+    if method not in ("auto", "isl"):
+        raise ValueError(f"method must be 'auto' or 'isl', got {method!r}")
     sets: WaveSets = wave_sets(launch)
     block, domain = launch.block, kernel.domain
     boxes = (sets.current, sets.x, sets.y, sets.z)
@@ -411,7 +421,9 @@ def wave_volumes(kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm]) 
 
     def volumes(accs: list[Access], with_earlier: bool) -> tuple[int, list[int], list[int], int]:
         n_earlier = 3 if with_earlier else 0
-        res = _direct_volumes(accs, bound, block, gboxes[0], gboxes[1:1 + n_earlier])
+        res = None
+        if method == "auto":
+            res = _direct_volumes(accs, bound, block, gboxes[0], gboxes[1:1 + n_earlier])
         if res is not None:
             return res[0], res[1], res[2], 0
         if not isl_sets:
