@@ -4,6 +4,7 @@ Reference: Ernst et al., JPDC 173 (2023); the model is restated in
 ``MODEL.md`` of the design documents.
 """
 
+from .advice import Advice, advise
 from .capacity import CapacityFits, Gompertz, fit_gompertz, load_fits
 from .errors import (
     FitError,
@@ -17,11 +18,16 @@ from .expr import blockDim, blockIdx, threadIdx, tidx, tidy, tidz
 from .kernel import Access, Field, Kernel
 from .machine import Machine, load_machine, machines
 from .model import Prediction, Volumes, predict
+from .rank import Ranking, rank
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Access",
+    "Advice",
+    "Ranking",
+    "advise",
+    "rank",
     "CapacityFits",
     "Field",
     "FitError",

@@ -9,26 +9,21 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import importlib
-import importlib.util
 import inspect
 import json
 import os
+import shutil
 import sys
 import time
 import typing
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from .errors import WarpspeedError
 from .kernel import Kernel
 from .machine import load_machine, machine_files
 from .model import Prediction, predict
 from .rank import DEFAULT_FOLDS, Ranking, rank
-
-
-class UsageError(WarpspeedError):
-    """Bad command-line input."""
+from .stencil_spec import UsageError, load_stencil, parse_params
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,109 +36,10 @@ class _Parser(argparse.ArgumentParser):
 
 def load_kernel_function(spec: str) -> Callable[..., Kernel]:
     """``kernel`` of a stencil: a module name from ``stencils/`` or a path to a .py file."""
-    path = Path(spec)
-    if spec.endswith(".py") or path.exists():
-        if not path.is_file():
-            raise UsageError(f"stencil file {spec} does not exist")
-        mod_spec = importlib.util.spec_from_file_location(path.stem, path)
-        if mod_spec is None or mod_spec.loader is None:
-            raise UsageError(f"cannot load {spec} as a Python module")
-        module = importlib.util.module_from_spec(mod_spec)
-        try:
-            mod_spec.loader.exec_module(module)
-        except Exception as exc:  # a user's file may fail in any way
-            raise UsageError(f"{spec} failed to import: {type(exc).__name__}: {exc}") from exc
-    else:
-        try:
-            module = importlib.import_module(f"stencils.{spec}")
-        except ModuleNotFoundError as exc:
-            raise UsageError(
-                f"unknown stencil {spec!r}; give a name from stencils/ or a path to a .py file"
-            ) from exc
-    func = getattr(module, "kernel", None)
+    func = getattr(load_stencil(spec), "kernel", None)
     if not callable(func):
         raise UsageError(f"{spec} defines no function kernel(**params) returning a ws.Kernel")
-    return func
-
-
-def _convert(text: str, annotation: object, name: str) -> object:
-    """Parse a --set value as the parameter's annotated type."""
-    ann = annotation
-    if isinstance(ann, str):
-        ann = {"int": int, "float": float, "str": str, "bool": bool}.get(ann, ann)
-    origin = typing.get_origin(ann)
-    try:
-        if ann is int:
-            return int(text)
-        if ann is float:
-            return float(text)
-        if ann is bool:
-            if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                raise ValueError(text)
-            return text.lower() in ("true", "1", "yes")
-        if origin is tuple or ann is tuple or (isinstance(ann, str) and ann.startswith("tuple")):
-            args = typing.get_args(ann)
-            item = float if args and args[0] is float else int
-            return tuple(item(v) for v in text.split(","))
-        if ann is str or ann is inspect.Parameter.empty:
-            return _guess(text)
-        if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-            for option in typing.get_args(ann):
-                if option is type(None):
-                    if text.lower() == "none":
-                        return None
-                    continue
-                try:
-                    return _convert(text, option, name)
-                except UsageError:
-                    continue
-    except ValueError as exc:
-        raise UsageError(f"--set {name}={text}: not a valid {_type_name(ann)}") from exc
-    if isinstance(ann, str):
-        return _guess(text)
-    raise UsageError(f"--set {name}={text}: not a valid {_type_name(ann)}")
-
-
-def _type_name(ann: object) -> str:
-    return getattr(ann, "__name__", str(ann))
-
-
-def _guess(text: str) -> object:
-    """Values of unannotated parameters: int, float, tuple of ints, else a string."""
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    if "," in text:
-        try:
-            return tuple(int(v) for v in text.split(","))
-        except ValueError:
-            pass
-    return text
-
-
-def parse_params(func: Callable[..., Kernel], items: Sequence[str]) -> dict[str, object]:
-    """``NAME=VALUE`` strings to keyword arguments typed by ``func``'s signature."""
-    sig = inspect.signature(func)
-    try:
-        hints = typing.get_type_hints(func)
-    except Exception:  # unresolvable annotations: fall back to the raw ones
-        hints = {}
-    out: dict[str, object] = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise UsageError(f"--set expects NAME=VALUE, got {item!r}")
-        param = sig.parameters.get(name)
-        accepts_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-        if param is None and not accepts_any:
-            known = ", ".join(sig.parameters) or "none"
-            raise UsageError(f"unknown parameter {name!r}; this stencil takes: {known}")
-        ann = hints.get(name, param.annotation if param else inspect.Parameter.empty)
-        out[name] = _convert(text.strip(), ann, name)
-    return out
+    return func  # type: ignore[no-any-return]
 
 
 def build_kernel(spec: str, items: Sequence[str]) -> Kernel:
@@ -156,18 +52,47 @@ def _takes_fold(func: Callable[..., Kernel]) -> bool:
 
 
 def kernel_factory(
-    spec: str, items: Sequence[str], registers: int | None
+    spec: str, items: Sequence[str], registers: int | None, arch: str | None = None
 ) -> Callable[[tuple[int, int, int]], Kernel]:
     """A function ``fold -> Kernel`` for the stencil ``spec`` with the
     ``--set`` parameters and, if given, ``--registers`` applied. A fold other
-    than 1,1,1 needs a stencil whose ``kernel()`` takes ``fold``."""
-    func = load_kernel_function(spec)
-    params = parse_params(func, items)
-    takes_fold = _takes_fold(func)
+    than 1,1,1 needs a stencil whose ``kernel()`` takes ``fold``.
+
+    Without ``--registers``, a stencil that can hand out its pystencils
+    kernel (a ``generate()`` function returning ``(ws.Kernel, kernel)``)
+    gets the register count nvcc reports for ``arch`` when nvcc is
+    installed; otherwise the kernel's own count (32 by default) stays."""
+    return lambda fold: build_variants(spec, items, registers, arch, [fold])[fold]
+
+
+def build_variants(
+    spec: str,
+    items: Sequence[str],
+    registers: int | None,
+    arch: str | None,
+    folds: Sequence[tuple[int, int, int]],
+) -> dict[tuple[int, int, int], Kernel]:
+    """The kernels of ``spec`` for each fold (see :func:`kernel_factory`);
+    nvcc runs for all folds at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .frontends.nvcc import pystencils_registers
+
+    module = load_stencil(spec)
+    module_func = getattr(module, "kernel", None)
+    if not callable(module_func):
+        raise UsageError(f"{spec} defines no function kernel(**params) returning a ws.Kernel")
+    params = parse_params(module_func, items)
+    takes_fold = _takes_fold(module_func)
     if "fold" in params:
         raise UsageError("give the fold with --fold X,Y,Z, not --set fold=...")
+    generate = getattr(module, "generate", None)
+    use_nvcc = registers is None and arch is not None and callable(generate)
+    use_nvcc = use_nvcc and shutil.which("nvcc") is not None
 
-    def make(fold: tuple[int, int, int]) -> Kernel:
+    kernels: dict[tuple[int, int, int], Kernel] = {}
+    sources: dict[tuple[int, int, int], object] = {}
+    for fold in folds:
         kwargs = dict(params)
         if takes_fold:
             kwargs["fold"] = fold
@@ -176,7 +101,10 @@ def kernel_factory(
                 f"{spec} has no fold parameter; it cannot be folded {','.join(map(str, fold))}"
             )
         try:
-            kernel = func(**kwargs)
+            if use_nvcc:
+                kernel, sources[fold] = generate(**kwargs)  # type: ignore[misc]
+            else:
+                kernel = module_func(**kwargs)
         except WarpspeedError:
             raise
         except (TypeError, ValueError) as exc:
@@ -187,9 +115,16 @@ def kernel_factory(
             )
         if registers is not None:
             kernel = dataclasses.replace(kernel, registers=registers)
-        return kernel
-
-    return make
+        kernels[fold] = kernel
+    if sources:
+        with ThreadPoolExecutor(max_workers=len(sources)) as pool:
+            counts = dict(zip(sources, pool.map(
+                lambda kf: pystencils_registers(kf, arch), sources.values()  # type: ignore[arg-type]
+            )))
+        for fold, count in counts.items():
+            if count.registers is not None:
+                kernels[fold] = dataclasses.replace(kernels[fold], registers=count.registers)
+    return kernels
 
 
 def parse_triple(text: str, what: str) -> tuple[int, int, int]:
@@ -266,7 +201,8 @@ def cmd_machines(args: argparse.Namespace) -> int:
 def _one_kernel(args: argparse.Namespace) -> tuple[Kernel, tuple[int, int, int]]:
     fold = parse_triple(args.fold, "--fold")
     block = parse_triple(args.block, "--block")
-    return kernel_factory(args.stencil, args.set, args.registers)(fold), block
+    arch = load_machine(args.machine).arch
+    return build_variants(args.stencil, args.set, args.registers, arch, [fold])[fold], block
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -329,13 +265,13 @@ def _positive(text: str) -> int:
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
-    make = kernel_factory(args.stencil, args.set, args.registers)
     takes_fold = _takes_fold(load_kernel_function(args.stencil))
     if args.fold:
         folds = list(dict.fromkeys(parse_triple(f, "--fold") for f in args.fold))
     else:
         folds = list(DEFAULT_FOLDS) if takes_fold else [(1, 1, 1)]
-    variants = {f: make(f) for f in folds}
+    arch = load_machine(args.machine).arch
+    variants = build_variants(args.stencil, args.set, args.registers, arch, folds)
     bar = _ProgressBar() if sys.stderr.isatty() else None
     t0 = time.monotonic()
     try:
@@ -458,7 +394,24 @@ def build_parser() -> argparse.ArgumentParser:
     p_e.add_argument("--block", required=True, help="block size X,Y,Z")
     p_e.add_argument("--fold", default="1,1,1", help="thread folding X,Y,Z (default 1,1,1)")
     p_e.set_defaults(func=cmd_explain)
+
+    p_v = sub.add_parser("validate", help="compare predictions with a measurements CSV")
+    p_v.add_argument("csv", help="measurements CSV (schema: warpspeed.measure)")
+    p_v.add_argument("--machine", help="machine name or .toml (default: from the CSV's GPU)")
+    p_v.add_argument("--fits", help="capacity fits name or .toml (default: the machine's)")
+    p_v.add_argument("--subset", default="all", choices=("all", "train", "test"),
+                     help="all rows, or the deterministic train or test half")
+    p_v.add_argument("--json", action="store_true", help="print the report as JSON")
+    p_v.set_defaults(func=cmd_validate)
     return parser
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .validate import validate_command
+
+    print(validate_command(args.csv, machine=args.machine, fits=args.fits, json=args.json,
+                           subset=args.subset))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -103,7 +103,7 @@ class Prediction:
 class BlockStage:
     """The block-level part of a prediction: everything but the wave sets.
 
-    Cheap (NumPy enumeration of a few blocks); :func:`limits_without_dram`
+    Cheap (NumPy enumeration of a few blocks); ``warpspeed.rank.stage_limits``
     bounds a prediction from it alone, which ranking uses for pruning.
     """
 

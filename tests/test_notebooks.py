@@ -1,0 +1,79 @@
+"""Every notebook in notebooks/ runs top to bottom, headless, without errors.
+
+The notebooks are committed without outputs. Each is executed with nbclient
+in a kernel of *this* interpreter: a kernelspec pointing at
+``sys.executable`` is written to a temporary ``JUPYTER_PATH`` (so a user's
+own ``python3`` kernelspec can never hijack the run), with
+``WARPSPEED_HEADLESS=1`` (interactive sections run their update once instead
+of showing widgets) and ``WARPSPEED_FIGURES`` set to a temporary directory
+(the figures the notebooks save land there).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+pytest.importorskip("matplotlib")
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+KERNEL = "warpspeed-test"
+#: Figures a notebook must write to $WARPSPEED_FIGURES.
+FIGURES = {
+    "layer_conditions.ipynb": ("layer_conditions_A100.png", "layer_conditions_V100.png"),
+    "ranking.ipynb": ("ranking_star3d_A100.png", "breakdown_star3d_A100.png"),
+}
+
+
+@pytest.fixture(scope="module")
+def kernel_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A JUPYTER_PATH with a kernelspec for the running interpreter."""
+    root = tmp_path_factory.mktemp("jupyter")
+    spec = root / "kernels" / KERNEL
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "warpspeed tests",
+        "language": "python",
+    }))
+    return root
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)
+def test_notebook_runs(
+    path: Path, kernel_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    figures = tmp_path / "figures"
+    monkeypatch.setenv("JUPYTER_PATH", str(kernel_dir))
+    monkeypatch.setenv("WARPSPEED_HEADLESS", "1")
+    monkeypatch.setenv("WARPSPEED_FIGURES", str(figures))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    nb = nbformat.read(path, as_version=4)
+    assert all(
+        not c.get("outputs") for c in nb.cells if c.cell_type == "code"
+    ), f"{path.name} is committed with outputs; clear them"
+    client = nbclient.NotebookClient(
+        nb, timeout=300, kernel_name=KERNEL,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()  # raises CellExecutionError on the first failing cell
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert not errors
+    for name in FIGURES.get(path.name, ()):
+        assert (figures / name).is_file(), f"{path.name} did not write {name}"
+
+
+def test_kernel_is_this_interpreter(kernel_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUPYTER_PATH", str(kernel_dir))
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell("import sys; print(sys.executable)"))
+    nbclient.NotebookClient(nb, timeout=60, kernel_name=KERNEL).execute()
+    out = nb.cells[0].outputs[0].text.strip()
+    assert Path(out).resolve() == Path(sys.executable).resolve()
