@@ -71,10 +71,10 @@ from .errors import LaunchError
 from .expr import LinForm, SymForm, bind_all
 from .footprint import Footprint
 from .kernel import Access, Kernel
-from .launch import BlockBox, Launch, make_launch, wave_sets
+from .launch import Launch, make_launch, wave_sets
 from .machine import Machine, load_machine
 from .model import BlockStage, Prediction, block_stage, finish
-from .waves import WaveVolumes, wave_volumes
+from .waves import WaveVolumes, global_box, wave_volumes
 
 Block = tuple[int, int, int]
 Fold = tuple[int, int, int]
@@ -229,17 +229,6 @@ def _global_accesses(
     return tuple(out)
 
 
-def _global_box(box: BlockBox, block: Block, domain: tuple[int, int, int]) -> object:
-    """Global thread coordinates of a block box inside the domain."""
-    out = []
-    for (lo, hi), b, n in zip(box, block, domain):
-        g_lo, g_hi = lo * b, min(hi * b, n)
-        if hi <= lo or g_hi <= g_lo:
-            return "empty"
-        out.append((g_lo, g_hi))
-    return tuple(out)
-
-
 def wave_key(kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm]) -> object:
     """A key equal for two launches exactly when their wave volumes provably
     agree (module docstring), or unique to the launch otherwise."""
@@ -249,7 +238,7 @@ def wave_key(kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm]) -> o
         return ("block", kernel, launch)
     sets = wave_sets(launch)
     boxes = tuple(
-        _global_box(b, launch.block, kernel.domain) for b in (sets.current, sets.x, sets.y, sets.z)
+        global_box(b, launch.block, kernel.domain) for b in (sets.current, sets.x, sets.y, sets.z)
     )
     return ("global", loads, stores, kernel.domain, boxes)
 

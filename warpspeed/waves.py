@@ -319,7 +319,7 @@ def field_volumes(
 GlobalBox = tuple[tuple[int, int], ...] | None  # half-open global thread ranges; None: empty
 
 
-def _global_box(box: BlockBox, block: tuple[int, int, int], domain: tuple[int, int, int]
+def global_box(box: BlockBox, block: tuple[int, int, int], domain: tuple[int, int, int]
                 ) -> GlobalBox:
     """The global thread coordinates ``b * B + t`` of :func:`thread_set`: a box."""
     out = []
@@ -416,7 +416,7 @@ def wave_volumes(
     sets: WaveSets = wave_sets(launch)
     block, domain = launch.block, kernel.domain
     boxes = (sets.current, sets.x, sets.y, sets.z)
-    gboxes = [_global_box(b, block, domain) for b in boxes]
+    gboxes = [global_box(b, block, domain) for b in boxes]
     isl_sets: list[isl.Set] = []
 
     def volumes(accs: list[Access], with_earlier: bool) -> tuple[int, list[int], list[int], int]:
