@@ -5,8 +5,9 @@ Run: .venv/bin/python tests/benchmarks/bench_predict.py
 Measures, for the 3D 25-point range-4 star on 640x512x512, block (256,1,2),
 on A100:
 * the median wall time of ``ws.predict`` after warm-up (target <= 50 ms);
-* the median time of the DRAM part (islpy wave sets) for the domain and for
-  a domain with 10x the points (target: at most 1.5x the time);
+* the median time of the DRAM part (wave sets) for the domain and for a
+  domain with 10x the points (target: at most 1.5x the time), both with the
+  default method (direct strided-box images) and forced through islpy;
 * the peak memory of a prediction (tracemalloc, target < 500 MB) and the
   process's maximum resident set size.
 Prints one line per figure; not a test, so a noisy machine cannot flake CI.
@@ -45,14 +46,18 @@ def main() -> None:
 
     big = kernel(shape=(2048, 1280, 640))  # 10.0x the points of 640x512x512
     ratio_pts = 2048 * 1280 * 640 / (640 * 512 * 512)
-    times = {}
-    for name, kk in (("640x512x512", k), ("2048x1280x640", big)):
-        stage = block_stage(kk, machine, block)
-        wave_volumes(kk, stage.launch, stage.bound)
-        times[name] = median_ms(lambda s=stage, q=kk: wave_volumes(q, s.launch, s.bound), 30)
-        print(f"DRAM part (wave sets) {name}: median {times[name]:.1f} ms")
-    r = times["2048x1280x640"] / times["640x512x512"]
-    print(f"DRAM part for {ratio_pts:.1f}x the domain: {r:.2f}x the time (target <= 1.5x)")
+    for method in ("auto", "isl"):
+        times = {}
+        for name, kk in (("640x512x512", k), ("2048x1280x640", big)):
+            stage = block_stage(kk, machine, block)
+            wave_volumes(kk, stage.launch, stage.bound, method)
+            times[name] = median_ms(
+                lambda s=stage, q=kk, m=method: wave_volumes(q, s.launch, s.bound, m), 30
+            )
+            print(f"DRAM part (wave sets, method={method}) {name}: median {times[name]:.1f} ms")
+        r = times["2048x1280x640"] / times["640x512x512"]
+        print(f"DRAM part (method={method}) for {ratio_pts:.1f}x the domain: {r:.2f}x the time "
+              "(target <= 1.5x)")
 
     tracemalloc.start()
     ws.predict(k, machine, block)
