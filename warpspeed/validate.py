@@ -29,26 +29,32 @@ module with one set of parameters) and over all rows:
   predicted best go to the first row in (fold, block) order.
 
 ``subset`` selects the train or test half with the deterministic rule of
-:func:`warpspeed.refit.split_points` (configurations sorted by stencil,
-params, fold and block; even positions train, odd positions test), so a
-refit on the train half is judged on the other half.
+:func:`warpspeed.pairing.train_test_split` (configurations sorted by
+stencil, params, fold and block; even positions train, odd positions test),
+the rule :mod:`warpspeed.refit` fits by, so a refit on the train half is
+judged on the other half. Pairing rows with predictions and inferring the
+machine from the GPU name are :mod:`warpspeed.pairing`'s (re-exported here).
 """
 
 from __future__ import annotations
 
 import json as _json
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .capacity import CapacityFits, load_fits
-from .errors import MachineError
-from .kernel import Kernel
-from .machine import Machine, load_machine
-from .measure import Measurement, MeasurementError, format_triple, generate_variant, read_csv
-from .model import Prediction, predict
+from .capacity import load_fits
+from .machine import load_machine
+from .measure import Measurement, MeasurementError, format_triple, read_csv
+from .model import Prediction
+from .pairing import (
+    config_key,
+    infer_machine,
+    machine_for_device,
+    pair_predictions,
+    train_test_split,
+)
 
 QUANTITIES = ("dram_load", "dram_store", "l2_load", "l2_store", "l1_cycles", "glups")
 SUBSETS = ("all", "train", "test")
@@ -173,12 +179,10 @@ def select_subset(
     """The pairs of the train or test half (module doc), or all of them."""
     if subset not in SUBSETS:
         raise ValueError(f"subset must be one of {SUBSETS}, got {subset!r}")
-    from .refit import config_key
-
-    ordered = sorted(pairs, key=lambda mp: config_key(mp[0]))
     if subset == "all":
-        return ordered
-    return ordered[0::2] if subset == "train" else ordered[1::2]
+        return sorted(pairs, key=lambda mp: config_key(mp[0]))
+    train, test = train_test_split(pairs, key=lambda mp: config_key(mp[0]))
+    return train if subset == "train" else test
 
 
 def report(
@@ -204,61 +208,7 @@ def report(
     )
 
 
-# ---------------------------------------------------------------- from a CSV
-
-_DEVICES: tuple[tuple[str, str], ...] = (
-    # (regular expression on the driver's GPU name, warpspeed machine); first match wins
-    (r"\bGH200\b", "GH200"),
-    (r"\bH200\b(?!.*NVL)", "H200"),
-    (r"\bH100\b.*(HBM3|SXM)", "H100"),
-    (r"\bA100\b.*80\s*GB", "A100-80GB"),
-    (r"\bA100\b.*40\s*GB", "A100"),
-    (r"\bV100\b", "V100"),
-)
-
-
-def machine_for_device(name: str) -> str | None:
-    """The built-in machine of a GPU as the driver names it
-    (``"NVIDIA H100 80GB HBM3"`` -> ``"H100"``), or ``None`` when none
-    describes it (e.g. the H100 PCIe, which has fewer SMs)."""
-    for pattern, machine in _DEVICES:
-        if re.search(pattern, name, flags=re.IGNORECASE):
-            return machine
-    return None
-
-
-def infer_machine(rows: Sequence[Measurement]) -> str:
-    """The warpspeed machine of the rows' GPU (all rows must share one)."""
-    names = sorted({m.machine for m in rows})
-    if len(names) != 1:
-        raise MeasurementError(
-            f"the measurements come from several GPUs {names}; validate one at a time"
-        )
-    machine = machine_for_device(names[0])
-    if machine is None:
-        raise MachineError(
-            f"no built-in machine describes {names[0]!r}; give one (a name or a .toml path)"
-        )
-    return machine
-
-
-def pair_predictions(
-    rows: Sequence[Measurement],
-    machine: str | Path | Machine,
-    fits: str | Path | CapacityFits | None = None,
-) -> list[tuple[Measurement, Prediction]]:
-    """Predict every measured configuration: the kernel is generated again
-    from the row's stencil, parameters and fold (once per variant)."""
-    m = load_machine(machine)
-    curves = fits if isinstance(fits, CapacityFits) else load_fits(fits or m.fits)
-    kernels: dict[tuple[str, str, tuple[int, int, int]], Kernel] = {}
-    out = []
-    for row in rows:
-        key = (row.stencil, row.params, row.fold)
-        if key not in kernels:
-            kernels[key] = generate_variant(row.stencil, row.parameters, row.fold)[0]
-        out.append((row, predict(kernels[key], m, row.block, fits=curves)))
-    return out
+# ---------------------------------------------------------------- report as text, from a CSV
 
 
 def _fmt(v: float | None, digits: int = 1, pct: bool = False) -> str:
