@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import warpspeed as ws
 from warpspeed.expr import bind_all
 from warpspeed.launch import make_launch, valid_threads, wave_sets
-from warpspeed.waves import box_volumes, count, wave_volumes
+from warpspeed.waves import ADDRESS_MODES, box_volumes, count, wave_volumes
 
 
 def tiny_machine(sms: int, blocks: int) -> ws.Machine:
@@ -21,8 +21,11 @@ def tiny_machine(sms: int, blocks: int) -> ws.Machine:
     return dataclasses.replace(ws.load_machine("A100"), sms=sms, max_blocks_per_sm=blocks)
 
 
-def brute_force(kernel: ws.Kernel, launch) -> tuple[int, int, list[int], list[int], int]:
-    """New load/store sectors, old and overlap per earlier set, by enumeration."""
+def brute_force(
+    kernel: ws.Kernel, launch, address: str = "paper"
+) -> tuple[int, int, list[int], list[int], int]:
+    """New load/store sectors, old (loads and stores) and overlap per earlier
+    set, by enumeration of every thread and its byte addresses."""
     sets = wave_sets(launch)
     bound = bind_all((a.forms for a in kernel.loads + kernel.stores), launch.block)
 
@@ -40,9 +43,17 @@ def brute_force(kernel: ws.Kernel, launch) -> tuple[int, int, list[int], list[in
     def sectors(accesses, v):
         out = set()
         for acc in accesses:
-            idx = [bound[f].evaluate(v) for f in acc.forms]
-            idx[0] = (idx[0] * acc.field.itemsize) // 32
-            out |= {(acc.field.name, *t) for t in zip(*idx)}
+            f = acc.field
+            idx = [bound[e].evaluate(v) for e in acc.forms]
+            if address == "paper":
+                idx[0] = (idx[0] * f.itemsize) // 32
+            else:  # leading dimensions with a thread-independent index merge
+                m = 1
+                while m < f.ndim and len(set(idx[m - 1].tolist())) <= 1:
+                    m += 1
+                lin = f.base_offset + f.itemsize * sum(idx[d] * f.strides[d] for d in range(m))
+                idx = [lin // 32] + idx[m:]
+            out |= {(f.name, *t) for t in zip(*idx)}
         return out
 
     cur_t = threads(sets.current)
@@ -50,8 +61,10 @@ def brute_force(kernel: ws.Kernel, launch) -> tuple[int, int, list[int], list[in
     new_load, new_store = len(cur), len(sectors(kernel.stores, cur_t))
     old, ovl = [], []
     for box in (sets.x, sets.y, sets.z):
-        img = sectors(kernel.loads, threads(box)) if all(hi > lo for lo, hi in box) else set()
-        old.append(len(img))
+        nonempty = all(hi > lo for lo, hi in box)
+        img = sectors(kernel.loads, threads(box)) if nonempty else set()
+        stored = sectors(kernel.stores, threads(box)) if nonempty else set()
+        old.append(len(img) + len(stored))
         ovl.append(len(cur & img))
         cur -= img
     return new_load, new_store, old, ovl, cur_t.shape[1]
@@ -67,7 +80,12 @@ D = ws.blockDim
 def kernels(draw):
     shape = (draw(st.integers(3, 40)), draw(st.integers(1, 12)), draw(st.integers(1, 10)))
     itemsize = draw(st.sampled_from([4, 8]))
-    fields = [ws.Field(n, shape=(64, 20, 16), itemsize=itemsize) for n in ("A", "B")]
+    base = draw(st.sampled_from([0, 8, 24, 100]))
+    fields = [ws.Field(n, shape=(64, 20, 16), itemsize=itemsize, base_offset=base)
+              for n in ("A", "B")]
+    # an array of structures: q components innermost (zyxf), constant component index
+    q = draw(st.sampled_from([2, 3, 5, 19]))
+    aos = ws.Field("C", shape=(q, 64, 20, 16), itemsize=itemsize, base_offset=base)
     x, y, z = ws.tidx, ws.tidy, ws.tidz
     xs = [x, 2 * x, sp.floor(x / 2), T.x + 3 * Bk.x]
     ys = [y, y, 2 * y, sp.Mod(y, 3)]
@@ -76,6 +94,9 @@ def kernels(draw):
         f = draw(st.sampled_from(fields))
         ex, ey = draw(st.sampled_from(xs)), draw(st.sampled_from(ys))
         loads.append(f[ex + draw(offsets), ey + draw(offsets), z + draw(offsets)])
+    for _ in range(draw(st.integers(0, 3))):
+        comp = draw(st.integers(0, q - 1))
+        loads.append(aos[comp, draw(st.sampled_from(xs)) + draw(offsets), y, z + draw(offsets)])
     stores = [fields[1][x, y, z]] if draw(st.booleans()) else []
     return ws.Kernel(loads=loads, stores=stores, domain=shape)
 
@@ -85,13 +106,13 @@ blocks = st.tuples(st.sampled_from([1, 2, 4, 8, 16]), st.sampled_from([1, 2, 4])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kernels(), blocks, st.integers(1, 3), st.integers(1, 2))
-def test_isl_wave_counts_equal_brute_force_enumeration(kernel, block, sms, per_sm):
+@given(kernels(), blocks, st.integers(1, 3), st.integers(1, 2), st.sampled_from(ADDRESS_MODES))
+def test_isl_wave_counts_equal_brute_force_enumeration(kernel, block, sms, per_sm, address):
     launch = make_launch(kernel, tiny_machine(sms, per_sm), block)
     bound = bind_all((a.forms for a in kernel.loads + kernel.stores), launch.block)
-    new_load, new_store, old, ovl, threads = brute_force(kernel, launch)
+    new_load, new_store, old, ovl, threads = brute_force(kernel, launch, address)
     for method in ("auto", "isl"):
-        w = wave_volumes(kernel, launch, bound, method)
+        w = wave_volumes(kernel, launch, bound, method, address)
         assert w.new_load == 32 * new_load
         assert w.new_store == 32 * new_store
         assert w.old_sets == tuple(32 * o for o in old)

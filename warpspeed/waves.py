@@ -39,6 +39,9 @@ from .kernel import Access, Kernel
 from .launch import BlockBox, Launch, WaveSets, valid_threads, wave_sets
 
 SECTOR = 32
+#: Sector spaces of the DRAM sets: the paper's multi-dimensional one, and the
+#: linear one that respects alignment and arrays of structures (MODEL.md §6).
+ADDRESS_MODES = ("paper", "linear")
 _CTX = isl.Context()
 
 
@@ -75,15 +78,54 @@ def thread_set(box: BlockBox, block: tuple[int, int, int], domain: tuple[int, in
     return isl.Set.from_basic_set(bset)
 
 
-def access_map(acc: Access, bound: dict[SymForm, LinForm]) -> isl.Map:
-    """Map from thread variables to the sectors an access touches (paper mode)."""
+def merged_dims(acc: Access, bound: dict[SymForm, LinForm]) -> int:
+    """How many leading dimensions the linear address mode merges into one
+    (MODEL.md §6, linear mode): a leading dimension whose index is the same
+    for every thread (a component index of an array of structures, ``f`` of
+    a ``zyxf`` field) is merged into the next one, repeatedly; at least 1."""
+    n = 1
+    while n < acc.field.ndim:
+        f = bound[acc.forms[n - 1]]
+        if any(f.coef) or f.floors:
+            break
+        n += 1
+    return n
+
+
+def _linear_aff(
+    acc: Access, bound: dict[SymForm, LinForm], ls: isl.LocalSpace, merged: int
+) -> isl.Aff:
+    """Sector of the merged leading dimensions: ``floor((base + itemsize *
+    sum_d index_d * stride_d) / 32)`` over ``d < merged``."""
+    f = acc.field
+    aff = isl.Aff.zero_on_domain(ls).set_constant_val(_val(f.base_offset))
+    for d in range(merged):
+        aff = aff.add(bound[acc.forms[d]].to_aff(ls).scale_val(_val(f.itemsize * f.strides[d])))
+    return aff.scale_down_val(_val(SECTOR)).floor()
+
+
+def access_map(acc: Access, bound: dict[SymForm, LinForm], address: str = "paper") -> isl.Map:
+    """Map from thread variables to the sectors an access touches.
+
+    ``address="paper"``: the paper's multi-dimensional space, the contiguous
+    index floor-divided by the elements per sector, alignment ignored.
+    ``address="linear"``: the leading dimensions of :func:`merged_dims`
+    become one byte address with the field's base offset and strides,
+    floor-divided by 32 B; the outer dimensions stay whole (exact when the
+    row pitch is a multiple of 32 B, else a sector that straddles two rows
+    counts once per row)."""
     ls = isl.LocalSpace.from_space(_thread_space())
     affs = []
-    for d, form in enumerate(acc.forms):
-        aff = bound[form].to_aff(ls)
-        if d == 0:
-            aff = aff.scale_val(_val(acc.field.itemsize)).scale_down_val(_val(SECTOR)).floor()
-        affs.append(aff)
+    if address == "linear":
+        merged = merged_dims(acc, bound)
+        affs.append(_linear_aff(acc, bound, ls, merged))
+        affs += [bound[form].to_aff(ls) for form in acc.forms[merged:]]
+    else:
+        for d, form in enumerate(acc.forms):
+            aff = bound[form].to_aff(ls)
+            if d == 0:
+                aff = aff.scale_val(_val(acc.field.itemsize)).scale_down_val(_val(SECTOR)).floor()
+            affs.append(aff)
     m = isl.Map.from_aff(affs[0])
     for aff in affs[1:]:
         m = m.flat_range_product(isl.Map.from_aff(aff))
@@ -91,12 +133,12 @@ def access_map(acc: Access, bound: dict[SymForm, LinForm]) -> isl.Map:
 
 
 def field_maps(
-    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm]
+    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm], address: str = "paper"
 ) -> dict[str, list[isl.Map]]:
     """The access maps of each field."""
     maps: dict[str, list[isl.Map]] = {}
     for acc in accesses:
-        maps.setdefault(acc.field.name, []).append(access_map(acc, bound))
+        maps.setdefault(acc.field.name, []).append(access_map(acc, bound, address))
     return maps
 
 
@@ -331,60 +373,111 @@ def global_box(box: BlockBox, block: tuple[int, int, int], domain: tuple[int, in
     return tuple(out)
 
 
-def _image(acc: Access, bound: dict[SymForm, LinForm], block: tuple[int, int, int],
-           gbox: tuple[tuple[int, int], ...]) -> StridedBox | None:
-    """The sector image of a global thread box under ``acc`` (paper mode,
-    as :func:`access_map`), computed directly when it is a product of
-    strided intervals: every index is ``const + a * g_j`` of a global
-    coordinate ``g_j = blockIdx_j * B_j + threadIdx_j``, each ``g_j`` feeds
-    at most one index, and the sector division of the contiguous index
-    keeps a progression (stride at most, or a multiple of, the elements
-    per sector). None otherwise (isl then does it)."""
-    used: set[int] = set()
+def _progression(
+    form: LinForm, block: tuple[int, int, int], gbox: tuple[tuple[int, int], ...],
+    used: set[int],
+) -> tuple[int, int, int, int] | None:
+    """An index over the global thread box as ``const + a * g_j`` for
+    ``g_j`` in ``[lo, hi)``: ``(const, a, lo, hi)`` (``a = 0`` and an empty
+    range when it is the same for every thread); None when it is not such a
+    progression or ``g_j`` already feeds another index."""
+    if form.floors or form.div != 1:
+        return None
+    if any(form.coef[j] != block[j] * form.coef[3 + j] for j in range(3)):
+        return None
+    a = form.coef[3:]
+    c = form.const + sum(a[j] * gbox[j][0] for j in range(3) if gbox[j][1] - gbox[j][0] == 1)
+    varying = [j for j in range(3) if a[j] and gbox[j][1] - gbox[j][0] > 1]
+    if len(varying) > 1 or (varying and varying[0] in used):
+        return None
+    if not varying:
+        return c, 0, 0, 1
+    j = varying[0]
+    used.add(j)
+    return c, a[j], gbox[j][0], gbox[j][1]
+
+
+def _interval(c: int, a: int, lo: int, hi: int) -> tuple[int, int, int]:
+    """``{c + a * g : lo <= g < hi}`` as ``(first, end, stride)``."""
+    ends = (a * lo + c, a * (hi - 1) + c)
+    first, last = min(ends), max(ends)
+    return first, last + 1, abs(a) if last > first else 1
+
+
+def _linear_sectors(base: int, a: int, lo: int, hi: int) -> list[tuple[int, int, int]]:
+    """Sectors ``floor((base + a * g) / 32)`` for ``g`` in ``[lo, hi)`` as
+    strided intervals: one interval when a step moves at most one sector;
+    else one per residue of ``g`` modulo the period ``P = 32 / gcd(32, a)``,
+    after which the sector advances by exactly ``K = |a| P / 32``."""
+    if a == 0 or hi - lo == 1:
+        sec = (base + a * lo) // SECTOR
+        return [(sec, sec + 1, 1)]
+    if abs(a) <= SECTOR:
+        ends = ((base + a * lo) // SECTOR, (base + a * (hi - 1)) // SECTOR)
+        return [(min(ends), max(ends) + 1, 1)]
+    period = SECTOR // math.gcd(SECTOR, abs(a))
+    step = abs(a) * period // SECTOR
     out = []
-    for d, form in enumerate(acc.forms):
-        f = bound[form]
-        if f.floors or f.div != 1:
-            return None
-        if any(f.coef[j] != block[j] * f.coef[3 + j] for j in range(3)):
-            return None
-        a = f.coef[3:]
-        c = f.const + sum(a[j] * gbox[j][0] for j in range(3) if gbox[j][1] - gbox[j][0] == 1)
-        varying = [j for j in range(3) if a[j] and gbox[j][1] - gbox[j][0] > 1]
-        if len(varying) > 1 or (varying and varying[0] in used):
-            return None
-        if varying:
-            j = varying[0]
-            used.add(j)
-            ends = (a[j] * gbox[j][0] + c, a[j] * (gbox[j][1] - 1) + c)
-            lo, last, stride = min(ends), max(ends), abs(a[j])
-        else:
-            lo, last, stride = c, c, 1
-        if d == 0:
-            per = SECTOR // acc.field.itemsize
-            if stride <= per or lo == last:
-                stride = 1
-            elif stride % per == 0:
-                stride //= per
-            else:
-                return None
-            lo, last = lo // per, last // per
-        out.append((lo, last + 1, stride if last > lo else 1))
-    return tuple(out)
+    for r in range(min(period, hi - lo)):
+        n = (hi - 1 - lo - r) // period + 1
+        first = (base + a * (lo + r)) // SECTOR
+        last = first + (n - 1) * step * (1 if a > 0 else -1)
+        out.append((min(first, last), max(first, last) + 1, step if n > 1 else 1))
+    return out
+
+
+def _image(acc: Access, bound: dict[SymForm, LinForm], block: tuple[int, int, int],
+           gbox: tuple[tuple[int, int], ...], address: str = "paper"
+           ) -> list[StridedBox] | None:
+    """The sector image of a global thread box under ``acc`` (as
+    :func:`access_map`), computed directly when every index is ``const + a *
+    g_j`` of a global coordinate ``g_j = blockIdx_j * B_j + threadIdx_j``
+    and each ``g_j`` feeds at most one index: a union of products of
+    strided intervals. In paper mode the sector division of the contiguous
+    index must keep a progression (stride at most, or a multiple of, the
+    elements per sector); the linear mode splits it by residue
+    (:func:`_linear_sectors`). None otherwise (isl then does it)."""
+    used: set[int] = set()
+    prog = [_progression(bound[f], block, gbox, used) for f in acc.forms]
+    if any(p is None for p in prog):
+        return None
+    f = acc.field
+    if address == "linear":
+        merged = merged_dims(acc, bound)
+        base = f.base_offset + f.itemsize * sum(
+            p[0] * f.strides[d] for d, p in enumerate(prog[:merged])  # type: ignore[index]
+        )
+        _, a, lo, hi = prog[merged - 1]  # type: ignore[misc]
+        first = _linear_sectors(base, f.itemsize * f.strides[merged - 1] * a, lo, hi)
+        rest = [_interval(*p) for p in prog[merged:]]  # type: ignore[misc]
+        return [(x, *rest) for x in first]
+    out = [_interval(*p) for p in prog]  # type: ignore[misc]
+    lo, end, stride = out[0]
+    per = SECTOR // f.itemsize
+    if stride <= per or end - lo == 1:
+        stride = 1
+    elif stride % per == 0:
+        stride //= per
+    else:
+        return None
+    lo, last = lo // per, (end - 1) // per
+    out[0] = (lo, last + 1, stride if last > lo else 1)
+    return [tuple(out)]
 
 
 def _direct_volumes(
     accs: list[Access], bound: dict[SymForm, LinForm], block: tuple[int, int, int],
-    current: GlobalBox, earlier: list[GlobalBox],
+    current: GlobalBox, earlier: list[GlobalBox], address: str = "paper",
 ) -> tuple[int, list[int], list[int]] | None:
     """:func:`box_volumes` on images from :func:`_image`, without isl; None
-    if an image is not a strided box or the grid would be too large."""
+    if an image is not a union of strided boxes or the grid would be too
+    large."""
     groups: list[list[StridedBox]] = []
     for g in [current, *earlier]:
-        imgs = [_image(a, bound, block, g) for a in accs] if g is not None else []
+        imgs = [_image(a, bound, block, g, address) for a in accs] if g is not None else []
         if any(x is None for x in imgs):
             return None
-        groups.append(imgs)  # type: ignore[arg-type]
+        groups.append([b for x in imgs for b in x])  # type: ignore[union-attr]
     if not any(groups):
         return 0, [0] * len(earlier), [0] * len(earlier)
     if all(st == 1 for g in groups for b in g for _, _, st in b):
@@ -402,9 +495,13 @@ def _by_field(accesses: tuple[Access, ...]) -> dict[str, list[Access]]:
 
 
 def wave_volumes(
-    kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm], method: str = "auto"
+    kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm], method: str = "auto",
+    address: str = "paper",
 ) -> WaveVolumes:
-    """New, old and overlapping sectors of the representative wave.
+    """New, old and overlapping sectors of the representative wave
+    (MODEL.md §6). ``Old_p`` sums the images of every loaded *and* every
+    stored field in set ``p``; ``Overlap_p`` compares loads with loads.
+    ``address`` selects the sector space of :func:`access_map`.
 
     ``method="auto"`` computes the images of fields whose every index is a
     global thread coordinate times a constant plus an offset directly as
@@ -413,6 +510,8 @@ def wave_volumes(
     (tests/test_waves.py); the direct route only saves time."""
     if method not in ("auto", "isl"):
         raise ValueError(f"method must be 'auto' or 'isl', got {method!r}")
+    if address not in ADDRESS_MODES:
+        raise ValueError(f"address must be one of {ADDRESS_MODES}, got {address!r}")
     sets: WaveSets = wave_sets(launch)
     block, domain = launch.block, kernel.domain
     boxes = (sets.current, sets.x, sets.y, sets.z)
@@ -423,12 +522,14 @@ def wave_volumes(
         n_earlier = 3 if with_earlier else 0
         res = None
         if method == "auto":
-            res = _direct_volumes(accs, bound, block, gboxes[0], gboxes[1:1 + n_earlier])
+            res = _direct_volumes(
+                accs, bound, block, gboxes[0], gboxes[1:1 + n_earlier], address
+            )
         if res is not None:
             return res[0], res[1], res[2], 0
         if not isl_sets:
             isl_sets.extend(thread_set(b, block, domain) for b in boxes)
-        maps = [access_map(a, bound) for a in accs]
+        maps = [access_map(a, bound, address) for a in accs]
         return field_volumes(maps, isl_sets[0], isl_sets[1:1 + n_earlier])
 
     enumerated = 0
@@ -442,8 +543,9 @@ def wave_volumes(
         ovl = [a + b for a, b in zip(ovl, v)]
         enumerated += e
     for accs in _by_field(kernel.stores).values():
-        n, _, _, e = volumes(accs, False)
+        n, o, _, e = volumes(accs, True)
         new_store += n
+        old = [a + b for a, b in zip(old, o)]
         enumerated += e
     return WaveVolumes(
         new_load=new_load * SECTOR,
