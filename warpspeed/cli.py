@@ -24,6 +24,7 @@ from .machine import load_machine, machine_files
 from .model import Prediction, predict
 from .rank import DEFAULT_FOLDS, Ranking, rank
 from .stencil_spec import UsageError, load_stencil, parse_params
+from .timing import DEFAULT_MODEL, MODELS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -152,7 +153,7 @@ def prediction_table(preds: Sequence[Prediction], title: str = "") -> object:
 
     table = Table(title=title or None)
     cols = ["block", "fold", "blk/SM", "L1 cyc", "L1 ld", "L2 ld", "L2 st", "DRAM ld",
-            "DRAM st", "FP", "L1", "L2", "DRAM", "GLup/s", "limiter"]
+            "DRAM st", "FP", "L1", "L2", "DRAM", "roofline", "GLup/s", "limiter"]
     for c in cols:
         table.add_column(c, justify="right")
     for p in preds:
@@ -162,7 +163,8 @@ def prediction_table(preds: Sequence[Prediction], title: str = "") -> object:
             ",".join(map(str, p.block)), ",".join(map(str, p.fold)), str(p.blocks_per_sm),
             _fmt(p.l1_cycles), _fmt(v["l1_load"]), _fmt(v["l2_load"]), _fmt(v["l2_store"]),
             _fmt(v["dram_load"]), _fmt(v["dram_store"]), _fmt(lim["fp"]), _fmt(lim["l1"]),
-            _fmt(lim["l2"]), _fmt(lim["dram"]), _fmt(p.glups), p.limiter,
+            _fmt(lim["l2"]), _fmt(lim["dram"]),
+            _fmt(p.terms.get("roofline_glups", p.glups)), _fmt(p.glups), p.limiter,
         )
     return table
 
@@ -207,11 +209,22 @@ def _one_kernel(args: argparse.Namespace) -> tuple[Kernel, tuple[int, int, int]]
 
 def cmd_predict(args: argparse.Namespace) -> int:
     kernel, block = _one_kernel(args)
-    p = predict(kernel, args.machine, block)
+    p = predict(kernel, args.machine, block, model=args.model)
     if args.json:
         print(json.dumps(p.to_dict(), indent=2))
     else:
-        _print(prediction_table([p], title=f"{kernel.name} on {p.machine}"))
+        _print(prediction_table([p], title=f"{kernel.name} on {p.machine} ({p.model} model)"))
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    rows = [{"name": t.name, "default": t.name == DEFAULT_MODEL, "address": t.address,
+             "description": t.description} for t in MODELS.values()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        print(f"{r['name']}{' (default)' if r['default'] else ''}: {r['description']}")
     return 0
 
 
@@ -277,7 +290,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     try:
         r = rank(
             variants, args.machine, threads=args.threads or (1024,), all_shapes=args.all_shapes,
-            top=args.top, jobs=args.jobs, progress=bar,
+            top=args.top, jobs=args.jobs, progress=bar, model=args.model,
         )
     finally:
         if bar is not None:
@@ -291,12 +304,14 @@ def cmd_rank(args: argparse.Namespace) -> int:
         writer.writeheader()
         writer.writerows(rows)
     else:
-        title = f"{r.kernel} on {r.machine}: " + (
+        title = f"{r.kernel} on {r.machine} ({r.model} model): " + (
             f"best {len(r.predictions)} of {r.configurations}" if r.top
             else f"{r.configurations} configurations"
         )
         _print(prediction_table(list(r.predictions), title=title))
         _print(_rank_summary(r, elapsed))
+        for note in r.notes:
+            _print(note)
     return 0
 
 
@@ -320,7 +335,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     kernel, block = _one_kernel(args)
     m = load_machine(args.machine)
-    p = predict(kernel, m, block)
+    p = predict(kernel, m, block, model=args.model)
     a = advise(p, m, kernel)
     table = Table(title=f"{a.kernel} on {a.machine}, block {','.join(map(str, a.block))}, "
                         f"fold {','.join(map(str, a.fold))}: {a.glups:.2f} GLup/s")
@@ -331,7 +346,16 @@ def cmd_explain(args: argparse.Namespace) -> int:
         note = "binding" if name == a.limiter else f"{value / a.glups:.2f}x"
         table.add_row(name, f"{value:.2f}", note)
     _print(table)
-    lines = [f"binding limiter: {a.limiter}"]
+    lines = [f"binding limiter: {a.limiter} ({p.model} model)"]
+    if "roofline_glups" in p.terms:
+        t = p.terms
+        lines.append(
+            f"roofline {t['roofline_glups']:.2f} GLup/s; limiters overlap imperfectly "
+            f"(x{t['overlap_factor']:.2f} time), TLB x{t['tlb_factor']:.2f} on DRAM time "
+            f"({t['tlb_pages_per_sm']:.0f} pages per SM), last partial wave "
+            f"x{1 / t['wave_efficiency']:.3f}; DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s "
+            f"with {t['dram_load_bytes_in_flight'] / 2**20:.1f} MiB in flight"
+        )
     if a.headroom is not None:
         lines.append(
             f"headroom: {a.headroom:.2f}x until {a.next_limiter} binds "
@@ -350,12 +374,19 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="warpspeed",
-        description="Predict GPU kernel performance from address expressions (paper model).",
+        description="Predict GPU kernel performance from address expressions. Models: "
+        + "; ".join(f"{t.name}{' (default)' if t.name == DEFAULT_MODEL else ''}"
+                    for t in MODELS.values())
+        + " (see 'warpspeed models').",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p_m = sub.add_parser("machines", help="list the known GPUs")
     p_m.add_argument("--json", action="store_true", help="print JSON")
     p_m.set_defaults(func=cmd_machines)
+    p_mo = sub.add_parser("models", help="list the timing models and what each adds")
+    p_mo.add_argument("--json", action="store_true", help="print JSON")
+    p_mo.set_defaults(func=cmd_models)
+
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("stencil",
                        help="a name from stencils/ or a .py file defining kernel(**params)")
@@ -364,6 +395,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="stencil parameter (repeatable)")
         p.add_argument("--registers", type=_positive, metavar="R",
                        help="registers per thread (default: the kernel's)")
+        p.add_argument("--model", default=DEFAULT_MODEL, choices=tuple(MODELS),
+                       help=f"timing model (default {DEFAULT_MODEL}; 'warpspeed models')")
 
     p_p = sub.add_parser("predict", help="predict one launch configuration")
     common(p_p)
@@ -395,8 +428,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_e.add_argument("--fold", default="1,1,1", help="thread folding X,Y,Z (default 1,1,1)")
     p_e.set_defaults(func=cmd_explain)
 
-    p_v = sub.add_parser("validate", help="compare predictions with a measurements CSV")
-    p_v.add_argument("csv", help="measurements CSV (schema: warpspeed.measure)")
+    p_v = sub.add_parser("validate", help="compare predictions with a measurements CSV, or "
+                         "both models with the public V100 data (--v100)")
+    p_v.add_argument("csv", nargs="?", help="measurements CSV (schema: warpspeed.measure)")
+    p_v.add_argument("--v100", action="store_true",
+                     help="compare both models with shared/data/v100 beside the repository")
     p_v.add_argument("--machine", help="machine name or .toml (default: from the CSV's GPU)")
     p_v.add_argument("--fits", help="capacity fits name or .toml (default: the machine's)")
     p_v.add_argument("--subset", default="all", choices=("all", "train", "test"),
@@ -407,6 +443,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.v100 or args.csv is None:
+        if args.csv is not None:
+            raise UsageError("give either a measurements CSV or --v100, not both")
+        if not args.v100:
+            raise UsageError("give a measurements CSV, or --v100 for the public V100 data")
+        from .reference import format_report, report
+
+        scores = report()
+        if args.json:
+            print(json.dumps([dataclasses.asdict(s) for s in scores], indent=2))
+        else:
+            print(format_report(scores))
+        return 0
     from .validate import validate_command
 
     print(validate_command(args.csv, machine=args.machine, fits=args.fits, json=args.json,

@@ -10,6 +10,10 @@ from .sampling import WARP, Sample, distinct_per_row, distinct_sorted, sorted_ro
 
 SECTOR = 32
 LINE = 128
+#: The page size of the GPU's TLBs for large allocations: the CUDA driver
+#: maps device memory in 2 MiB pages (Jia et al., "Dissecting the NVIDIA
+#: Volta GPU Architecture via Microbenchmarking", arXiv:1804.06826, §3).
+PAGE = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -21,7 +25,10 @@ class Footprint:
       block (threads of a block share their L1), the compulsory L2 load;
     * ``l2_store``: unique sectors per warp per store instruction (stores
       are written through);
-    * ``alloc_per_block``: unique 128 B lines of the loads of a block, bytes.
+    * ``alloc_per_block``: unique 128 B lines of the loads of a block, bytes;
+    * ``pages_per_block``: distinct 2 MiB pages the loads and stores of a
+      block touch, summed over fields (fields never share pages), for the
+      TLB term of the default timing model.
 
     Averages over the sampled blocks, weighted by the blocks each stands for.
     """
@@ -30,6 +37,7 @@ class Footprint:
     l2_load_v1: float
     l2_store: float
     alloc_per_block: float
+    pages_per_block: float = 0.0
 
 
 def _per_warp_sectors(addr: np.ndarray, active: np.ndarray) -> np.ndarray:
@@ -61,9 +69,18 @@ def block_footprint(s: Sample, n_loads: int) -> Footprint:
         lines += distinct_sorted(rows, any_active, LINE // SECTOR)
     blocks_active = s.active.any(axis=1)
     alloc = float(np.sum(lines * w) / np.sum(w * blocks_active)) * LINE
+    pages = np.zeros(len(w))
+    every: dict[str, list[int]] = {}
+    for k, acc in enumerate(s.accesses):
+        every.setdefault(acc.field.name, []).append(k)
+    for idx in every.values():
+        a = np.moveaxis(s.addresses[idx], 0, 1).reshape(len(w), -1)
+        act = np.tile(s.active, (1, len(idx)))
+        pages += distinct_per_row(a // PAGE, act)
     return Footprint(
         l1_load=l1_load,
         l2_load_v1=float(np.sum(v1 * w)) * SECTOR / lups,
         l2_store=l2_store,
         alloc_per_block=alloc,
+        pages_per_block=float(np.sum(pages * w) / np.sum(w * blocks_active)),
     )

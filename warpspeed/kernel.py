@@ -7,13 +7,19 @@ where it is written and not deep inside NumPy or islpy.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import KernelError
 from .expr import SymForm, parse
 
 ITEMSIZES = (1, 2, 4, 8, 16)
+
+#: Classes of floating-point work, each costed per machine in FMA issue
+#: slots (``[fp_cost]`` of the machine files): ``fma`` covers add, sub, mul,
+#: fused multiply-add, min, max and abs; ``trig`` sin, cos, tan and their
+#: inverses; ``other`` any other math function.
+FP_CLASSES = ("fma", "div", "sqrt", "rsqrt", "exp", "log", "pow", "trig", "other")
 
 
 def _positive_ints(value: object, what: str) -> tuple[int, ...]:
@@ -124,6 +130,21 @@ def _dedupe(accesses: Sequence[Access], kind: str) -> tuple[Access, ...]:
     return tuple(out)
 
 
+def _fp_ops(ops: object) -> tuple[tuple[str, float], ...]:
+    """Validated FP work by class, as sorted pairs (hashable)."""
+    if not isinstance(ops, Mapping):
+        raise KernelError(f"fp_ops must be a mapping of FP class to count, got {ops!r}")
+    out = {}
+    for k, v in ops.items():
+        if k not in FP_CLASSES:
+            raise KernelError(f"unknown FP class {k!r} in fp_ops; the classes are {FP_CLASSES}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise KernelError(f"fp_ops[{k!r}] must be a non-negative number, got {v!r}")
+        if v:
+            out[k] = float(v)
+    return tuple(sorted(out.items()))
+
+
 @dataclass(frozen=True)
 class Kernel:
     """A GPU kernel as the model sees it (MODEL.md §1).
@@ -136,8 +157,17 @@ class Kernel:
     * ``fp_instructions``: floating-point instructions per thread (adds,
       muls, FMAs, each one instruction); ``None`` if unknown, in which case
       the FP limit is not applied.
+    * ``fp_ops``: floating-point work per thread by class (:data:`FP_CLASSES`),
+      e.g. ``{"fma": 25, "div": 1}``; each class is costed by the machine
+      (a double division takes several FMA slots); stored as sorted
+      ``(class, count)`` pairs so that kernels stay hashable. When given,
+      ``fp_instructions`` defaults to the total count. ``precision``: 64
+      (double) or 32 (float) arithmetic, which selects the machine's FMA rate.
     * ``registers``: registers per thread (default 32);
       ``shared_memory``: bytes of shared memory per block.
+    * ``fixed_block``: the only block size the kernel can be launched with,
+      when its code generator fixes it (pystencils' ``blockwise4d``); ``None``
+      if any block size works.
     """
 
     loads: tuple[Access, ...]
@@ -148,6 +178,9 @@ class Kernel:
     registers: int = 32
     shared_memory: int = 0
     name: str = "kernel"
+    fp_ops: Mapping[str, float] | tuple[tuple[str, float], ...] | None = None
+    precision: int = 64
+    fixed_block: tuple[int, int, int] | None = None
 
     def __post_init__(self) -> None:
         loads = _dedupe(tuple(self.loads), "loads")
@@ -171,6 +204,18 @@ class Kernel:
                 raise KernelError(
                     f"fp_instructions must be a non-negative number, got {self.fp_instructions!r}"
                 )
+        if self.fp_ops is not None:
+            ops = _fp_ops(self.fp_ops)
+            object.__setattr__(self, "fp_ops", ops)
+            if self.fp_instructions is None:
+                object.__setattr__(self, "fp_instructions", float(sum(v for _, v in ops)))
+        if self.precision not in (32, 64):
+            raise KernelError(f"precision must be 32 or 64 (bits), got {self.precision!r}")
+        if self.fixed_block is not None:
+            fb = _positive_ints(self.fixed_block, "fixed_block")
+            if len(fb) != 3:
+                raise KernelError(f"fixed_block must be three integers (x, y, z), got {fb}")
+            object.__setattr__(self, "fixed_block", fb)
         if isinstance(self.registers, bool) or not isinstance(self.registers, int) or not (
             1 <= self.registers <= 255
         ):
@@ -189,6 +234,14 @@ class Kernel:
                     f"two different fields are both called {a.field.name!r}; "
                     "give them distinct names"
                 )
+
+    @property
+    def fp_work(self) -> dict[str, float]:
+        """FP work per thread by class: ``fp_ops``, or ``fp_instructions``
+        counted as plain FMA-class instructions when no classes are given."""
+        if self.fp_ops is not None:
+            return dict(self.fp_ops)  # type: ignore[arg-type]
+        return {"fma": float(self.fp_instructions)} if self.fp_instructions else {}
 
     @property
     def lups_per_thread(self) -> int:

@@ -99,8 +99,14 @@ def occupancy(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> 
 
 
 def make_launch(kernel: Kernel, machine: Machine, block: object) -> Launch:
-    """Grid, occupancy and the wave shape of MODEL.md §3."""
+    """Grid, occupancy and the wave shape of MODEL.md §3. A kernel whose
+    code generator fixed its block size runs with that block only."""
     b = check_block(block, machine)
+    if kernel.fixed_block is not None and b != kernel.fixed_block:
+        raise LaunchError(
+            f"kernel {kernel.name} can only be launched with the block {kernel.fixed_block} "
+            f"that its indexing scheme fixes; got {b}"
+        )
     d = kernel.domain
     g = tuple(math.ceil(d[i] / b[i]) for i in range(3))
     occ = occupancy(kernel, machine, b)

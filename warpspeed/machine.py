@@ -53,16 +53,39 @@ class Machine:
     shared_memory_per_block: int
     sources: tuple[tuple[str, str], ...]
     path: str
+    # Parameters of the default timing model (warpspeed.timing.latency);
+    # None when a user's file lacks them (the paper model does not need them).
+    fp32_fma_per_sm_cycle: int | None = None
+    dram_latency_ns: float | None = None
+    l2_latency_ns: float | None = None
+    dram_bw_read: float | None = None
+    dram_bw_copy: float | None = None
+    dram_bw_write: float | None = None
+    memory_shape: float | None = None
+    tlb_page_bytes: int | None = None
+    tlb_reach_pages: float | None = None
+    tlb_penalty: float | None = None
+    overlap_exponent: float | None = None
+    fp64_cost: tuple[tuple[str, float], ...] = ()
+    fp32_cost: tuple[tuple[str, float], ...] = ()
 
     def source(self, parameter: str) -> str:
         """Where the value of ``parameter`` comes from."""
         return dict(self.sources)[parameter]
 
 
+_TEXT = ("name", "description", "validated", "fits", "arch", "sources", "path")
+_COSTS = ("fp64_cost", "fp32_cost")
+#: Parameters only the default timing model needs, with their types.
+LATENCY_PARAMETERS = {
+    f.name: f.type.split(" |")[0]
+    for f in fields(Machine)
+    if f.default is None
+}
 _NUMERIC = {
     f.name: f.type
     for f in fields(Machine)
-    if f.name not in ("name", "description", "validated", "fits", "arch", "sources", "path")
+    if f.name not in _TEXT + _COSTS and f.name not in LATENCY_PARAMETERS
 }
 
 
@@ -78,8 +101,10 @@ def _parse(path: Path) -> Machine:
             raise MachineError(f"machine file {path}: '{key}' must be a string")
     values: dict[str, object] = {}
     sources = []
-    for key, typ in _NUMERIC.items():
+    for key, typ in {**_NUMERIC, **LATENCY_PARAMETERS}.items():
         entry = data.get(key)
+        if entry is None and key in LATENCY_PARAMETERS:
+            continue
         if not isinstance(entry, dict) or "value" not in entry or "source" not in entry:
             raise MachineError(
                 f"machine file {path}: missing table [{key}] with 'value' and 'source'"
@@ -93,7 +118,12 @@ def _parse(path: Path) -> Machine:
             raise MachineError(f"machine file {path}: [{key}] value must be an integer, got {v!r}")
         values[key] = int(v) if typ == "int" else float(v)
         sources.append((key, str(entry["source"])))
-    unknown = set(data) - set(_NUMERIC) - {"name", "description", "validated", "fits", "arch"}
+    for key in _COSTS:
+        values[key] = _costs(path, key, data.get(key))
+    unknown = (
+        set(data) - set(_NUMERIC) - set(LATENCY_PARAMETERS) - set(_COSTS)
+        - {"name", "description", "validated", "fits", "arch"}
+    )
     if unknown:
         raise MachineError(f"machine file {path}: unknown keys {sorted(unknown)}")
     return Machine(
@@ -106,6 +136,32 @@ def _parse(path: Path) -> Machine:
         path=str(path),
         **values,  # type: ignore[arg-type]
     )
+
+
+def _costs(path: Path, key: str, entry: object) -> tuple[tuple[str, float], ...]:
+    """A table ``[fp64_cost]`` / ``[fp32_cost]``: FMA issue slots per
+    instruction of each FP class but ``fma`` (which costs 1), and a source."""
+    from .kernel import FP_CLASSES
+
+    if entry is None:
+        return ()
+    if not isinstance(entry, dict) or not isinstance(entry.get("source"), str):
+        raise MachineError(f"machine file {path}: [{key}] must be a table with a 'source'")
+    out = []
+    for cls, v in entry.items():
+        if cls == "source":
+            continue
+        if cls not in FP_CLASSES or cls == "fma":
+            raise MachineError(
+                f"machine file {path}: [{key}] has unknown FP class {cls!r}; the classes are "
+                f"{[c for c in FP_CLASSES if c != 'fma']}"
+            )
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise MachineError(
+                f"machine file {path}: [{key}] {cls} must be a positive number of FMA slots"
+            )
+        out.append((cls, float(v)))
+    return tuple(sorted(out))
 
 
 def machine_files() -> dict[str, Path]:

@@ -1,8 +1,15 @@
-"""Volumes per memory level and the four-limiter roofline (MODEL.md §5-§8)."""
+"""One prediction: the block stage, the wave sets, the volumes per level and
+a timing model (MODEL.md §3-§8).
+
+``predict(..., model="paper")`` is the paper's four-limiter roofline on the
+paper's sector space; the default model (:data:`warpspeed.timing.DEFAULT_MODEL`)
+counts DRAM sectors in the linear address space and predicts the time
+itself (:mod:`warpspeed.timing.latency`). Both report the same volumes and
+the four limits; the default adds its terms."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .capacity import CapacityFits, load_fits
@@ -14,29 +21,10 @@ from .l1 import l1_cycles_per_warp_lup
 from .launch import Launch, make_launch
 from .machine import Machine, load_machine
 from .sampling import sample
+from .timing import DEFAULT_MODEL, MODELS, Timing, timing
+from .timing.paper import LIMITERS
+from .volumes import Volumes, level_volumes
 from .waves import WaveVolumes, wave_volumes
-
-LIMITERS = ("fp", "l1", "l2", "dram")
-
-
-def _clamp(x: float, lo: float, hi: float) -> float:
-    return max(lo, min(hi, x))
-
-
-@dataclass(frozen=True)
-class Volumes:
-    """Bytes per lattice update at each level (MODEL.md §5, §6)."""
-
-    l1_load: float
-    l2_load_v1: float
-    l2_load: float  # L2LoadV2: with L1 capacity misses
-    l2_store: float
-    dram_load_v1: float
-    dram_load_v2: float
-    dram_load: float  # memLoadV3
-    dram_load_v4: float
-    dram_store_v1: float
-    dram_store: float  # memStoreV2
 
 
 @dataclass(frozen=True)
@@ -61,6 +49,8 @@ class Prediction:
     wave: WaveVolumes
     oversubscription: dict[str, float]
     hit_fractions: dict[str, float]
+    model: str = "paper"
+    terms: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
         v = self.volumes
@@ -84,6 +74,8 @@ class Prediction:
             "limits": dict(self.limits),
             "glups": self.glups,
             "limiter": self.limiter,
+            "model": self.model,
+            "terms": dict(self.terms),
             "details": {
                 "volumes": asdict(v),
                 "l1_alloc_per_block": self.footprint.alloc_per_block,
@@ -120,14 +112,24 @@ def predict(
     machine: str | Path | Machine,
     block: tuple[int, int, int],
     fits: str | Path | CapacityFits | None = None,
+    model: str = DEFAULT_MODEL,
 ) -> Prediction:
     """Predict volumes and performance of ``kernel`` launched with ``block``
-    on ``machine`` (MODEL.md §3-§8, paper mode). ``fits`` overrides the
-    machine's capacity curves."""
+    on ``machine`` (MODEL.md §3-§8). ``fits`` overrides the machine's
+    capacity curves; ``model`` is a name of :data:`warpspeed.timing.MODELS`
+    (``"paper"`` or the default)."""
+    spec = _model(model)
     m = load_machine(machine)
     curves = fits if isinstance(fits, CapacityFits) else load_fits(fits or m.fits)
     stage = block_stage(kernel, m, block)
-    return finish(stage, wave_volumes(kernel, stage.launch, stage.bound), curves)
+    wave = wave_volumes(kernel, stage.launch, stage.bound, address=spec.address)
+    return finish(stage, wave, curves, model)
+
+
+def _model(name: str) -> Timing:
+    if name not in MODELS:
+        raise LaunchError(f"unknown model {name!r}; the models are {', '.join(MODELS)}")
+    return MODELS[name]
 
 
 def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> BlockStage:
@@ -150,46 +152,16 @@ def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -
     )
 
 
-def finish(stage: BlockStage, wave: WaveVolumes, curves: CapacityFits) -> Prediction:
-    """Capacity curves, balances and the roofline (MODEL.md §5-§8)."""
-    kernel, m, launch, fp = stage.kernel, stage.machine, stage.launch, stage.footprint
-
-    # L1 capacity misses (MODEL.md §5).
-    o1 = fp.alloc_per_block * launch.occupancy.blocks_per_sm / m.l1_bytes
-    m1 = curves.m1(o1)
-    l2_load = fp.l2_load_v1 + (fp.l1_load - fp.l2_load_v1) * m1
-
-    # DRAM (MODEL.md §6): bytes of the wave, normalised per lattice update.
-    lups = wave.threads * kernel.lups_per_thread
-    o_xy = _clamp(wave.old[0] / m.l2_bytes, 0.01, 10.0)
-    o_z = _clamp(wave.old[1] / m.l2_bytes, 0.01, 10.0)
-    h_xy, h_z = curves.h_xy(o_xy), curves.h_z(o_z)
-    load_v1 = wave.new_load / lups
-    load_v2 = load_v1 - (wave.overlap[0] * h_xy + wave.overlap[1] * h_z) / lups
-    store_v1 = wave.new_store / lups
-    o2 = (wave.new_load + wave.new_store) / m.l2_bytes
-    s_frac, m2 = curves.s(o2), curves.m2(o2)
-    store_evicts = max(0.0, fp.l2_store - store_v1) * s_frac
-    load_evicts = (l2_load - load_v2) * m2
-    store_v2 = store_v1 + store_evicts
-    load_v3 = load_v2 + store_evicts
-    load_v4 = load_v3 + load_evicts
-
-    vol = Volumes(
-        l1_load=fp.l1_load,
-        l2_load_v1=fp.l2_load_v1,
-        l2_load=l2_load,
-        l2_store=fp.l2_store,
-        dram_load_v1=load_v1,
-        dram_load_v2=load_v2,
-        dram_load=load_v3,
-        dram_load_v4=load_v4,
-        dram_store_v1=store_v1,
-        dram_store=store_v2,
-    )
-    limits = _limits(kernel, m, stage.l1_cycles, vol)
-    finite = {k: v for k, v in limits.items() if v is not None}
-    limiter = min(finite, key=finite.__getitem__)
+def finish(
+    stage: BlockStage, wave: WaveVolumes, curves: CapacityFits, model: str = DEFAULT_MODEL
+) -> Prediction:
+    """Volumes per level (:func:`warpspeed.volumes.level_volumes`) and the
+    timing of ``model``. ``wave`` must be counted in the model's address
+    space (``MODELS[model].address``)."""
+    kernel, m, launch = stage.kernel, stage.machine, stage.launch
+    lv = level_volumes(kernel, m, launch, stage.footprint, wave, curves)
+    t = timing(model, kernel, m, launch, stage.l1_cycles, lv.volumes, wave,
+               stage.footprint.pages_per_block)
     return Prediction(
         machine=m.name,
         kernel=kernel.name,
@@ -200,33 +172,27 @@ def finish(stage: BlockStage, wave: WaveVolumes, curves: CapacityFits) -> Predic
         wave_blocks=launch.wave_blocks,
         wave_shape=launch.wave_shape,
         l1_cycles=stage.l1_cycles,
-        volumes=vol,
-        limits=limits,
-        glups=finite[limiter],
-        limiter=limiter,
-        footprint=fp,
+        volumes=lv.volumes,
+        limits=t.limits,
+        glups=t.glups,
+        limiter=t.limiter,
+        footprint=stage.footprint,
         wave=wave,
-        oversubscription={"o1": o1, "o_xy": o_xy, "o_z": o_z, "o2": o2},
-        hit_fractions={"m1": m1, "h_xy": h_xy, "h_z": h_z, "s": s_frac, "m2": m2},
+        oversubscription=lv.oversubscription,
+        hit_fractions=lv.hit_fractions,
+        model=model,
+        terms=t.terms,
     )
 
 
-def _limits(kernel: Kernel, m: Machine, l1: float, v: Volumes) -> dict[str, float | None]:
-    """The four limits in GLup/s (MODEL.md §4, §5, §6, §8); ``None`` where a
-    limit does not apply (no FP count given, or no traffic at a level)."""
-
-    def rate(capacity: float, cost: float) -> float | None:
-        return capacity / cost if cost > 0 else None
-
-    fp_per_lup = (
-        kernel.fp_instructions / kernel.lups_per_thread if kernel.fp_instructions else 0.0
-    )
-    return {
-        "fp": rate(m.sms * m.clock_ghz * m.fp64_fma_per_sm_cycle, fp_per_lup),
-        "l1": rate(m.sms * m.clock_ghz * m.warp_size, l1),
-        "l2": rate(m.l2_bandwidth, v.l2_load + v.l2_store),
-        "dram": rate(m.dram_bandwidth, v.dram_load + v.dram_store),
-    }
-
-
-__all__ = ["LIMITERS", "BlockStage", "Prediction", "Volumes", "block_stage", "finish", "predict"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "LIMITERS",
+    "MODELS",
+    "BlockStage",
+    "Prediction",
+    "Volumes",
+    "block_stage",
+    "finish",
+    "predict",
+]

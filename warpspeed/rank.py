@@ -74,6 +74,8 @@ from .kernel import Access, Kernel
 from .launch import Launch, make_launch, wave_sets
 from .machine import Machine, load_machine
 from .model import BlockStage, Prediction, block_stage, finish
+from .timing import DEFAULT_MODEL, MODELS
+from .volumes import OVERSUBSCRIPTION_RANGE
 from .waves import WaveVolumes, global_box, wave_volumes
 
 Block = tuple[int, int, int]
@@ -84,8 +86,6 @@ DEFAULT_THREADS: tuple[int, ...] = (1024,)
 DEFAULT_FOLDS: tuple[Fold, ...] = ((1, 1, 1), (1, 2, 1), (1, 1, 2))
 #: CUDA's block extent limits (x, y, z), the same on every compute capability.
 MAX_BLOCK_DIMS: Block = (1024, 1024, 64)
-#: The clamp of the oversubscription ``O_i`` in ``model.finish`` (MODEL.md §6).
-OVERSUBSCRIPTION_RANGE = (0.01, 10.0)
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,9 @@ class Ranking:
     * ``stages``: block stages computed (one per class);
     * ``waves``: wave-set computations performed (the islpy part);
     * ``evaluated``: classes fully evaluated (wave volumes and roofline);
-    * ``skipped``: classes whose full evaluation the top-k bound skipped.
+    * ``skipped``: classes whose full evaluation the top-k bound skipped;
+    * ``model``: the timing model; ``notes``: facts about the design space
+      the user should know (e.g. a kernel whose block size is fixed).
     """
 
     machine: str
@@ -132,6 +134,8 @@ class Ranking:
     evaluated: int
     skipped: int
     top: int | None
+    model: str = DEFAULT_MODEL
+    notes: tuple[str, ...] = ()
 
     def to_dicts(self) -> list[dict[str, object]]:
         """The predictions as JSON-serialisable dicts, best first."""
@@ -390,21 +394,34 @@ def dram_lower_bound(
 _EMPTY_WAVE = WaveVolumes(0.0, 0.0, (0.0, 0.0), (0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 1, 0)
 
 
-def stage_limits(stage: BlockStage, curves: CapacityFits) -> dict[str, float | None]:
+def stage_limits(
+    stage: BlockStage, curves: CapacityFits, model: str = DEFAULT_MODEL
+) -> dict[str, float | None]:
     """The FP, L1 and L2 limits of a configuration from its block stage
     alone: ``model.finish`` computes them without looking at the wave, so
     they are taken from it on an empty wave (the DRAM limit is dropped)."""
-    limits = finish(stage, _EMPTY_WAVE, curves).limits
+    limits = finish(stage, _EMPTY_WAVE, curves, model).limits
     return {k: v for k, v in limits.items() if k != "dram"}
 
 
+def peak_dram_bandwidth(m: Machine, model: str = DEFAULT_MODEL) -> float:
+    """The largest DRAM bandwidth ``model`` can assign to any kernel."""
+    if model == "paper":
+        return m.dram_bandwidth
+    return max(v for v in (m.dram_bandwidth, m.dram_bw_read, m.dram_bw_copy, m.dram_bw_write)
+               if v is not None)
+
+
 def upper_bound(
-    stage: BlockStage, dram_lb: float, curves: CapacityFits
+    stage: BlockStage, dram_lb: float, curves: CapacityFits, model: str = DEFAULT_MODEL
 ) -> float:
-    """An upper bound of the predicted GLup/s (see the module docstring)."""
-    limits = [v for v in stage_limits(stage, curves).values() if v is not None]
+    """An upper bound of the predicted GLup/s (see the module docstring).
+    Both models predict at most the smallest of their limits (the default
+    model's overlap and partial waves only add time), and no DRAM limit
+    exceeds the peak bandwidth over the lower bound of the volume."""
+    limits = [v for v in stage_limits(stage, curves, model).values() if v is not None]
     if dram_lb > 0:
-        limits.append(stage.machine.dram_bandwidth / dram_lb)
+        limits.append(peak_dram_bandwidth(stage.machine, model) / dram_lb)
     return min(limits, default=math.inf)
 
 
@@ -443,10 +460,11 @@ def _stage_chunk(
     return out
 
 
-def _wave_chunk(kernel: Kernel, launches: list[Launch]) -> list[WaveVolumes]:
+def _wave_chunk(kernel: Kernel, launches: list[Launch], address: str) -> list[WaveVolumes]:
     accesses = kernel.loads + kernel.stores
     return [
-        wave_volumes(kernel, la, bind_all((a.forms for a in accesses), la.block))
+        wave_volumes(kernel, la, bind_all((a.forms for a in accesses), la.block),
+                     address=address)
         for la in launches
     ]
 
@@ -555,6 +573,7 @@ def rank(
     executor: Executor | None = None,
     fits: str | Path | CapacityFits | None = None,
     progress: Callable[[int, int], None] | None = None,
+    model: str = DEFAULT_MODEL,
 ) -> Ranking:
     """Rank the launch configurations of a kernel on ``machine`` by predicted
     GLup/s (MODEL.md §8; see the module docstring for space, trimming,
@@ -566,7 +585,12 @@ def rank(
     ``top``: keep the best ``top`` configurations and prune the rest.
     ``executor``: any ``concurrent.futures.Executor``; else a local process
     pool of ``jobs`` workers (default: all CPUs; 1 runs inline).
+    ``model``: the timing model (:data:`warpspeed.timing.MODELS`).
+    A kernel whose block size is fixed (``Kernel.fixed_block``) is ranked
+    with that block only, and :attr:`Ranking.notes` says so.
     """
+    if model not in MODELS:
+        raise LaunchError(f"unknown model {model!r}; the models are {', '.join(MODELS)}")
     m = load_machine(machine)
     curves = fits if isinstance(fits, CapacityFits) else load_fits(fits or m.fits)
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
@@ -590,10 +614,19 @@ def rank(
     # Equivalence classes of whole predictions (module docstring).
     candidates: dict[object, list[tuple[int, Config, Launch]]] = {}
     kernel_ids: dict[Kernel, int] = {}
+    notes: list[str] = []
     for vi, (fold, k) in enumerate(variants):
         kid = kernel_ids.setdefault(replace(k, name=""), vi)
-        for b in shapes:
-            reason = trim_reason(b, k.domain) if blocks is None else None
+        own = shapes
+        if k.fixed_block is not None:
+            own = [k.fixed_block]
+            notes.append(
+                f"fold {fold}: the kernel's indexing scheme fixes the block to "
+                f"{k.fixed_block}; it is the only configuration ranked"
+            )
+        for b in own:
+            trim = blocks is None and k.fixed_block is None
+            reason = trim_reason(b, k.domain) if trim else None
             if reason is None:
                 try:
                     launch = make_launch(k, m, b)
@@ -632,7 +665,8 @@ def rank(
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context())
     try:
         runner = _Runner(pool, workers, progress)
-        return _evaluate(variants, m, curves, classes, rep_variant, excluded, runner, top)
+        r = _evaluate(variants, m, curves, classes, rep_variant, excluded, runner, top, model)
+        return replace(r, notes=tuple(notes))
     finally:
         if own_pool and pool is not None:
             pool.shutdown(cancel_futures=True)
@@ -647,6 +681,7 @@ def _evaluate(
     excluded: list[Excluded],
     runner: _Runner,
     top: int | None,
+    model: str,
 ) -> Ranking:
     keys = list(classes)
     runner.add_total(len(keys))
@@ -681,7 +716,7 @@ def _evaluate(
             lups = stage.kernel.lups_per_thread
             lb = dram_lower_bound(res.load_bytes, res.store_bytes, stage.footprint.l2_store,
                                   curves, lups)
-            return upper_bound(stage, lb, curves)
+            return upper_bound(stage, lb, curves, model)
 
         bounds = {k: bound_of(k) for k in live}
         live.sort(key=lambda k: -bounds[k])
@@ -707,10 +742,10 @@ def _evaluate(
             stage, res = stage_of[key]
             if res.wave_key not in waves:
                 todo.setdefault(res.wave_key, (stage.kernel, stage.launch))
-        _compute_waves(todo, waves, runner)
+        _compute_waves(todo, waves, runner, MODELS[model].address)
         for key in round_keys:
             stage, res = stage_of[key]
-            p = finish(stage, waves[res.wave_key], curves)
+            p = finish(stage, waves[res.wave_key], curves, model)
             evaluated += 1
             for cfg, launch in classes[key]:
                 q = p if cfg.block == p.block else replace(
@@ -734,11 +769,13 @@ def _evaluate(
         evaluated=evaluated,
         skipped=skipped,
         top=top,
+        model=model,
     )
 
 
 def _compute_waves(
-    todo: dict[object, tuple[Kernel, Launch]], waves: dict[object, WaveVolumes], runner: _Runner
+    todo: dict[object, tuple[Kernel, Launch]], waves: dict[object, WaveVolumes], runner: _Runner,
+    address: str,
 ) -> None:
     """Wave volumes of the distinct wave keys in ``todo``, in parallel."""
     by_kernel: dict[int, list[object]] = {}
@@ -749,7 +786,7 @@ def _compute_waves(
     tasks, sizes, owners = [], [], []
     for kid, wks in by_kernel.items():
         for chunk in _chunks(wks, runner.workers * 2):
-            tasks.append((kernels[kid], [todo[w][1] for w in chunk]))
+            tasks.append((kernels[kid], [todo[w][1] for w in chunk], address))
             sizes.append(len(chunk))
             owners.append(chunk)
     for chunk, results in zip(owners, runner.map(_wave_chunk, tasks, sizes)):
@@ -769,6 +806,7 @@ __all__ = [
     "compulsory_bytes",
     "dram_lower_bound",
     "global_function",
+    "peak_dram_bandwidth",
     "rank",
     "stage_limits",
     "trim_reason",

@@ -1,0 +1,104 @@
+"""How long it takes: the timing models, side by side.
+
+Every model turns the same inputs (kernel, machine, launch, L1 cycles,
+volumes per level, wave sets) into GLup/s, the binding limiter, the four
+limits of the roofline, and its own terms that explain the gap to the
+roofline. A model also names the sector space its DRAM sets are counted in
+(:data:`warpspeed.waves.ADDRESS_MODES`).
+
+* ``paper``: the paper's model exactly (MODEL.md §3-§8): the paper's
+  multi-dimensional sector space, the minimum of four limits.
+* ``latency`` (the default): the linear, alignment-aware sector space and a
+  time per lattice update from bytes in flight and memory latency (Little's
+  law, calibrated on micro-benchmarks), DRAM bandwidth by load/store mix,
+  imperfect overlap of the limiters, TLB reach and the last partial wave
+  (:mod:`warpspeed.timing.latency`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..kernel import Kernel
+from ..launch import Launch
+from ..machine import Machine
+from ..volumes import Volumes
+from ..waves import WaveVolumes
+
+
+@dataclass(frozen=True)
+class TimingResult:
+    """GLup/s, the binding limiter, the four roofline limits (GLup/s, None
+    where a level carries no work) and the model's own terms."""
+
+    glups: float
+    limiter: str
+    limits: dict[str, float | None]
+    terms: dict[str, float] = field(default_factory=dict)
+
+
+TimingFunction = Callable[
+    [Kernel, Machine, Launch, float, Volumes, WaveVolumes, float], TimingResult
+]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A timing model: its name, sector space, what it adds, and its function."""
+
+    name: str
+    address: str
+    description: str
+    function: TimingFunction
+
+
+def _paper(k: Kernel, m: Machine, la: Launch, l1: float, v: Volumes, w: WaveVolumes,
+           pages: float) -> TimingResult:
+    from .paper import limits, roofline
+
+    lim = limits(k, m, l1, v)
+    glups, limiter = roofline(lim)
+    return TimingResult(glups, limiter, lim)
+
+
+def _latency(k: Kernel, m: Machine, la: Launch, l1: float, v: Volumes, w: WaveVolumes,
+             pages: float) -> TimingResult:
+    from .latency import predict_time
+
+    return predict_time(k, m, la, l1, v, w, pages)
+
+
+MODELS: dict[str, Timing] = {
+    "latency": Timing(
+        "latency",
+        "linear",
+        "default: DRAM sectors in the linear, alignment-aware address space (arrays of "
+        "structures share sectors); time from bytes in flight and latency (Little's law, "
+        "calibrated on micro-benchmarks), DRAM bandwidth by load/store mix, FP work costed "
+        "per instruction class, imperfect overlap of the limiters, TLB reach, partial waves",
+        _latency,
+    ),
+    "paper": Timing(
+        "paper",
+        "paper",
+        "Ernst et al. (JPDC 2023) exactly: paper sector space, minimum of the FP, L1, L2 and "
+        "DRAM limits",
+        _paper,
+    ),
+}
+DEFAULT_MODEL = "latency"
+
+
+def timing(
+    model: str, kernel: Kernel, machine: Machine, launch: Launch, l1_cycles: float,
+    volumes: Volumes, wave: WaveVolumes, pages_per_block: float = 0.0,
+) -> TimingResult:
+    """Run the timing model ``model`` (a key of :data:`MODELS`);
+    ``pages_per_block``: the 2 MiB pages one block touches (TLB reach)."""
+    return MODELS[model].function(
+        kernel, machine, launch, l1_cycles, volumes, wave, pages_per_block
+    )
+
+
+__all__ = ["DEFAULT_MODEL", "MODELS", "Timing", "TimingResult", "timing"]

@@ -1,0 +1,100 @@
+"""What moves: bytes per lattice update at each memory level (MODEL.md §5-§7).
+
+The counts of the block stage (L1 load, compulsory L2 load, L1 allocation,
+L2 store: :mod:`warpspeed.footprint`) and of the wave sets (New, Old,
+Overlap: :mod:`warpspeed.waves`) become volumes per lattice update through
+the Gompertz capacity curves of :mod:`warpspeed.capacity`. How long moving
+them takes is the business of the timing models in :mod:`warpspeed.timing`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .capacity import CapacityFits
+from .footprint import Footprint
+from .kernel import Kernel
+from .launch import Launch
+from .machine import Machine
+from .waves import WaveVolumes
+
+#: The clamp of the oversubscription ``O_i`` of the layer overlaps (MODEL.md §6).
+OVERSUBSCRIPTION_RANGE = (0.01, 10.0)
+
+
+def _clamp(x: float, lo: float, hi: float) -> float:
+    return max(lo, min(hi, x))
+
+
+@dataclass(frozen=True)
+class Volumes:
+    """Bytes per lattice update at each level (MODEL.md §5, §6)."""
+
+    l1_load: float
+    l2_load_v1: float
+    l2_load: float  # L2LoadV2: with L1 capacity misses
+    l2_store: float
+    dram_load_v1: float
+    dram_load_v2: float
+    dram_load: float  # memLoadV3
+    dram_load_v4: float
+    dram_store_v1: float
+    dram_store: float  # memStoreV2
+
+
+@dataclass(frozen=True)
+class LevelVolumes:
+    """Volumes with the capacity-curve inputs and outputs that explain them."""
+
+    volumes: Volumes
+    oversubscription: dict[str, float]
+    hit_fractions: dict[str, float]
+
+
+def level_volumes(
+    kernel: Kernel,
+    machine: Machine,
+    launch: Launch,
+    footprint: Footprint,
+    wave: WaveVolumes,
+    curves: CapacityFits,
+) -> LevelVolumes:
+    """L1 capacity misses (MODEL.md §5), layer-condition reuse, store
+    evictions and L2 capacity misses (§6) with the curves of §7."""
+    m, fp = machine, footprint
+    o1 = fp.alloc_per_block * launch.occupancy.blocks_per_sm / m.l1_bytes
+    m1 = curves.m1(o1)
+    l2_load = fp.l2_load_v1 + (fp.l1_load - fp.l2_load_v1) * m1
+
+    lups = wave.threads * kernel.lups_per_thread
+    lo, hi = OVERSUBSCRIPTION_RANGE
+    o_xy = _clamp(wave.old[0] / m.l2_bytes, lo, hi)
+    o_z = _clamp(wave.old[1] / m.l2_bytes, lo, hi)
+    h_xy, h_z = curves.h_xy(o_xy), curves.h_z(o_z)
+    load_v1 = wave.new_load / lups
+    load_v2 = load_v1 - (wave.overlap[0] * h_xy + wave.overlap[1] * h_z) / lups
+    store_v1 = wave.new_store / lups
+    o2 = (wave.new_load + wave.new_store) / m.l2_bytes
+    s_frac, m2 = curves.s(o2), curves.m2(o2)
+    store_evicts = max(0.0, fp.l2_store - store_v1) * s_frac
+    load_evicts = (l2_load - load_v2) * m2
+    vol = Volumes(
+        l1_load=fp.l1_load,
+        l2_load_v1=fp.l2_load_v1,
+        l2_load=l2_load,
+        l2_store=fp.l2_store,
+        dram_load_v1=load_v1,
+        dram_load_v2=load_v2,
+        dram_load=load_v2 + store_evicts,
+        dram_load_v4=load_v2 + store_evicts + load_evicts,
+        dram_store_v1=store_v1,
+        dram_store=store_v1 + store_evicts,
+    )
+    return LevelVolumes(
+        volumes=vol,
+        oversubscription={"o1": o1, "o_xy": o_xy, "o_z": o_z, "o2": o2},
+        hit_fractions={"m1": m1, "h_xy": h_xy, "h_z": h_z, "s": s_frac, "m2": m2},
+    )
+
+
+__all__ = ["OVERSUBSCRIPTION_RANGE", "LevelVolumes", "Volumes", "level_volumes"]
