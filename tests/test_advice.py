@@ -24,7 +24,7 @@ def kinds(advice):
 
 def test_headroom_is_the_next_limit_over_the_binding_one():
     k = star()
-    p = ws.predict(k, A100, (32, 8, 4))
+    p = ws.predict(k, A100, (32, 8, 4), model="paper")
     a = advise(p, A100, k)
     finite = sorted(v for v in p.limits.values() if v is not None)
     assert a.limiter == p.limiter and a.glups == finite[0]
@@ -78,12 +78,15 @@ def test_register_limited_occupancy_says_how_many_registers_give_one_more_block(
     hint = next(h for h in advise(p, A100, k).hints if h.kind == "occupancy")
     assert "limited by registers" in hint.message and "512 of 2048" in hint.message
     assert "at most 80 would allow 3 blocks" in hint.message
+    assert "Little's law" in hint.message  # the default model includes bytes in flight
+    paper = ws.predict(k, A100, (64, 4, 1), model="paper")
+    hint = next(h for h in advise(paper, A100, k).hints if h.kind == "occupancy")
     assert "no latency term" in hint.message
 
 
 def test_a_floating_point_bound_kernel_is_told_so():
     k = star(fp_instructions=5000)
-    p = ws.predict(k, A100, (32, 8, 4))
+    p = ws.predict(k, A100, (32, 8, 4), model="paper")
     a = advise(p, A100, k)
     assert a.limiter == "fp" and "fp_bound" in kinds(a)
     assert a.hints[0].limiter == "fp"  # hints of the binding limiter come first

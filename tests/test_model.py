@@ -13,7 +13,7 @@ KEYS = {"machine", "block", "fold", "blocks_per_sm", "wave_blocks", "l1_cycles",
 
 @pytest.fixture(scope="module")
 def p256():
-    return ws.predict(star(), "A100", (256, 1, 2))
+    return ws.predict(star(), "A100", (256, 1, 2), model="paper")
 
 
 def test_prediction_dict_has_the_documented_keys_and_is_json(p256):

@@ -25,8 +25,9 @@ Hint rules (thresholds are choices of this module, stated in each rule):
   least 5 % to the DRAM volume.
 * ``occupancy``: blocks per SM limited by registers, shared memory or the
   block limit, leaving thread slots empty. The paper model has no latency
-  term (MODEL.md §10): the hint says so, and how many registers per thread
-  would allow one more block.
+  term (MODEL.md §10): the hint says so; the default model's hint gives the
+  DRAM bandwidth its bytes in flight reach. Both say how many registers per
+  thread would allow one more block.
 * ``fp_bound``: the FP limit binds: fewer floating-point instructions per
   lattice update are the only lever.
 """
@@ -234,10 +235,16 @@ def _occupancy(p: Prediction, m: Machine, kernel: Kernel | None) -> tuple[Hint, 
                 f"; {kernel.registers} registers per thread, at most {regs} would allow "
                 f"{p.blocks_per_sm + 1} blocks"
             )
-    text += (
-        ". The model has no latency term, so this prediction does not suffer, but a real "
-        "kernel with few bytes in flight may not reach its DRAM limit (MODEL.md §10)"
-    )
+    if p.model == "paper":
+        text += (
+            ". The paper model has no latency term, so this prediction does not suffer, but a "
+            "real kernel with few bytes in flight may not reach its DRAM limit (MODEL.md §10)"
+        )
+    elif "dram_bandwidth_achieved" in p.terms:
+        text += (
+            f". With these bytes in flight DRAM reaches {p.terms['dram_bandwidth_achieved']:.0f}"
+            " GB/s (Little's law, included in this prediction)"
+        )
     return (Hint("occupancy", p.limiter, text),)
 
 

@@ -131,7 +131,10 @@ def _dedupe(accesses: Sequence[Access], kind: str) -> tuple[Access, ...]:
 
 
 def _fp_ops(ops: object) -> tuple[tuple[str, float], ...]:
-    """Validated FP work by class, as sorted pairs (hashable)."""
+    """Validated FP work by class, as sorted pairs (hashable); accepts the
+    pairs themselves too (``dataclasses.replace`` passes them back)."""
+    if isinstance(ops, tuple) and all(isinstance(x, tuple) and len(x) == 2 for x in ops):
+        ops = dict(ops)
     if not isinstance(ops, Mapping):
         raise KernelError(f"fp_ops must be a mapping of FP class to count, got {ops!r}")
     out = {}

@@ -89,11 +89,12 @@ def fp_slots(kernel: Kernel, m: Machine) -> float:
     )
 
 
-def resident_threads(kernel: Kernel, m: Machine, launch: Launch) -> int:
-    """Threads resident on the whole GPU at once: a full wave, or the whole
-    grid when it is smaller."""
-    blocks = math.prod(launch.grid)
-    return min(blocks, launch.wave_blocks) * launch.threads_per_block
+def resident_threads(kernel: Kernel, m: Machine, launch: Launch) -> float:
+    """Working threads resident on the whole GPU at once: the threads inside
+    the domain, times the share of the grid's blocks one wave holds (idle
+    threads of partial blocks issue no loads)."""
+    share = min(1.0, launch.wave_blocks / math.prod(launch.grid))
+    return math.prod(kernel.domain) * share
 
 
 def wave_efficiency(launch: Launch) -> float:

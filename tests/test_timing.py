@@ -1,0 +1,174 @@
+"""The default timing model ("latency") and its bytes-in-flight physics,
+against hand computations and the public micro-benchmarks."""
+
+import csv
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+
+import warpspeed as ws
+from stencils.star3d_by_hand import kernel as star
+from warpspeed.timing import DEFAULT_MODEL, MODELS
+from warpspeed.timing.flight import MemoryParams, achieved_bandwidth, saturated_bandwidth
+from warpspeed.timing.latency import fp_slots, memory_params, wave_efficiency
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+P = MemoryParams(dram_latency_ns=400.0, dram_bw_read=900.0, dram_bw_copy=800.0,
+                 dram_bw_write=1000.0, shape=2.0)
+
+
+def test_few_load_bytes_in_flight_move_at_littles_law():
+    # 4 KB of loads in flight at 400 ns: 10.24 GB/s, far below saturation.
+    assert achieved_bandwidth(P, 4096, 1.0) == pytest.approx(4096 / 400, rel=1e-3)
+    # a copy moves as many store bytes as load bytes: twice the load rate
+    assert achieved_bandwidth(P, 4096, 0.5) == pytest.approx(2 * 4096 / 400, rel=1e-3)
+
+
+def test_many_bytes_in_flight_saturate_at_the_plateau_of_the_mix():
+    assert achieved_bandwidth(P, 1e12, 1.0) == pytest.approx(900.0, rel=1e-6)
+    assert achieved_bandwidth(P, 1e12, 0.5) == pytest.approx(800.0, rel=1e-6)
+    assert achieved_bandwidth(P, 0.0, 0.0) == 1000.0  # stores alone never wait
+    assert saturated_bandwidth(P, 0.75) == pytest.approx(850.0)
+    assert saturated_bandwidth(P, 0.25) == pytest.approx(900.0)
+
+
+def test_bandwidth_grows_with_bytes_in_flight():
+    values = [achieved_bandwidth(P, c, 0.6) for c in (1e3, 1e4, 1e5, 1e6, 1e7)]
+    assert values == sorted(values) and values[-1] <= saturated_bandwidth(P, 0.6)
+
+
+@pytest.mark.parametrize("bad", [(-1.0, 0.5), (100.0, 1.5), (100.0, -0.1)])
+def test_impossible_inputs_are_refused(bad):
+    with pytest.raises(ValueError, match="bytes in flight|load_fraction"):
+        achieved_bandwidth(P, *bad)
+
+
+@pytest.mark.skipif(not (SHARED / "microbench").is_dir(), reason="shared/data not beside the repo")
+@pytest.mark.parametrize("machine, table", [("V100", "v100"), ("A100", "a100_40")])
+def test_machine_files_reproduce_their_stream_tables(machine, table):
+    # read: one 8 B load per thread in flight; scale: one load, one store;
+    # triad: two loads, one store. The calibration's largest error is 11 %
+    # (V100) and 10.7 % (A100); the mean stays below 8 %.
+    p = memory_params(ws.load_machine(machine))
+    with (SHARED / "microbench" / "stream" / f"{table}.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    errors = []
+    for col, per_thread, f in (("read", 8, 1.0), ("scale", 8, 0.5), ("triad", 16, 2 / 3)):
+        for r in rows:
+            pred = achieved_bandwidth(p, float(r["threads_in_flight"]) * per_thread, f)
+            errors.append(abs(pred / float(r[f"{col}_GBs"]) - 1))
+    assert max(errors) < 0.12 and sum(errors) / len(errors) < 0.08
+
+
+@pytest.fixture(scope="module")
+def v100_pair():
+    k = star(radius=4, shape=(632, 504, 504), alignment=0)
+    return k, ws.predict(k, "V100", (32, 1, 32))
+
+
+def test_the_default_model_is_the_latency_model_and_both_are_listed():
+    assert DEFAULT_MODEL == "latency" and set(MODELS) == {"latency", "paper"}
+    assert MODELS["paper"].address == "paper" and MODELS["latency"].address == "linear"
+
+
+def test_time_is_the_p_norm_of_the_limiter_times_over_the_wave_efficiency(v100_pair):
+    k, p = v100_pair
+    m = ws.load_machine("V100")
+    t = p.terms
+    times = [t["t_fp_ns"], t["t_l1_ns"], t["t_l2_ns"], t["t_dram_ns"]]
+    e = m.overlap_exponent
+    total = sum(x**e for x in times) ** (1 / e) / t["wave_efficiency"]
+    assert p.glups == pytest.approx(1 / total)
+    assert p.limits[p.limiter] == pytest.approx(1 / max(times))
+    assert p.glups < min(v for v in p.limits.values() if v)  # overlap only adds time
+    assert p.model == "latency" and p.to_dict()["terms"]["roofline_glups"] == pytest.approx(
+        1 / max(times))
+
+
+def test_l1_and_l2_times_follow_from_cycles_and_volumes(v100_pair):
+    k, p = v100_pair
+    m = ws.load_machine("V100")
+    assert p.terms["t_l1_ns"] == pytest.approx(p.l1_cycles / (m.sms * m.clock_ghz * 32))
+    v = p.volumes
+    assert p.terms["t_l2_ns"] == pytest.approx((v.l2_load + v.l2_store) / m.l2_bandwidth)
+
+
+def test_deep_blocks_pay_for_pages_beyond_the_tlb_reach():
+    k = star(radius=4, shape=(632, 504, 504), alignment=0)
+    flat = ws.predict(k, "V100", (64, 4, 4))
+    deep = ws.predict(k, "V100", (16, 1, 64))
+    m = ws.load_machine("V100")
+    assert flat.terms["tlb_factor"] == 1.0
+    pages = deep.terms["tlb_pages_per_sm"]
+    assert pages > m.tlb_reach_pages
+    assert deep.terms["tlb_factor"] == pytest.approx(
+        1 + m.tlb_penalty * (1 - m.tlb_reach_pages / pages))
+
+
+def test_divisions_cost_their_machine_throughput_and_floats_issue_faster():
+    m = ws.load_machine("V100")
+    a = ws.Field("A", shape=(1024,))
+    div = ws.Kernel(loads=[a[ws.tidx]], stores=[], domain=(1024,), fp_ops={"div": 10, "fma": 2})
+    assert fp_slots(div, m) == pytest.approx(10 * 7.5 + 2)
+    assert div.fp_instructions == 12
+    single = dataclasses.replace(div, precision=32)
+    assert fp_slots(single, m) == pytest.approx(10 * 8 + 2)
+    pd = ws.predict(div, m, (128, 1, 1))
+    ps = ws.predict(single, m, (128, 1, 1))
+    assert pd.terms["t_fp_ns"] == pytest.approx(77 / (80 * 1.38 * 32))
+    assert ps.terms["t_fp_ns"] == pytest.approx(82 / (80 * 1.38 * 64))
+
+
+def test_the_last_partial_wave_costs_its_empty_slots():
+    a = ws.Field("A", shape=(10**7,))
+    k = ws.Kernel(loads=[a[ws.tidx]], stores=[], domain=(1024 * 80 * 2 * 3 // 2,))
+    launch = ws.predict(k, "V100", (1024, 1, 1))
+    assert launch.wave_blocks == 160  # 2 blocks of 1024 threads per SM on 80 SMs
+    from warpspeed.launch import make_launch
+
+    la = make_launch(k, ws.load_machine("V100"), (1024, 1, 1))
+    assert wave_efficiency(la) == pytest.approx(1.5 / 2)
+    assert launch.terms["wave_efficiency"] == pytest.approx(0.75)
+
+
+def test_a_machine_file_without_the_new_parameters_names_them(tmp_path):
+    src = (Path(ws.__file__).parent / "machines" / "V100.toml").read_text()
+    old = src.split("\n# --- default timing model")[0]
+    path = tmp_path / "old_gpu.toml"
+    path.write_text(old)
+    k = star(radius=1, shape=(64, 64, 64))
+    with pytest.raises(ws.MachineError, match="dram_latency_ns.*overlap_exponent.*paper"):
+        ws.predict(k, str(path), (64, 2, 2))
+    assert ws.predict(k, str(path), (64, 2, 2), model="paper").glups > 0
+
+
+def test_an_unknown_model_is_refused_with_the_list():
+    with pytest.raises(ws.LaunchError, match="unknown model 'roofline'.*latency, paper"):
+        ws.predict(star(radius=1, shape=(64, 64, 64)), "V100", (64, 2, 2), model="roofline")
+
+
+def test_a_fixed_block_is_the_only_one_predicted_and_ranked():
+    k = dataclasses.replace(star(radius=1, shape=(64, 64, 64)), fixed_block=(64, 1, 1))
+    with pytest.raises(ws.LaunchError, match=r"only be launched with the block \(64, 1, 1\)"):
+        ws.predict(k, "A100", (32, 2, 1))
+    r = ws.rank(k, "A100", jobs=1)
+    assert [p.block for p in r.predictions] == [(64, 1, 1)]
+    assert any("fixes the block to (64, 1, 1)" in n for n in r.notes)
+
+
+@pytest.mark.skipif(not (SHARED / "v100").is_dir(), reason="shared/data not beside the repo")
+def test_v100_validation_default_model_beats_the_paper_on_glups():
+    # The figures of the closing note come from `warpspeed validate --v100`;
+    # this guards them: the paper model is ~1.3x too optimistic on the
+    # radius-4 star, the default within the issue's 10 % band.
+    from warpspeed.reference import report
+
+    scores = {s.model: s for s in report(datasets=("star3d_r4",))}
+    paper, latency = scores["paper"], scores["latency"]
+    assert paper.glups_median_ratio > 1.2
+    assert 0.9 <= latency.glups_median_ratio <= 1.1
+    assert latency.glups_mape < 0.10 < paper.glups_mape
+    assert latency.dram_load_mape < 0.06
+    assert math.isclose(latency.dram_load_mape, paper.dram_load_mape, rel_tol=0.05)
