@@ -11,55 +11,26 @@ import pytest
 import warpspeed as ws
 from stencils.star3d_by_hand import kernel as star
 from warpspeed.timing import DEFAULT_MODEL, MODELS
-from warpspeed.timing.flight import MemoryParams, achieved_bandwidth, saturated_bandwidth
 from warpspeed.timing.latency import fp_slots, memory_params, wave_efficiency
+from warpspeed.timing.memory import achieved_bandwidth
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-P = MemoryParams(dram_latency_ns=400.0, dram_bw_read=900.0, dram_bw_copy=800.0,
-                 dram_bw_write=1000.0, shape=2.0)
-
-
-def test_few_load_bytes_in_flight_move_at_littles_law():
-    # 4 KB of loads in flight at 400 ns: 10.24 GB/s, far below saturation.
-    assert achieved_bandwidth(P, 4096, 1.0) == pytest.approx(4096 / 400, rel=1e-3)
-    # a copy moves as many store bytes as load bytes: twice the load rate
-    assert achieved_bandwidth(P, 4096, 0.5) == pytest.approx(2 * 4096 / 400, rel=1e-3)
-
-
-def test_many_bytes_in_flight_saturate_at_the_plateau_of_the_mix():
-    assert achieved_bandwidth(P, 1e12, 1.0) == pytest.approx(900.0, rel=1e-6)
-    assert achieved_bandwidth(P, 1e12, 0.5) == pytest.approx(800.0, rel=1e-6)
-    assert achieved_bandwidth(P, 0.0, 0.0) == 1000.0  # stores alone never wait
-    assert saturated_bandwidth(P, 0.75) == pytest.approx(850.0)
-    assert saturated_bandwidth(P, 0.25) == pytest.approx(900.0)
-
-
-def test_bandwidth_grows_with_bytes_in_flight():
-    values = [achieved_bandwidth(P, c, 0.6) for c in (1e3, 1e4, 1e5, 1e6, 1e7)]
-    assert values == sorted(values) and values[-1] <= saturated_bandwidth(P, 0.6)
-
-
-@pytest.mark.parametrize("bad", [(-1.0, 0.5), (100.0, 1.5), (100.0, -0.1)])
-def test_impossible_inputs_are_refused(bad):
-    with pytest.raises(ValueError, match="bytes in flight|load_fraction"):
-        achieved_bandwidth(P, *bad)
 
 
 @pytest.mark.skipif(not (SHARED / "microbench").is_dir(), reason="shared/data not beside the repo")
-@pytest.mark.parametrize("machine, table", [("V100", "v100"), ("A100", "a100_40")])
-def test_machine_files_reproduce_their_stream_tables(machine, table):
-    # read: one 8 B load per thread in flight; scale: one load, one store;
-    # triad: two loads, one store. The calibration's largest error is 11 %
-    # (V100) and 10.7 % (A100); the mean stays below 8 %.
+@pytest.mark.parametrize("machine, table", [("V100", "v100"), ("A100", "a100_40"),
+                                            ("A100-80GB", "a100_80")])
+def test_machine_files_reproduce_their_stream_tables_within_10_percent(machine, table):
+    # The machine file's own parameters (not fits/memory.toml) against the
+    # stream table: two blocks per SM run, so threads in flight are twice the
+    # column; read moves 8 B per thread, scale 16 (load + store), triad 24.
     p = memory_params(ws.load_machine(machine))
     with (SHARED / "microbench" / "stream" / f"{table}.csv").open() as fh:
         rows = list(csv.DictReader(fh))
-    errors = []
-    for col, per_thread, f in (("read", 8, 1.0), ("scale", 8, 0.5), ("triad", 16, 2 / 3)):
+    for col, per_thread, f in (("read", 8, 1.0), ("scale", 16, 0.5), ("triad", 24, 2 / 3)):
         for r in rows:
-            pred = achieved_bandwidth(p, float(r["threads_in_flight"]) * per_thread, f)
-            errors.append(abs(pred / float(r[f"{col}_GBs"]) - 1))
-    assert max(errors) < 0.12 and sum(errors) / len(errors) < 0.08
+            pred = achieved_bandwidth(p, 2 * float(r["threads_in_flight"]) * per_thread, f)
+            assert pred == pytest.approx(float(r[f"{col}_GBs"]), rel=0.10), (col, r["block_size"])
 
 
 @pytest.fixture(scope="module")

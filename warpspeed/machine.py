@@ -62,6 +62,7 @@ class Machine:
     dram_bw_copy: float | None = None
     dram_bw_write: float | None = None
     memory_shape: float | None = None
+    turnover_ns: float | None = None
     tlb_page_bytes: int | None = None
     tlb_reach_pages: float | None = None
     tlb_penalty: float | None = None

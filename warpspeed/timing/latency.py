@@ -13,12 +13,13 @@ GPU (the inverse of GLup/s).
 * **L2** (§5): the L2 volume at the L2 bandwidth, or, when fewer bytes are
   in flight than the L2 latency needs, at ``bytes in flight / L2 latency``.
 * **DRAM** (§6): the DRAM volume at the bandwidth that the bytes in flight
-  achieve (Little's law with latency under load, and the saturated
-  bandwidth of the kernel's load/store mix: :mod:`warpspeed.timing.flight`,
-  calibrated on public stream and pointer-chasing micro-benchmarks). Bytes
-  in flight: every resident thread has its whole DRAM traffic of one
-  iteration in flight at once (the loads of a stencil update are
-  independent, the compiler issues them together), bounded by the grid.
+  achieve (Little's law with thread turnover and latency under load, and
+  the saturated bandwidth of the kernel's load/store mix:
+  :mod:`warpspeed.timing.memory`, calibrated on public stream and
+  pointer-chasing micro-benchmarks). Bytes in flight: every working
+  resident thread has its whole DRAM traffic of one residence in flight
+  (the loads of a stencil update are independent, the compiler issues them
+  together), as the stream threads of the calibration do.
 * **TLB reach**: one SM's resident blocks touch ``pages_per_block *
   blocks_per_sm`` pages of 2 MiB; beyond the SM's TLB reach
   (``tlb_reach_pages``) the fraction ``1 - reach / pages`` of accesses
@@ -49,7 +50,7 @@ from ..machine import LATENCY_PARAMETERS, Machine
 from ..volumes import Volumes
 from ..waves import WaveVolumes
 from . import TimingResult
-from .flight import MemoryParams, achieved_bandwidth
+from .memory import MemoryParams, achieved_bandwidth
 
 
 def require(m: Machine) -> None:
@@ -70,6 +71,8 @@ def memory_params(m: Machine) -> MemoryParams:
     """The machine's calibrated memory parameters."""
     return MemoryParams(
         dram_latency_ns=float(m.dram_latency_ns),  # type: ignore[arg-type]
+        l2_latency_ns=float(m.l2_latency_ns),  # type: ignore[arg-type]
+        turnover_ns=float(m.turnover_ns),  # type: ignore[arg-type]
         dram_bw_read=float(m.dram_bw_read),  # type: ignore[arg-type]
         dram_bw_copy=float(m.dram_bw_copy),  # type: ignore[arg-type]
         dram_bw_write=float(m.dram_bw_write),  # type: ignore[arg-type]
@@ -127,7 +130,7 @@ def predict_time(
 
     dram_bytes = v.dram_load + v.dram_store
     load_fraction = v.dram_load / dram_bytes if dram_bytes > 0 else 1.0
-    dram_flight = threads * v.dram_load * lups
+    dram_flight = threads * dram_bytes * lups
     dram_bw = achieved_bandwidth(mem, dram_flight, load_fraction) if dram_bytes else 1.0
     pages = pages_per_block * launch.occupancy.blocks_per_sm
     reach = float(m.tlb_reach_pages)  # type: ignore[arg-type]
@@ -150,7 +153,7 @@ def predict_time(
         "t_dram_ns": t_dram,
         "fp_slots_per_lup": fp_slots(kernel, m) / lups,
         "dram_bandwidth_achieved": dram_bw,
-        "dram_load_bytes_in_flight": dram_flight,
+        "dram_bytes_in_flight": dram_flight,
         "l2_bandwidth_achieved": l2_bw,
         "tlb_pages_per_sm": pages,
         "tlb_factor": tlb,
