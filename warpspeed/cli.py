@@ -354,7 +354,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             f"(x{t['overlap_factor']:.2f} time), TLB x{t['tlb_factor']:.2f} on DRAM time "
             f"({t['tlb_pages_per_sm']:.0f} pages per SM), last partial wave "
             f"x{1 / t['wave_efficiency']:.3f}; DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s "
-            f"with {t['dram_load_bytes_in_flight'] / 2**20:.1f} MiB in flight"
+            f"with {t['dram_bytes_in_flight'] / 2**20:.1f} MiB in flight"
         )
     if a.headroom is not None:
         lines.append(
