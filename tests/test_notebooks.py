@@ -28,6 +28,7 @@ KERNEL = "warpspeed-test"
 FIGURES = {
     "layer_conditions.ipynb": ("layer_conditions_A100.png", "layer_conditions_V100.png"),
     "ranking.ipynb": ("ranking_star3d_A100.png", "breakdown_star3d_A100.png"),
+    "validation.ipynb": ("validation_v100.png",),
 }
 
 
