@@ -47,9 +47,9 @@ def brute_force(
             idx = [bound[e].evaluate(v) for e in acc.forms]
             if address == "paper":
                 idx[0] = (idx[0] * f.itemsize) // 32
-            else:  # leading dimensions with a thread-independent index merge
+            else:  # leading dimensions whose index names no thread variable merge
                 m = 1
-                while m < f.ndim and len(set(idx[m - 1].tolist())) <= 1:
+                while m < f.ndim and not sp.sympify(acc.index[m - 1]).free_symbols:
                     m += 1
                 lin = f.base_offset + f.itemsize * sum(idx[d] * f.strides[d] for d in range(m))
                 idx = [lin // 32] + idx[m:]
