@@ -6,7 +6,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .sampling import WARP, Sample, distinct_per_row, distinct_sorted, sorted_rows
+from .sampling import (
+    WARP,
+    Sample,
+    address_classes,
+    distinct_per_row,
+    distinct_sorted,
+    sorted_rows,
+)
 
 SECTOR = 32
 LINE = 128
@@ -25,6 +32,10 @@ class Footprint:
       block (threads of a block share their L1), the compulsory L2 load;
     * ``l2_store``: unique sectors per warp per store instruction (stores
       are written through);
+    * ``l2_store_v1``: unique sectors of each field's stores over a whole
+      block: the store sectors that remain once the L2 has merged the
+      partial writes of the block (arrays of structures write one 8 B
+      component per instruction, but a cell's components fill its sectors);
     * ``alloc_per_block``: unique 128 B lines of the loads of a block, bytes;
     * ``pages_per_block``: distinct 2 MiB pages the loads and stores of a
       block touch, summed over fields (fields never share pages), for the
@@ -38,14 +49,21 @@ class Footprint:
     l2_store: float
     alloc_per_block: float
     pages_per_block: float = 0.0
+    l2_store_v1: float = 0.0
 
 
 def _per_warp_sectors(addr: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """Distinct sectors per warp, summed over instructions: shape (blocks,)."""
+    """Distinct sectors per warp, summed over instructions: shape (blocks,).
+    Instructions one constant apart sort once (:func:`address_classes`)."""
     n_acc, nb, threads = addr.shape
-    a = addr.reshape(n_acc, nb, threads // WARP, WARP) // SECTOR
-    act = np.broadcast_to(active.reshape(nb, threads // WARP, WARP), a.shape)
-    return distinct_per_row(a, act).sum(axis=(0, 2))
+    act = active.reshape(nb, threads // WARP, WARP)
+    any_active = act.any(axis=-1)
+    out = np.zeros(nb)
+    for members in address_classes(addr):
+        rows = sorted_rows(addr[members[0][0]].reshape(nb, threads // WARP, WARP), act)
+        for _, shift in members:
+            out += distinct_sorted(rows + shift, any_active, SECTOR).sum(axis=1)
+    return out
 
 
 def block_footprint(s: Sample, n_loads: int) -> Footprint:
@@ -67,6 +85,13 @@ def block_footprint(s: Sample, n_loads: int) -> Footprint:
         rows, any_active = sorted_rows(a // SECTOR, act), act.any(axis=-1)
         v1 += distinct_sorted(rows, any_active)
         lines += distinct_sorted(rows, any_active, LINE // SECTOR)
+    sv1 = np.zeros(len(w))
+    store_fields: dict[str, list[int]] = {}
+    for k, acc in enumerate(s.accesses[n_loads:]):
+        store_fields.setdefault(acc.field.name, []).append(k)
+    for idx in store_fields.values():
+        a = np.moveaxis(stores[idx], 0, 1).reshape(len(w), -1)
+        sv1 += distinct_per_row(a // SECTOR, np.tile(s.active, (1, len(idx))))
     blocks_active = s.active.any(axis=1)
     alloc = float(np.sum(lines * w) / np.sum(w * blocks_active)) * LINE
     pages = np.zeros(len(w))
@@ -83,4 +108,5 @@ def block_footprint(s: Sample, n_loads: int) -> Footprint:
         l2_store=l2_store,
         alloc_per_block=alloc,
         pages_per_block=float(np.sum(pages * w) / np.sum(w * blocks_active)),
+        l2_store_v1=float(np.sum(sv1 * w)) * SECTOR / lups,
     )

@@ -159,7 +159,8 @@ def finish(
     timing of ``model``. ``wave`` must be counted in the model's address
     space (``MODELS[model].address``)."""
     kernel, m, launch = stage.kernel, stage.machine, stage.launch
-    lv = level_volumes(kernel, m, launch, stage.footprint, wave, curves)
+    lv = level_volumes(kernel, m, launch, stage.footprint, wave, curves,
+                       merged_stores=MODELS[model].merged_stores)
     t = timing(model, kernel, m, launch, stage.l1_cycles, lv.volumes, wave,
                stage.footprint.pages_per_block)
     return Prediction(

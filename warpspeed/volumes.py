@@ -58,9 +58,18 @@ def level_volumes(
     footprint: Footprint,
     wave: WaveVolumes,
     curves: CapacityFits,
+    merged_stores: bool = False,
 ) -> LevelVolumes:
     """L1 capacity misses (MODEL.md §5), layer-condition reuse, store
-    evictions and L2 capacity misses (§6) with the curves of §7."""
+    evictions and L2 capacity misses (§6) with the curves of §7.
+
+    Store evictions: the paper evicts a share of the partially written
+    sectors ``L2Store - memStoreV1``, counting every store instruction's
+    sectors. With ``merged_stores`` (the default model) the L2 first merges
+    the partial writes of one block, so only ``L2StoreV1 - memStoreV1`` (the
+    block-union store sectors beyond the wave's) can leave half written:
+    the 19 one-component stores of an array-of-structures cell fill its
+    sectors before any is evicted."""
     m, fp = machine, footprint
     o1 = fp.alloc_per_block * launch.occupancy.blocks_per_sm / m.l1_bytes
     m1 = curves.m1(o1)
@@ -76,7 +85,8 @@ def level_volumes(
     store_v1 = wave.new_store / lups
     o2 = (wave.new_load + wave.new_store) / m.l2_bytes
     s_frac, m2 = curves.s(o2), curves.m2(o2)
-    store_evicts = max(0.0, fp.l2_store - store_v1) * s_frac
+    partial = fp.l2_store_v1 if merged_stores else fp.l2_store
+    store_evicts = max(0.0, partial - store_v1) * s_frac
     load_evicts = (l2_load - load_v2) * m2
     vol = Volumes(
         l1_load=fp.l1_load,

@@ -51,6 +51,7 @@ class Timing:
     address: str
     description: str
     function: TimingFunction
+    merged_stores: bool = False
 
 
 def _paper(k: Kernel, m: Machine, la: Launch, l1: float, v: Volumes, w: WaveVolumes,
@@ -76,8 +77,10 @@ MODELS: dict[str, Timing] = {
         "default: DRAM sectors in the linear, alignment-aware address space (arrays of "
         "structures share sectors); time from bytes in flight and latency (Little's law, "
         "calibrated on micro-benchmarks), DRAM bandwidth by load/store mix, FP work costed "
-        "per instruction class, imperfect overlap of the limiters, TLB reach, partial waves",
+        "per instruction class, imperfect overlap of the limiters, TLB reach, partial waves; "
+        "partial stores of one block merge in the L2 before eviction",
         _latency,
+        merged_stores=True,
     ),
     "paper": Timing(
         "paper",
