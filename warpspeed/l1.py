@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from .sampling import HALF_WARP, Sample, distinct_sorted, sorted_rows
+from .sampling import HALF_WARP, Sample, address_classes, distinct_sorted, sorted_rows
 
 BANKS = 16
 BANK_WIDTH = 8
 REGION = 1024
+
+
+def _conflicts(w: np.ndarray) -> np.ndarray:
+    """Largest number of distinct 8 B words in one bank, per sorted row of
+    words (rows of :func:`sorted_rows`). Shifting every word of a row by
+    one constant permutes the banks: the result is shift-invariant."""
+    new = np.ones(w.shape, dtype=bool)
+    new[..., 1:] = w[..., 1:] != w[..., :-1]
+    rows = np.arange(w.size // HALF_WARP).reshape(w.shape[:-1])
+    bank = np.where(new, w % BANKS, BANKS)  # repeated words go to a dummy bin
+    counts = np.bincount((rows[..., None] * (BANKS + 1) + bank).ravel(),
+                         minlength=rows.size * (BANKS + 1))
+    return counts.reshape(*rows.shape, BANKS + 1)[..., :BANKS].max(axis=-1)
 
 
 def halfwarp_cycles(addresses: np.ndarray, active: np.ndarray) -> np.ndarray:
@@ -21,28 +34,34 @@ def halfwarp_cycles(addresses: np.ndarray, active: np.ndarray) -> np.ndarray:
     without an active lane costs 0.
     """
     w = sorted_rows(addresses // BANK_WIDTH, active)
-    new = np.ones(w.shape, dtype=bool)
-    new[..., 1:] = w[..., 1:] != w[..., :-1]
-    rows = np.arange(w.size // HALF_WARP).reshape(w.shape[:-1])
-    bank = np.where(new, w % BANKS, BANKS)  # repeated words go to a dummy bin
-    counts = np.bincount((rows[..., None] * (BANKS + 1) + bank).ravel(),
-                         minlength=rows.size * (BANKS + 1))
-    conflicts = counts.reshape(*rows.shape, BANKS + 1)[..., :BANKS].max(axis=-1)
     any_active = active.any(axis=-1)
     # sorted words, floor-divided, stay sorted: 1 KiB regions need no second sort
     regions = distinct_sorted(w, any_active, REGION // BANK_WIDTH)
-    return np.where(any_active, np.maximum(conflicts, regions), 0)
+    return np.where(any_active, np.maximum(_conflicts(w), regions), 0)
 
 
 def l1_cycles_per_warp_lup(s: Sample) -> float:
     """L1 cycles per warp per lattice update: twice the weighted mean cycles
     of an active half warp, summed over all load and store instructions,
-    divided by the lattice updates per thread (MODEL.md §4)."""
-    n_acc, nb, threads = s.addresses.shape
-    addr = s.addresses.reshape(n_acc, nb, threads // HALF_WARP, HALF_WARP)
-    act = np.broadcast_to(s.active.reshape(nb, threads // HALF_WARP, HALF_WARP), addr.shape)
-    cyc = halfwarp_cycles(addr, act)  # (acc, nb, halfwarps)
-    hw_active = s.active.reshape(nb, -1, HALF_WARP).any(axis=-1)  # (nb, halfwarps)
-    total = float(np.sum(cyc.sum(axis=(0, 2)) * s.weights))
+    divided by the lattice updates per thread (MODEL.md §4).
+
+    Instructions whose addresses are one constant multiple of 8 B apart
+    share their sorted words (shifted) and their bank conflicts; only the
+    1 KiB regions are counted per instruction."""
+    _, nb, threads = s.addresses.shape
+    act = s.active.reshape(nb, threads // HALF_WARP, HALF_WARP)
+    any_active = act.any(axis=-1)
+    per_block = np.zeros(nb)
+    for members in address_classes(s.addresses, BANK_WIDTH):
+        rep = members[0][0]
+        addr = s.addresses[rep].reshape(nb, threads // HALF_WARP, HALF_WARP)
+        w = sorted_rows(addr // BANK_WIDTH, act)
+        conflicts = _conflicts(w)
+        for _, shift in members:
+            regions = distinct_sorted(w + shift // BANK_WIDTH, any_active, REGION // BANK_WIDTH)
+            cyc = np.where(any_active, np.maximum(conflicts, regions), 0)
+            per_block += cyc.sum(axis=1)
+    hw_active = any_active  # (nb, halfwarps)
+    total = float(np.sum(per_block * s.weights))
     count = float(np.sum(hw_active.sum(axis=1) * s.weights))
     return 2.0 * total / count / s.lups_per_thread

@@ -191,8 +191,10 @@ class _StageResult:
 
 
 def _stage_chunk(
-    kernel: Kernel, machine: Machine, blocks: list[Block]
+    kernel: Kernel, machine: Machine, blocks: list[Block], bounds: bool = True
 ) -> list[_StageResult | str]:
+    """Block stages of ``blocks``; the DRAM lower bounds only when pruning
+    (``bounds``) needs them."""
     out: list[_StageResult | str] = []
     for b in blocks:
         try:
@@ -205,8 +207,10 @@ def _stage_chunk(
             l1_cycles=st.l1_cycles,
             footprint=st.footprint,
             wave_key=wave_key(kernel, st.launch, st.bound),
-            load_bytes=compulsory_bytes(kernel.loads, st.bound, st.launch.block, kernel.domain),
-            store_bytes=compulsory_bytes(kernel.stores, st.bound, st.launch.block, kernel.domain),
+            load_bytes=compulsory_bytes(kernel.loads, st.bound, st.launch.block, kernel.domain)
+            if bounds else 0.0,
+            store_bytes=compulsory_bytes(kernel.stores, st.bound, st.launch.block, kernel.domain)
+            if bounds else 0.0,
         ))
     return out
 
@@ -388,7 +392,8 @@ def _evaluate(
     tasks, sizes, owners = [], [], []
     for vi, ks in by_variant.items():
         for chunk in chunks(ks, runner.workers * 3):
-            tasks.append((variants[vi][1], m, [rep_variant[k][1] for k in chunk]))
+            tasks.append((variants[vi][1], m, [rep_variant[k][1] for k in chunk],
+                          top is not None))
             sizes.append(len(chunk))
             owners.append(chunk)
     stage_of: dict[object, tuple[BlockStage, _StageResult]] = {}

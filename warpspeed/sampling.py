@@ -152,6 +152,33 @@ def sample(
     )
 
 
+def address_classes(addresses: np.ndarray, modulus: int = 1) -> list[list[tuple[int, int]]]:
+    """Group accesses (axis 0) whose addresses differ by one constant at
+    every thread, that constant a multiple of ``modulus``: a list of classes,
+    each a list of ``(access, shift)`` with the shift in bytes from the
+    class's first access. Sorting an access's addresses gives the sorted
+    addresses of every access of its class plus the shift, so the counts of
+    §4 and §5 sort once per class; stencils load many shifted copies of one
+    pattern."""
+    n = addresses.shape[0]
+    if n == 0 or addresses.size == 0:
+        return []
+    flat = addresses.reshape(n, -1)
+    first = flat[:, 0].astype(np.int64)
+    index: dict[tuple[bytes, int], int] = {}
+    classes: list[list[tuple[int, int]]] = []
+    for k in range(n):
+        key = ((flat[k] - first[k]).tobytes(), int(first[k]) % modulus)
+        c = index.get(key)
+        if c is None:
+            index[key] = len(classes)
+            classes.append([(k, 0)])
+        else:
+            rep = classes[c][0][0]
+            classes[c].append((k, int(first[k] - first[rep])))
+    return classes
+
+
 def sorted_rows(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
     """Each row sorted, inactive entries replaced by the row's first active
     value so that they add no distinct value."""
