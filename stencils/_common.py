@@ -10,8 +10,7 @@ from typing import Any
 import pystencils as ps
 
 import warpspeed as ws
-from warpspeed.frontends.pystencils import kernel_from_pystencils
-from warpspeed.pystencils import generate
+from warpspeed.pystencils import generate, kernel_from_pystencils
 
 INTERIOR = "interior"
 

@@ -99,3 +99,86 @@ def test_lbmpy_kernels_with_numbered_subexpressions_fold():
     assert len(folded.stores) == 2 * len(plain.stores)
     # the 7-point phase-field stencil shares two loads between the two points
     assert len(folded.loads) == 2 * len(plain.loads) - 2
+
+
+def _jacobi(shape):
+    src, dst = ps.fields(f"src, dst: double[{', '.join(map(str, shape))}]", layout="fzyx")
+    return src, dst, [ps.Assignment(dst.center, (src[1, 0, 0] + src[-1, 0, 0] + src[0, 0, 1]) / 3)]
+
+
+CFG = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)
+
+
+def test_hook_skips_a_fold_that_does_not_divide_the_interior_and_keeps_the_best_valid():
+    # interior 64 x 32 x 31: folding z by 2 leaves a thread with one invalid point
+    *_, asm = _jacobi((66, 34, 33))
+    ranked = wps.create_kernel(asm, CFG, machine="A100", threads=256)
+    assert [f for f, _ in ranked.skipped] == [(1, 1, 2)]
+    assert "31 interior points along z are not a multiple of 2" in ranked.skipped[0][1]
+    assert {p.fold for p in ranked.ranking} == {(1, 1, 1), (1, 2, 1)}
+    best = ranked.ranking[0]
+    assert best.glups == max(p.glups for p in ranked.ranking)
+    assert wps.extract(ranked.kernel).counter_steps == best.fold
+    assert tuple(ranked.kernel.get_launch_configuration().evaluate()[0]) == best.block
+
+
+def test_hook_never_aborts_and_returns_the_users_kernel_when_nothing_can_be_predicted():
+    # a reduction: every variant is refused (or cannot be folded); no exception
+    f = ps.fields("f: double[34, 34, 34]", layout="fzyx")
+    w = ps.TypedSymbol("w", "float64")
+    asm = [ps.AddReductionAssignment(w, f.center * f.center)]
+    ranked = wps.create_kernel(asm, CFG, machine="A100", threads=256)
+    kernel, ranking = ranked
+    assert ranking == []
+    assert [f for f, _ in ranked.skipped] == list(wps.DEFAULT_FOLDS)
+    assert "ReductionError" in ranked.skipped[0][1]
+    assert "atomicAdd" in kernel.get_c_code()  # the kernel pystencils made of the user's config
+
+
+def test_folding_a_kernel_that_rereads_its_own_store_works_and_drops_the_reload():
+    # g = 2 f; h = g + f[1]: folding y by 2 used to trip pystencils' internal assertion
+    f, g, h = ps.fields("f, g, h: double[18, 18, 18]", layout="fzyx")
+    asm = [ps.Assignment(g.center, 2 * f.center), ps.Assignment(h.center, g.center + f[1, 0, 0])]
+    cfg = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit, ghost_layers=1)
+    k = wps.extract(wps.generate(asm, cfg, (1, 2, 1)), fold=(1, 2, 1)).kernel
+    assert sorted(a.field.name for a in k.stores) == ["g", "g", "h", "h"]
+    # f at (x, y), (x + 1, y), (x, y + 1), (x + 1, y + 1); g only from registers
+    assert [a.field.name for a in k.loads] == ["f"] * 4
+
+
+def test_folding_keeps_pystencils_independence_check_of_the_unfolded_kernel():
+    f, g = ps.fields("f, g: double[18, 18, 18]", layout="fzyx")
+    # reads a neighbour of what an earlier statement wrote: pystencils refuses it unfolded
+    asm = [ps.Assignment(f.center, 2 * g.center), ps.Assignment(g.center, f[1, 0, 0])]
+    with pytest.raises(wps.FoldError, match="loop independence"):
+        wps.generate(asm, CFG, (1, 2, 1))
+
+
+def test_blockwise4d_kernels_are_ranked_with_their_fixed_block_only():
+    *_, asm = _jacobi((34, 18, 18))
+    cfg = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)
+    cfg.gpu.indexing_scheme = "blockwise4d"
+    kernel, ranking = wps.create_kernel(asm, cfg, machine="A100", threads=256)
+    assert ranking and {p.block for p in ranking} == {(32, 1, 1)}
+    assert tuple(kernel.get_launch_configuration().evaluate()[0]) == (32, 1, 1)
+
+
+def test_symbolic_sizes_are_ranked_with_the_given_shape():
+    src, dst = ps.fields("src, dst: double[3D]", layout="fzyx")
+    asm = [ps.Assignment(dst.center, (src[1, 0, 0] + src[0, 0, -1]) / 2)]
+    ranked = wps.create_kernel(asm, CFG, machine="A100", threads=256, shape=(66, 34, 34))
+    assert not ranked.skipped and {p.fold for p in ranked.ranking} == set(wps.DEFAULT_FOLDS)
+    unshaped = wps.create_kernel(asm, CFG, machine="A100", threads=256)
+    assert unshaped.ranking == () and len(unshaped.skipped) == 3
+    assert "MissingShapeError" in unshaped.skipped[0][1]
+    assert "FoldError" in unshaped.skipped[1][1] and "shape=" in unshaped.skipped[1][1]
+
+
+def test_hook_skips_variants_that_cannot_launch_with_the_reason():
+    # 255 registers x 1024 threads = 261120 > 65536 registers per SM: no block launches
+    *_, asm = _jacobi((34, 34, 34))
+    ranked = wps.create_kernel(asm, CFG, machine="A100", threads=1024, registers=255)
+    assert ranked.ranking == ()
+    assert [f for f, _ in ranked.skipped] == list(wps.DEFAULT_FOLDS)
+    assert all("no block can be predicted" in r for _, r in ranked.skipped)
+    assert ranked.kernel.target.is_gpu()

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from warpspeed.frontends import nvcc
+from warpspeed.pystencils import nvcc
 
 PTXAS = """ptxas info    : Compiling entry function '_Z6kernelPdPKd' for 'sm_80'
 ptxas info    : Function properties for _Z6kernelPdPKd

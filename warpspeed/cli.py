@@ -77,7 +77,7 @@ def build_variants(
     nvcc runs for all folds at once."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from .frontends.nvcc import pystencils_registers
+    from .pystencils.nvcc import pystencils_registers
 
     module = load_stencil(spec)
     module_func = getattr(module, "kernel", None)

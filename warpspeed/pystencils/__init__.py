@@ -1,0 +1,66 @@
+"""pystencils and lbmpy → warpspeed (MODEL.md §1 input, §8 ranking).
+
+* :func:`extract` / :func:`kernel_from_pystencils` read a CUDA-target
+  pystencils 2.x kernel (``jit=ps.no_jit``, no GPU needed) into a
+  :class:`warpspeed.Kernel`: :mod:`.extract` (the API), :mod:`.walker`
+  (the IR walk), :mod:`.fpcount` (FP work by class), :mod:`.layouts`
+  (fields, symbolic sizes, offsets → per-dimension indices),
+  :mod:`.launch` (guard → domain, fixed blocks), :mod:`.poly` (integer
+  index arithmetic). Constructs outside the model raise a subclass of
+  :class:`UnsupportedKernelError` that names them (:mod:`.unsupported`).
+* :func:`fold_assignments` / :func:`folded_config` / :func:`generate` make
+  thread-folded variants through pystencils itself (:mod:`.fold`).
+* :func:`predict`, :func:`rank` and :func:`create_kernel` pick the block
+  size and folding by prediction while generating (:mod:`.hook`).
+* :mod:`.nvcc`: registers per thread from ``nvcc`` when it is installed.
+"""
+
+from .extract import Extraction, extract, kernel_from_pystencils
+from .fold import FoldError, fold_assignments, folded_config, generate
+from .hook import DEFAULT_FOLDS, Ranked, blocks, create_kernel, predict, rank
+from .layouts import split_offset
+from .unsupported import (
+    BranchError,
+    CpuTargetError,
+    GridStridedLoopError,
+    GuardError,
+    IndirectAccessError,
+    LoopError,
+    MissingShapeError,
+    NonAffineIndexError,
+    RedBlackError,
+    ReductionError,
+    TernaryIndexError,
+    UnsupportedConstructError,
+    UnsupportedKernelError,
+)
+
+__all__ = [
+    "DEFAULT_FOLDS",
+    "BranchError",
+    "CpuTargetError",
+    "Extraction",
+    "FoldError",
+    "GridStridedLoopError",
+    "GuardError",
+    "IndirectAccessError",
+    "LoopError",
+    "MissingShapeError",
+    "NonAffineIndexError",
+    "Ranked",
+    "RedBlackError",
+    "ReductionError",
+    "TernaryIndexError",
+    "UnsupportedConstructError",
+    "UnsupportedKernelError",
+    "blocks",
+    "create_kernel",
+    "extract",
+    "fold_assignments",
+    "folded_config",
+    "generate",
+    "kernel_from_pystencils",
+    "predict",
+    "rank",
+    "split_offset",
+]

@@ -1,0 +1,295 @@
+"""pystencils 2.x GPU kernels → :class:`warpspeed.Kernel` (MODEL.md §1).
+
+The frontend reads the *final, lowered* IR of a kernel made by
+``pystencils.create_kernel`` for a CUDA target (no GPU or cupy is needed:
+``jit=ps.no_jit`` is enough):
+
+* fields, sizes and strides, and the split of each linear offset into one
+  index per dimension (dimension 0 the contiguous one): :mod:`.layouts`;
+* loads, stores, guards and FP work, in one pass over the IR:
+  :mod:`.walker`, :mod:`.fpcount`;
+* the guard → the domain of valid thread coordinates, and the block size
+  an indexing scheme may fix: :mod:`.launch`.
+
+**Fold.** ``fold`` is the number of lattice updates per thread along x, y,
+z; it defaults to ``(1, 1, 1)``. A kernel made with a strided iteration
+slice (``ps.make_slice[1:-1:2, ...]``, a red-black sub-lattice) is a sparse
+iteration space: thread ``g`` updates the one cell ``start + 2 g``, and its
+indices keep the stride. Only a kernel folded by
+:func:`warpspeed.pystencils.generate` (``fold`` shifted copies of the
+assignments per thread) has a fold, which the caller passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+from pystencils.backend.ast.structural import PsBlock
+from pystencils.codegen.properties import FieldBasePtr, FieldShape, FieldStride
+
+from ..errors import KernelError
+from ..kernel import Access, Field, Kernel
+from .launch import counter_steps, domain
+from .layouts import (
+    FieldLayout,
+    LayoutSpec,
+    ShapeSpec,
+    missing_shape,
+    resolve,
+    spatial_rank,
+    split,
+)
+from .poly import IntPoly
+from .unsupported import CpuTargetError, MissingShapeError, UnsupportedKernelError
+from .walker import Walker
+
+Triple = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What the frontend reads from a pystencils kernel (MODEL.md §1).
+
+    ``kernel`` is the model input (its ``fixed_block`` is the only block
+    size the kernel can run with when the indexing scheme fixes it, e.g.
+    ``blockwise4d``); ``counter_steps`` is the step of the iteration
+    counters along x, y, z (the stride of a strided iteration slice, or the
+    fold of a folded kernel); ``notes`` lists the approximations made
+    (RNG work, loads forwarded from the thread's own stores).
+    """
+
+    kernel: Kernel
+    counter_steps: Triple
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def block(self) -> Triple | None:
+        """Alias of ``kernel.fixed_block``."""
+        return self.kernel.fixed_block
+
+
+def kernel_from_pystencils(
+    kernel_function: Any,
+    *,
+    name: str | None = None,
+    registers: int = 32,
+    base_offsets: Mapping[str, int] | None = None,
+    fold: Triple | None = None,
+    shape: ShapeSpec = None,
+    layout: LayoutSpec = None,
+) -> Kernel:
+    """The :class:`warpspeed.Kernel` of a pystencils GPU kernel (MODEL.md §1);
+    see :func:`extract`."""
+    return extract(
+        kernel_function, name=name, registers=registers, base_offsets=base_offsets,
+        fold=fold, shape=shape, layout=layout,
+    ).kernel
+
+
+def extract(
+    kernel_function: Any,
+    *,
+    name: str | None = None,
+    registers: int = 32,
+    base_offsets: Mapping[str, int] | None = None,
+    fold: Triple | None = None,
+    shape: ShapeSpec = None,
+    layout: LayoutSpec = None,
+) -> Extraction:
+    """Read a pystencils GPU kernel (MODEL.md §1; module docstring).
+
+    * ``base_offsets``: field name → byte offset of the field's base pointer
+      (element 0) from a 128 B boundary (default 0 for every field).
+    * ``fold``: lattice updates per thread along x, y, z; ``None`` means
+      ``(1, 1, 1)``. Pass the fold a kernel was folded with by
+      :func:`warpspeed.pystencils.generate`; a strided iteration slice is
+      not a fold.
+    * ``shape``: for fields of symbolic size, the array shape to predict
+      with: the spatial extents *including ghost layers*, x first (the
+      order of ``f[x, y, z]``), or a mapping field name → shape; for
+      ``StaggeredField`` / ``TensorField`` the inner extents (the values of
+      their size parameters).
+    * ``layout``: memory layout of symbolic-size fields with index
+      dimensions (``"fzyx"``, ``"zyxf"``, ``"c"``, ``"f"``), one for all or
+      per field name; see :mod:`.layouts` for the default.
+
+    Raises a subclass of :class:`UnsupportedKernelError` naming the
+    construct the model cannot describe, :class:`MissingShapeError` for
+    symbolic sizes without ``shape``.
+    """
+    body = _gpu_body(kernel_function)
+    fields, params = _parameters(kernel_function)
+    layouts = {p: resolve(f, shape, layout) for p, f in fields.items()}
+    missing = [fields[p] for p, lay in layouts.items() if lay is None]
+    sizes = _sizes(params, {f.name: lay for f, lay in zip(fields.values(), layouts.values())})
+    strides = _stride_params(params)
+    walker = Walker(fields, sizes, frozenset(strides), probe=bool(missing))
+    walker.block(body)
+    walker.finish()
+    if missing:
+        raise _missing(missing, shape)
+    if not walker.stores and not walker.loads:
+        raise UnsupportedKernelError("the kernel accesses no field memory")
+    offsets = dict(base_offsets or {})
+    names = {f.name for p, f in fields.items() if p in walker.itemsizes}
+    unknown = set(offsets) - names
+    if unknown:
+        raise KernelError(
+            f"base_offsets names fields {sorted(unknown)} that the kernel does not access; "
+            f"its fields are {sorted(names)}"
+        )
+    ws_fields = {
+        p: layouts[p].ws_field(walker.itemsizes[p], offsets.get(fields[p].name, 0))  # type: ignore[union-attr]
+        for p in walker.itemsizes
+    }
+    accesses = _Accesses(ws_fields, layouts, strides)  # type: ignore[arg-type]
+    box, fixed_block = domain(walker.guards)
+    work, bits = walker.fp.work()
+    notes = list(walker.fp.notes)
+    if walker.forwarded:
+        notes.append(
+            f"{len(walker.forwarded)} load(s) of values the thread stored before are served "
+            "from registers and not counted"
+        )
+    kernel = Kernel(
+        loads=[accesses(p, off) for p, off in walker.loads],
+        stores=[accesses(p, off) for p, off in walker.stores],
+        domain=box,
+        fold=(1, 1, 1) if fold is None else fold,
+        fp_ops=work,
+        fp_instructions=float(sum(work.values())),
+        precision=_precision(bits, ws_fields.values()),
+        registers=registers,
+        name=name or getattr(kernel_function, "name", "kernel"),
+        fixed_block=fixed_block,
+    )
+    return Extraction(kernel, counter_steps(walker.counters), tuple(notes))
+
+
+class _Accesses:
+    """Offsets → accesses, once per distinct (field, offset).
+
+    The offset of a field of symbolic size is a sum of terms that each
+    carry one of the field's stride parameters: the term's dimension, read
+    off exactly (also for negative indices, as in the halo of a
+    ``StaggeredField``). Fixed strides are folded into the offset by
+    pystencils, which is split along them (:func:`.layouts.split`)."""
+
+    def __init__(
+        self,
+        fields: dict[str, Field],
+        layouts: dict[str, FieldLayout],
+        strides: dict[str, tuple[str, int]],
+    ) -> None:
+        self.fields = fields
+        self.layouts = layouts
+        self.strides = {sp.Symbol(n): (f, d) for n, (f, d) in strides.items()}
+        self.done: dict[tuple[str, Any], Access] = {}
+
+    def __call__(self, ptr: str, offset: IntPoly) -> Access:
+        hit = self.done.get((ptr, offset))
+        if hit is None:
+            f, lay = self.fields[ptr], self.layouts[ptr]
+            if offset.atoms & self.strides.keys():
+                per_dim = self._by_stride(offset, lay)
+                index = [per_dim[d] + IntPoly.const(lay.origin[d]) for d in lay.order]
+            else:
+                shifted = offset + IntPoly.const(lay.origin_offset)
+                index = split(shifted, f.strides, f.name)  # type: ignore[arg-type]
+            hit = f[tuple(p.to_sympy() for p in index)]
+            self.done[(ptr, offset)] = hit
+        return hit
+
+    def _by_stride(self, offset: IntPoly, lay: FieldLayout) -> list[IntPoly]:
+        parts: list[dict] = [{} for _ in lay.shape]
+        for monomial, coeff in offset.terms:
+            found = [(i, a) for i, a in enumerate(monomial) if a in self.strides]
+            owner = self.strides[found[0][1]] if len(found) == 1 else None
+            if owner is None or owner[0] != lay.name:
+                raise UnsupportedKernelError(
+                    f"field {lay.name}: the offset term {coeff}*{sp.Mul(*monomial)} does not "
+                    "move along one of the field's dimensions"
+                )
+            rest = monomial[: found[0][0]] + monomial[found[0][0] + 1 :]
+            parts[owner[1]][rest] = parts[owner[1]].get(rest, 0) + coeff
+        return [IntPoly.of(p) for p in parts]
+
+
+def _precision(bits: set[int], fields: Any) -> int:
+    """32 when the FP arithmetic is float32 (or, without arithmetic, every
+    field holds 4-byte values), else 64 (fpcount module docstring)."""
+    if bits:
+        return 32 if bits == {32} else 64
+    sizes = {f.itemsize for f in fields}
+    return 32 if sizes == {4} else 64
+
+
+def _missing(fields: list[Any], shape: ShapeSpec) -> MissingShapeError:
+    if shape is None or isinstance(shape, Mapping):
+        return missing_shape(fields)
+    dims = sorted({spatial_rank(f) for f in fields})
+    return MissingShapeError(
+        f"the shape {tuple(shape)} has {len(tuple(shape))} extents, but the fields "
+        f"{', '.join(sorted({f.name for f in fields}))} of symbolic size have {dims} spatial "
+        "dimensions; give their spatial extents including ghost layers, x first (or a "
+        "mapping field name -> shape)"
+    )
+
+
+def _gpu_body(kernel_function: Any) -> PsBlock:
+    target = getattr(kernel_function, "target", None)
+    body = getattr(kernel_function, "body", None)
+    if target is None or not isinstance(body, PsBlock):
+        raise KernelError(
+            f"expected a kernel made by pystencils.create_kernel, got "
+            f"{type(kernel_function).__name__}"
+        )
+    if not target.is_gpu():
+        raise CpuTargetError(
+            f"the kernel targets {target.name}, a CPU target; warpspeed models GPU kernels: "
+            "create it with ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)"
+        )
+    return body
+
+
+def _parameters(kernel_function: Any) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+    """Base-pointer parameter name → pystencils field, and every
+    (parameter name, property) pair."""
+    pointers: dict[str, Any] = {}
+    props: list[tuple[str, Any]] = []
+    for param in kernel_function.parameters:
+        for prop in param.properties:
+            props.append((param.name, prop))
+            if isinstance(prop, FieldBasePtr):
+                pointers[param.name] = prop.field
+    return pointers, props
+
+
+def _sizes(
+    params: list[tuple[str, Any]], layouts: Mapping[str, FieldLayout | None]
+) -> dict[str, int]:
+    """Size parameters bound to the resolved layouts."""
+    out: dict[str, int] = {}
+    for name, prop in params:
+        if isinstance(prop, FieldShape):
+            lay = layouts.get(prop.field.name)
+            if lay is None:
+                lay = resolve(prop.field, None, None)
+            if lay is not None:
+                out[name] = int(lay.sizes[prop.coordinate])
+    return out
+
+
+def _stride_params(params: list[tuple[str, Any]]) -> dict[str, tuple[str, int]]:
+    """Stride parameter name → (field name, pystencils dimension)."""
+    return {
+        name: (prop.field.name, int(prop.coordinate))
+        for name, prop in params
+        if isinstance(prop, FieldStride)
+    }
+
+
+__all__ = ["Extraction", "extract", "kernel_from_pystencils"]

@@ -1,0 +1,257 @@
+"""Generation hook for pystencils: pick the block size and the thread folding
+by prediction while generating a kernel (MODEL.md §8, ranking).
+
+:func:`predict` predicts one configuration; :func:`create_kernel` ranks
+every block size x folding and returns the pystencils kernel of the best
+configuration with its block size set as the launch configuration's
+default block size.
+
+The ranking is :func:`warpspeed.rank` over the paper's design space
+(MODEL.md §8): powers of two with ``x * y * z == threads``,
+``x, y <= 1024``, ``z <= 64``, no block extent at least twice the domain
+(the same blocks as :func:`blocks`), equivalent configurations evaluated
+once. A kernel whose indexing scheme fixes the block (``blockwise4d``) is
+ranked with that block only.
+
+**The hook never aborts on a kernel pystencils accepts.** A folding variant
+that cannot be made or predicted (the fold does not divide the interior,
+pystencils rejects the folded assignments, a construct outside the model,
+no launchable block) is skipped and its reason recorded in
+:attr:`Ranked.skipped`; the best valid configuration wins. When no variant
+can be predicted at all, :func:`create_kernel` returns the kernel generated
+with the caller's configuration unchanged, an empty ranking and the
+reasons, instead of raising.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pystencils as ps
+
+from ..capacity import CapacityFits
+from ..errors import FitError, LaunchError, MachineError
+from ..kernel import Kernel
+from ..machine import Machine
+from ..model import Prediction
+from ..model import predict as ws_predict
+from ..rank import rank as ws_rank
+from ..timing import DEFAULT_MODEL
+from .extract import Extraction, extract
+from .fold import Fold, _fold3, generate
+from .layouts import LayoutSpec, ShapeSpec
+
+DEFAULT_FOLDS: tuple[Fold, ...] = ((1, 1, 1), (1, 2, 1), (1, 1, 2))
+
+
+def blocks(
+    threads: int, domain: tuple[int, int, int] = (2**30, 2**30, 2**30)
+) -> list[tuple[int, int, int]]:
+    """Power-of-two block sizes of ``threads`` threads in the paper's design
+    space (MODEL.md §8), without dimensions larger than the domain needs."""
+    if threads < 1 or threads & (threads - 1):
+        raise LaunchError(f"threads per block must be a power of two, got {threads}")
+    cap = [
+        min(lim, 1 << max(0, math.ceil(math.log2(d))))
+        for lim, d in zip((1024, 1024, 64), domain)
+    ]
+    n = int(math.log2(threads))
+    out = []
+    for ex in range(n + 1):
+        for ey in range(n + 1 - ex):
+            b = (1 << ex, 1 << ey, 1 << (n - ex - ey))
+            if all(v <= c for v, c in zip(b, cap)):
+                out.append(b)
+    if not out:
+        raise LaunchError(f"no block of {threads} threads fits the domain {domain}")
+    return out
+
+
+def _is_kernel_function(obj: Any) -> bool:
+    return hasattr(obj, "body") and hasattr(obj, "target")
+
+
+def predict(
+    kernel_or_assignments: Any,
+    machine: str | Path | Machine = "A100",
+    block: tuple[int, int, int] = (256, 1, 1),
+    fold: Sequence[int] | None = None,
+    *,
+    config: ps.CreateKernelConfig | None = None,
+    base_offsets: Mapping[str, int] | None = None,
+    registers: int = 32,
+    fits: str | Path | CapacityFits | None = None,
+    shape: ShapeSpec = None,
+    layout: LayoutSpec = None,
+    model: str = DEFAULT_MODEL,
+) -> Prediction:
+    """Predict a pystencils kernel, or assignments generated with ``config``
+    and folded by ``fold`` (MODEL.md §8).
+
+    ``fold`` defaults to ``(1, 1, 1)``; for a kernel made by
+    :func:`warpspeed.pystencils.generate` pass the fold it was made with (a
+    strided iteration slice is not a fold: one update per thread).
+    ``shape``: for fields of symbolic size, the spatial extents of the
+    arrays *including ghost layers*, x first (see :func:`extract`).
+    A kernel whose indexing scheme fixes the block raises
+    :class:`warpspeed.LaunchError` for any other block. ``model``: the
+    timing model (:data:`warpspeed.timing.MODELS`).
+    """
+    f = _fold3(fold or (1, 1, 1))
+    if _is_kernel_function(kernel_or_assignments):
+        kernel_function = kernel_or_assignments
+    else:
+        kernel_function = generate(kernel_or_assignments, config, f, shape=shape)
+    ex = extract(
+        kernel_function, base_offsets=base_offsets, registers=registers, fold=f,
+        shape=shape, layout=layout,
+    )
+    b = tuple(int(v) for v in block)
+    fixed = ex.kernel.fixed_block
+    if fixed is not None and b != fixed:
+        raise LaunchError(
+            f"this kernel's indexing scheme fixes the block to {fixed}; got {b}: predict "
+            f"with block={fixed}"
+        )
+    return ws_predict(ex.kernel, machine, b, fits=fits, model=model)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """The kernel of the best configuration, every prediction best first,
+    and the folding variants skipped with the reason (module docstring)."""
+
+    kernel: Any
+    ranking: tuple[Prediction, ...]
+    skipped: tuple[tuple[Fold, str], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __iter__(self):  # allows ``kernel, ranking = create_kernel(...)``
+        return iter((self.kernel, list(self.ranking)))
+
+
+def rank(
+    extractions: Iterable[tuple[Fold, Extraction]] | Mapping[Fold, Kernel],
+    machine: str | Path | Machine,
+    threads: int,
+    fits: str | Path | CapacityFits | None = None,
+    jobs: int | None = 1,
+    model: str = DEFAULT_MODEL,
+) -> list[Prediction]:
+    """Predict every block size of ``threads`` threads for every folded
+    variant (only the fixed block of a kernel that has one); best first
+    (highest GLup/s, then fold, then block; MODEL.md §8). ``jobs`` worker
+    processes (``None``: one per CPU)."""
+    items = extractions.items() if isinstance(extractions, Mapping) else extractions
+    kernels = {f: (ex.kernel if isinstance(ex, Extraction) else ex) for f, ex in items}
+    if not kernels:
+        raise LaunchError("no folding variant to rank")
+    ranking = ws_rank(kernels, machine, threads=[threads], fits=fits, jobs=jobs, model=model)
+    return list(ranking.predictions)
+
+
+def create_kernel(
+    assignments: Any,
+    config: ps.CreateKernelConfig | None = None,
+    *,
+    machine: str | Path | Machine = "A100",
+    threads: int = 1024,
+    folds: Sequence[Sequence[int]] = DEFAULT_FOLDS,
+    base_offsets: Mapping[str, int] | None = None,
+    registers: int = 32,
+    fits: str | Path | CapacityFits | None = None,
+    shape: ShapeSpec = None,
+    layout: LayoutSpec = None,
+    jobs: int | None = 1,
+    model: str = DEFAULT_MODEL,
+) -> Ranked:
+    """Generate ``assignments`` with the best block size and folding.
+
+    Every folding in ``folds`` is generated through pystencils and every
+    block size of ``threads`` threads is predicted on ``machine``; the
+    result unpacks as ``kernel, ranking``: the pystencils kernel of the best
+    folding whose launch configuration defaults to the best block size,
+    and all predictions sorted best first (MODEL.md §8). ``shape``: for
+    fields of symbolic size, the spatial extents of the arrays *including
+    ghost layers*, x first. Variants that cannot be made or predicted are
+    skipped (:attr:`Ranked.skipped`); if none can, the kernel generated
+    with ``config`` unchanged is returned with an empty ranking (module
+    docstring). ``jobs``: worker processes of the ranking; ``model``: the
+    timing model.
+    """
+    variants: dict[Fold, Extraction] = {}
+    generated: dict[Fold, Any] = {}
+    skipped: list[tuple[Fold, str]] = []
+    for fold in folds:
+        f = _fold3(fold)
+        if f in variants or any(s[0] == f for s in skipped):
+            continue
+        try:
+            kernel_function = generate(assignments, config, f, shape=shape)
+        except Exception as exc:  # noqa: BLE001 - pystencils raises many kinds; record, skip
+            skipped.append((f, _reason("pystencils cannot generate it", exc)))
+            continue
+        generated[f] = kernel_function
+        try:
+            variants[f] = extract(
+                kernel_function, base_offsets=base_offsets, registers=registers, fold=f,
+                shape=shape, layout=layout,
+            )
+        except Exception as exc:  # noqa: BLE001 - the hook must not abort (module docstring)
+            skipped.append((f, _reason("it cannot be predicted", exc)))
+    notes = tuple(dict.fromkeys(n for ex in variants.values() for n in ex.notes))
+    ranking = _rank_each(variants, skipped, machine, threads, fits, jobs, model)
+    if not ranking:
+        plain = ps.create_kernel(assignments, config or ps.CreateKernelConfig(
+            target=ps.Target.CUDA))
+        return Ranked(plain, (), tuple(skipped), notes)
+    best = ranking[0]
+    try:
+        kernel = generate(assignments, config, best.fold, best.block, shape=shape)
+    except Exception as exc:  # noqa: BLE001 - keep the variant generated without the block
+        kernel = generated[best.fold]
+        notes += (_reason(f"the best block {best.block} could not be set as default", exc),)
+    return Ranked(kernel, tuple(ranking), tuple(skipped), notes)
+
+
+def _rank_each(
+    variants: dict[Fold, Extraction],
+    skipped: list[tuple[Fold, str]],
+    machine: str | Path | Machine,
+    threads: int,
+    fits: str | Path | CapacityFits | None,
+    jobs: int | None,
+    model: str,
+) -> list[Prediction]:
+    """All variants ranked together; if that fails, each on its own, the
+    failing ones appended to ``skipped``. A bad machine, fits file or model
+    name is the caller's error and raises."""
+    if not variants:
+        return []
+    try:
+        return rank(variants, machine, threads, fits, jobs, model)
+    except (MachineError, FitError):
+        raise
+    except Exception:  # noqa: BLE001 - find the variant that fails, below
+        pass
+    out: list[Prediction] = []
+    for f, ex in variants.items():
+        try:
+            out += rank({f: ex}, machine, threads, fits, jobs, model)
+        except (MachineError, FitError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the hook must not abort (module docstring)
+            skipped.append((f, _reason("no block can be predicted", exc)))
+    return sorted(out, key=lambda p: (-p.glups, p.fold, p.block))
+
+
+def _reason(what: str, exc: Exception) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return f"{what}: {type(exc).__name__}: {text}"
+
+
+__all__ = ["DEFAULT_FOLDS", "Ranked", "blocks", "create_kernel", "predict", "rank"]

@@ -1,0 +1,199 @@
+"""Index arithmetic of the IR walk (MODEL.md §1: indices quasi-affine in
+the CUDA builtins).
+
+:class:`IndexReader` turns an integer IR expression into an
+:class:`IntPoly` in the builtins, or reports why it cannot be an index:
+the value is loaded from memory or computed from floating-point data
+(``"data"``), contains an integer ternary (``"ternary"``), or divides by a
+non-constant (``"nonaffine"``). The walker turns these into the error
+class that names the construct, the field and the statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+from pystencils.backend.ast.expressions import (
+    PsAdd,
+    PsBinOp,
+    PsCall,
+    PsCast,
+    PsConstantExpr,
+    PsDiv,
+    PsIntDiv,
+    PsLiteralExpr,
+    PsMemAcc,
+    PsMul,
+    PsNeg,
+    PsRem,
+    PsSub,
+    PsSubscript,
+    PsSymbolExpr,
+    PsTernary,
+)
+from pystencils.backend.emission.c_printer import emit_code
+from pystencils.types import PsIeeeFloatType, PsIntegerType
+
+from .launch import BUILTINS
+from .poly import IntPoly
+from .unsupported import GridStridedLoopError, UnsupportedConstructError
+
+_TEXT = 160
+
+
+def short(node: Any) -> str:
+    """The C code of an IR node on one line, shortened."""
+    try:
+        text = emit_code(node)
+    except Exception:  # the printer does not know every node; fall back to the IR text
+        text = str(node)
+    text = " ".join(text.split())
+    return text if len(text) <= _TEXT else text[: _TEXT - 3] + "..."
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """An integer value the model cannot index with: ``kind`` is ``"data"``,
+    ``"ternary"`` or ``"nonaffine"`` (module docstring), ``what`` says why."""
+
+    kind: str
+    what: str
+
+
+class NotAnIndex(Exception):
+    """Internal: an expression is not an index; the walker names the error."""
+
+    def __init__(self, opaque: Opaque) -> None:
+        super().__init__(opaque.what)
+        self.opaque = opaque
+
+
+def is_float(node: Any) -> bool:
+    dtype = getattr(node, "dtype", None)
+    if dtype is None and isinstance(node, PsSymbolExpr):
+        dtype = node.symbol.dtype
+    return isinstance(dtype, PsIeeeFloatType)
+
+
+def is_int(node: Any) -> bool:
+    dtype = getattr(node, "dtype", None)
+    if dtype is None and isinstance(node, PsSymbolExpr):
+        dtype = node.symbol.dtype
+    return isinstance(dtype, PsIntegerType)
+
+
+def bits(node: Any) -> int:
+    dtype = getattr(node, "dtype", None)
+    return int(dtype.width) if isinstance(dtype, PsIeeeFloatType) else 0
+
+
+class IndexReader:
+    """Integer IR expressions → :class:`IntPoly` (module docstring).
+
+    ``env``: integer symbols declared so far; ``sizes``: field size
+    parameters bound to integers; ``strides``: the stride parameters of
+    fields of symbolic size, kept as atoms so that each offset term shows
+    the dimension it moves along; ``probe``: leave unbound sizes as atoms
+    (symbolic sizes without a shape)."""
+
+    def __init__(
+        self, sizes: Mapping[str, int], strides: frozenset[str] = frozenset(), probe: bool = False
+    ) -> None:
+        self.sizes = sizes
+        self.strides = strides
+        self.probe = probe
+        self.env: dict[str, IntPoly | Opaque | list] = {}
+        self._statement = ""
+
+    def index(self, node: Any) -> IntPoly:
+        """An integer IR expression as a polynomial in the CUDA builtins
+        (MODEL.md §1, quasi-affine indices); raises :class:`NotAnIndex`
+        for data-dependent values."""
+        if isinstance(node, PsConstantExpr):
+            value = node.constant.value
+            if isinstance(value, float) or is_float(node):
+                raise NotAnIndex(Opaque("data", f"the floating-point constant {node}"))
+            return IntPoly.const(int(value))
+        if isinstance(node, PsLiteralExpr):
+            text = str(node.literal.text)
+            if text in BUILTINS:
+                return IntPoly.atom(BUILTINS[text])
+            if text.startswith("gridDim"):
+                raise GridStridedLoopError(
+                    f"`{self._statement}` uses {text}: the points of a thread depend on the "
+                    "launch grid (a grid-strided scheme); use indexing_scheme 'linear3d'"
+                )
+            raise UnsupportedConstructError(
+                f"the builtin {text} in `{self._statement}` is not modelled; only threadIdx, "
+                "blockIdx and blockDim may appear in indices"
+            )
+        if isinstance(node, PsSymbolExpr):
+            return self._symbol(node)
+        if isinstance(node, PsCast):
+            if is_float(node) or is_float(node.operand):
+                raise NotAnIndex(Opaque("data", f"the floating-point value {short(node)}"))
+            return self.index(node.operand)
+        if isinstance(node, PsMemAcc):
+            raise NotAnIndex(Opaque("data", f"loaded by {short(node)}"))
+        if isinstance(node, PsTernary):
+            raise NotAnIndex(Opaque("ternary", f"({short(node)})"))
+        if isinstance(node, PsSubscript):
+            return self._subscript(node)
+        if isinstance(node, PsCall):
+            raise NotAnIndex(Opaque("data", f"the call {short(node)}"))
+        if isinstance(node, PsNeg):
+            return -self.index(node.operand)
+        if isinstance(node, PsBinOp):
+            a, b = self.index(node.operand1), self.index(node.operand2)
+            if isinstance(node, PsAdd):
+                return a + b
+            if isinstance(node, PsSub):
+                return a - b
+            if isinstance(node, PsMul):
+                return a * b
+            if isinstance(node, (PsIntDiv, PsRem, PsDiv)):
+                if not b.is_const or b.constant <= 0:
+                    if self.probe:
+                        return IntPoly.atom(sp.Symbol(f"({short(node)})"))
+                    raise NotAnIndex(Opaque("nonaffine", f"{short(node)} (divisor {b})"))
+                return a.mod(b.constant) if isinstance(node, PsRem) else a.floordiv(b.constant)
+        raise NotAnIndex(Opaque("nonaffine", f"{type(node).__name__} {short(node)}"))
+
+    def _subscript(self, node: PsSubscript) -> IntPoly:
+        arr = node.array
+        items = self.env.get(arr.symbol.name) if isinstance(arr, PsSymbolExpr) else None
+        if not isinstance(items, list) or len(node.index) != 1:
+            raise NotAnIndex(Opaque("data", f"the array element {short(node)}"))
+        idx = self.index(node.index[0])
+        if not idx.is_const or not 0 <= idx.constant < len(items):
+            raise NotAnIndex(Opaque("data", f"the array element {short(node)}"))
+        item = items[idx.constant]
+        if isinstance(item, Opaque):
+            raise NotAnIndex(item)
+        return item
+
+    def _symbol(self, node: PsSymbolExpr) -> IntPoly:
+        name = node.symbol.name
+        value = self.env.get(name)
+        if isinstance(value, Opaque):
+            raise NotAnIndex(value)
+        if isinstance(value, IntPoly):
+            return value
+        if name in self.sizes:
+            return IntPoly.const(self.sizes[name])
+        if is_float(node):
+            raise NotAnIndex(Opaque("data", f"the floating-point value {name}"))
+        if name in self.strides or (self.probe and name.startswith("_size_")):
+            return IntPoly.atom(sp.Symbol(name))
+        raise UnsupportedConstructError(
+            f"`{self._statement}` indexes with the kernel parameter {name}, whose value is "
+            "unknown at code generation; warpspeed needs index offsets as constants"
+        )
+
+
+
+
+__all__ = ["IndexReader", "NotAnIndex", "Opaque", "is_float", "is_int", "short"]

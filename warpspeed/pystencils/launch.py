@@ -1,0 +1,189 @@
+"""Indexing schemes of pystencils GPU kernels: the guard becomes the domain
+of valid global thread coordinates (MODEL.md §1, "Iteration domain" and
+"Launch").
+
+* ``linear3d`` and ``linear1d`` give domains valid for any block size. A
+  strided iteration slice (``ps.make_slice[1:-1:2, ...]``) maps thread
+  ``g`` to cell ``start + step * g``: the guard ``start + step * g < stop``
+  bounds ``g`` by ``ceil((stop - start) / step)``, a sparse iteration space
+  with one lattice update per thread (the access indices keep the stride).
+* ``blockwise4d`` fixes the block to ``(N0, 1, 1)`` (threadIdx.x walks the
+  contiguous dimension, the block indices the others):
+  :func:`domain` returns it as the kernel's fixed block.
+* The grid-strided schemes contain loops whose bounds depend on ``gridDim``;
+  the frontend rejects them before the guard is read.
+"""
+
+from __future__ import annotations
+
+import math
+
+import sympy as sp
+
+from ..expr import blockDim, blockIdx, threadIdx
+from .poly import IntPoly
+from .unsupported import GuardError
+
+#: The CUDA builtins by their name in pystencils' IR.
+BUILTINS: dict[str, sp.Symbol] = {
+    f"{name}.{a}": getattr(ns, a)
+    for name, ns in (("threadIdx", threadIdx), ("blockIdx", blockIdx), ("blockDim", blockDim))
+    for a in "xyz"
+}
+_GLOBAL = tuple(sp.Symbol(f"__global_{a}", integer=True, nonnegative=True) for a in "xyz")
+
+
+def _global(expr: sp.Expr) -> sp.Expr:
+    """Rewrite an expression in the global thread coordinates where possible."""
+    subs = {
+        threadIdx.x: _GLOBAL[0] - blockIdx.x * blockDim.x,
+        threadIdx.y: _GLOBAL[1] - blockIdx.y * blockDim.y,
+        threadIdx.z: _GLOBAL[2] - blockIdx.z * blockDim.z,
+    }
+    return sp.expand(expr.xreplace(subs))
+
+
+def _linear_in(expr: sp.Expr, var: sp.Symbol) -> tuple[int, int] | None:
+    """``(k, c)`` when ``expr == k * var + c`` with integers, else None."""
+    terms = sp.expand(expr).as_coefficients_dict()
+    if set(terms) - {var, sp.Integer(1)} or var not in terms:
+        return None
+    k, c = terms[var], terms.get(sp.Integer(1), sp.Integer(0))
+    if not (k.is_Integer and c.is_Integer):
+        return None
+    return int(k), int(c)
+
+
+def domain(
+    guard_polys: list[tuple[IntPoly, str]],
+) -> tuple[tuple[int, int, int], tuple[int, int, int] | None]:
+    """The box of valid thread coordinates and, for block-indexed schemes,
+    the block size the box assumes (module docstring). Each guard is
+    ``(e, text)`` meaning ``e < 0``."""
+    if not guard_polys:
+        raise GuardError(
+            "the kernel has no guard `if (ctr < N ...)`; the domain of valid threads is unknown"
+        )
+    guards = [(p.to_sympy(), t) for p, t in guard_polys]
+    global_exprs = [(_global(e), t) for e, t in guards]
+    builtins = set(BUILTINS.values())
+    if all(not (e.free_symbols & builtins) for e, _ in global_exprs):
+        return _global_domain(global_exprs), None
+    return _blockwise_domain(guards)
+
+
+def _global_domain(guards: list[tuple[sp.Expr, str]]) -> tuple[int, int, int]:
+    ext: list[float] = [math.inf] * 3
+    rest: list[tuple[sp.Expr, str]] = []
+    for e, text in guards:
+        syms = e.free_symbols
+        if len(syms) == 1 and (g := next(iter(syms))) in _GLOBAL:
+            lin = _linear_in(e, g)
+            if lin is not None and lin[0] > 0:
+                k, c = lin  # k*g + c < 0  <=>  g < -c / k
+                a = _GLOBAL.index(g)
+                ext[a] = min(ext[a], -(c // k))  # ceil(-c / k)
+                continue
+        if not syms:
+            if int(e) >= 0:
+                raise GuardError(f"the guard {text} switches every thread off")
+            continue
+        rest.append((e, text))
+    used = {a for a in range(3) for e, _ in guards if _GLOBAL[a] in e.free_symbols}
+    for a in range(3):
+        if ext[a] == math.inf:
+            if a in used:
+                raise GuardError(
+                    f"the guard bounds no extent along {'xyz'[a]} with a plain `ctr < N` "
+                    "condition; the domain of valid threads is not a box"
+                )
+            ext[a] = 1
+    if min(ext) <= 0:
+        raise GuardError(
+            f"the guard switches every thread off (valid extents {tuple(ext)})"
+        )
+    bounds = {g: (0, int(ext[a]) - 1) for a, g in enumerate(_GLOBAL)}
+    for e, text in rest:
+        lo, hi = _interval(e, bounds)
+        if hi >= 0:
+            raise GuardError(
+                f"the guard {text} does not follow from the box of valid threads "
+                f"{tuple(int(x) for x in ext)}; the domain is not a box"
+            )
+    return tuple(int(x) for x in ext)  # type: ignore[return-value]
+
+
+def _blockwise_domain(
+    guards: list[tuple[sp.Expr, str]],
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    variables = (threadIdx.x, blockIdx.x, blockIdx.y, blockIdx.z)
+    ext: dict[sp.Symbol, int] = {}
+    for e, text in guards:
+        syms = e.free_symbols
+        v = next(iter(syms)) if len(syms) == 1 else None
+        lin = _linear_in(e, v) if v in variables else None
+        if lin is None or lin[0] <= 0:
+            raise GuardError(
+                f"the guard {text} is neither `global thread index < N` (linear3d) nor "
+                "`threadIdx.x / blockIdx < N` (blockwise4d); the domain is not a box"
+            )
+        k, c = lin
+        ext[v] = min(ext.get(v, 10**18), -(c // k))  # ceil(-c / k)
+    if threadIdx.x not in ext:
+        raise GuardError("the guard does not bound threadIdx.x")
+    bx = ext[threadIdx.x]
+    return (bx * ext.get(blockIdx.x, 1), ext.get(blockIdx.y, 1), ext.get(blockIdx.z, 1)), (
+        bx,
+        1,
+        1,
+    )
+
+
+def _interval(e: sp.Expr, bounds: dict[sp.Symbol, tuple[int, int]]) -> tuple[int, int]:
+    """Integer interval of a quasi-affine expression over a box."""
+    if e.is_Integer:
+        return int(e), int(e)
+    if e.is_Symbol:
+        if e not in bounds:
+            raise GuardError(f"cannot bound {e} in a guard")
+        return bounds[e]
+    if e.is_Add:
+        los, his = zip(*(_interval(a, bounds) for a in e.args))
+        return sum(los), sum(his)
+    if e.is_Mul:
+        coeff, rest = e.as_coeff_Mul()
+        if coeff.is_Rational and rest != e:
+            lo, hi = _interval(rest, bounds)
+            a, b = coeff * lo, coeff * hi
+            return math.floor(min(a, b)), math.ceil(max(a, b))
+    if isinstance(e, sp.floor):
+        inner = sp.expand(e.args[0])
+        num, den = sp.fraction(sp.together(inner))
+        if den.is_Integer:
+            lo, hi = _interval(sp.expand(num), bounds)
+            return lo // int(den), hi // int(den)
+    if isinstance(e, sp.Mod) and e.args[1].is_Integer:
+        lo, hi = _interval(e.args[0], bounds)
+        m = int(e.args[1])
+        if lo >= 0 and hi < m:
+            return lo, hi
+        return 0, m - 1
+    raise GuardError(f"cannot bound the guard term {e}")
+
+
+def counter_steps(counters: dict[str, IntPoly]) -> tuple[int, int, int]:
+    """Step of the iteration counters along each global thread axis (the
+    stride of a strided iteration slice, or the fold of a folded kernel;
+    MODEL.md §1, work per thread)."""
+    steps = [1, 1, 1]
+    for value in counters.values():
+        g = _global(value.to_sympy())
+        for a in range(3):
+            lin = _linear_in(g, _GLOBAL[a]) if g.free_symbols == {_GLOBAL[a]} else None
+            if lin is not None and abs(lin[0]) > 1:
+                steps[a] = max(steps[a], abs(lin[0]))
+    return steps[0], steps[1], steps[2]
+
+
+
+__all__ = ["BUILTINS", "counter_steps", "domain"]

@@ -1,0 +1,312 @@
+"""pystencils fields → warpspeed fields: sizes, strides, dimension order
+and the split of a linear element offset into one index per dimension
+(MODEL.md §1, "Fields" and "Accesses").
+
+**Sizes.** A field of fixed size carries its shape and strides. A field of
+symbolic size (``ps.fields("f: [3D]")``, lbmpy's default variable-sized
+fields) gets them from the ``shape`` the caller predicts with: the spatial
+extents *including ghost layers*, in pystencils' coordinate order (x, the
+first index of ``f[x, y, z]``, first); index dimensions keep their fixed
+extents (``f(19)``). Its strides are those of a dense array of that shape
+in the field's memory layout. pystencils records only the *spatial* order
+of a symbolic field, so the place of the index dimensions is an
+assumption: slowest for fields whose x is contiguous (``fzyx``, lbmpy's
+default, and Fortran order), fastest for C-order fields (a numpy array);
+give ``layout="zyxf"`` (per field name or for all) for x-contiguous
+array-of-structures fields.
+
+**New-style fields** (``ps.StaggeredField``, ``TensorField``): their size
+parameters are the *inner* region (so ``shape`` gives the inner extents,
+as their ``create_ndarray`` takes them); the allocation adds the field's
+ghost layers, and the base pointer points at the first inner element,
+which :attr:`FieldLayout.origin` records.
+
+**Dimension order.** warpspeed's dimension 0 is the contiguous one, so a
+field's dimensions are sorted by stride: for ``zyxf`` the index dimension
+``f`` comes first (stride 1, extent Q), then x, y, z.
+
+**Splitting the linear offset.** For a field of symbolic size every term
+of an offset carries one stride parameter, which names its dimension (the
+extraction reads the indices off exactly). For a field of fixed size
+pystencils folds the strides into one linear element offset per access.
+The part that varies with the thread is split term by
+term, each coefficient written in the strides as a balanced (signed)
+mixed-radix number, so that a term moves along the dimension whose stride
+it multiplies; the constant part is fixed by the address of thread
+``(0, 0, 0)``, whose indices must lie inside the field's shape (an unsigned
+mixed-radix split). This is exact for every access inside the allocation,
+which pystencils' ghost layers guarantee.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+from pystencils.field import Field as PsField
+from pystencils.field import compute_strides, layout_string_to_tuple
+
+from ..errors import KernelError
+from ..kernel import Field
+from .poly import ONE, IntPoly, from_sympy
+from .unsupported import MissingShapeError, UnsupportedKernelError
+
+ShapeSpec = Sequence[int] | Mapping[str, Sequence[int]] | None
+LayoutSpec = str | Mapping[str, str] | None
+
+
+@dataclass(frozen=True)
+class FieldLayout:
+    """A pystencils field with integer extents and strides (MODEL.md §1,
+    "Fields"; pystencils' dimension order: spatial, then index dimensions).
+
+    ``shape``: extents of the allocation; ``sizes``: the values of the
+    kernel's size parameters (the same for a ``ps.Field``; the inner region
+    of a new-style field, whose ghost layers the allocation adds);
+    ``origin``: the index of the element the base pointer points at (the
+    first inner element; zeros for a ``ps.Field``)."""
+
+    name: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    sizes: tuple[int, ...]
+    origin: tuple[int, ...]
+
+    @property
+    def origin_offset(self) -> int:
+        """Elements from allocation element 0 to the base pointer."""
+        return sum(o * s for o, s in zip(self.origin, self.strides))
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        """pystencils dimensions sorted by stride, contiguous first."""
+        return tuple(sorted(range(len(self.shape)), key=lambda d: (self.strides[d], d)))
+
+    def ws_field(self, itemsize: int, base_offset: int) -> Field:
+        """The warpspeed field: dimensions sorted by stride (module
+        docstring); ``base_offset`` is the base pointer's byte offset from a
+        128 B boundary, the field's element 0 lies ``origin`` before it."""
+        order = self.order
+        return Field(
+            self.name,
+            shape=tuple(self.shape[d] for d in order),
+            itemsize=itemsize,
+            strides=tuple(self.strides[d] for d in order),
+            base_offset=base_offset - itemsize * self.origin_offset,
+        )
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, sp.Integer))
+
+
+def _is_legacy(field: Any) -> bool:
+    return isinstance(field, PsField)
+
+
+def spatial_rank(field: Any) -> int:
+    """Number of spatial dimensions of a pystencils field (either kind)."""
+    if _is_legacy(field):
+        return int(field.spatial_dimensions)
+    return len(field.get_iteration_limits().bounds)
+
+
+def _entry(spec: ShapeSpec, name: str) -> Sequence[int] | None:
+    if spec is None:
+        return None
+    if isinstance(spec, Mapping):
+        return spec.get(name)
+    return spec
+
+
+def _ints(value: Sequence[int], what: str) -> tuple[int, ...]:
+    bad = KernelError(f"{what} must be a sequence of positive integers, got {value!r}")
+    try:
+        out = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise bad from None
+    if not out or any(v < 1 or v != w for v, w in zip(out, value)):
+        raise bad
+    return out
+
+
+def _extents(field: Any) -> tuple[Any, ...]:
+    return tuple(field.shape) if _is_legacy(field) else tuple(field.get_buffer_spec().shape)
+
+
+def size_symbols(field: Any) -> list[str]:
+    """Names of the symbolic extents of a pystencils field."""
+    return [str(s) for s in _extents(field) if not _is_int(s)]
+
+
+def field_shape(field: Any, spec: ShapeSpec) -> tuple[int, ...] | None:
+    """All extents of ``field`` (spatial, then index) as its size
+    parameters take them, or ``None`` when a symbolic extent is not given
+    by ``spec`` (module docstring)."""
+    spatial_n = spatial_rank(field)
+    extents = _extents(field)
+    given = _entry(spec, field.name)
+    if all(_is_int(s) for s in extents):
+        fixed = tuple(int(s) for s in extents)
+        if isinstance(spec, Mapping) and given is not None:
+            want = _ints(given, f"shape of field {field.name}")
+            if want not in (fixed, fixed[:spatial_n]):
+                raise KernelError(
+                    f"shape {want} for field {field.name}, which has the fixed shape {fixed}"
+                )
+        return fixed
+    if given is None:
+        return None
+    want = _ints(given, f"shape of field {field.name}")
+    index = extents[spatial_n:]
+    if len(want) == len(extents):
+        index = want[spatial_n:]
+        want = want[:spatial_n]
+    if len(want) != spatial_n and not isinstance(spec, Mapping):
+        return None  # a shape for fields of another dimensionality
+    if len(want) != spatial_n:
+        raise KernelError(
+            f"shape {tuple(given)} for field {field.name}: give its {spatial_n} spatial extents "
+            "(ghost layers included, x first)"
+        )
+    if not all(_is_int(s) for s in index):
+        return None
+    return want + tuple(int(s) for s in index)
+
+
+def _full_layout(field: Any, layout: LayoutSpec) -> tuple[int, ...]:
+    """Dimensions of a ``ps.Field`` from slowest to fastest (module docstring)."""
+    ndim = len(field.shape)
+    spatial_n = field.spatial_dimensions
+    spatial = tuple(field.layout)
+    name = layout.get(field.name) if isinstance(layout, Mapping) else layout
+    if name is not None:
+        try:
+            full = tuple(layout_string_to_tuple(name, ndim))
+        except (ValueError, KeyError) as exc:
+            raise KernelError(f"layout {name!r} for field {field.name}: {exc}") from None
+        if tuple(d for d in full if d < spatial_n) != spatial:
+            raise KernelError(
+                f"layout {name!r} for field {field.name} contradicts its spatial layout "
+                f"{spatial} (slowest first)"
+            )
+        return full
+    index = tuple(range(spatial_n, ndim))
+    if spatial and spatial[0] == 0 and spatial_n > 1:  # C order: index dimensions fastest
+        return spatial + index
+    return tuple(reversed(index)) + spatial
+
+
+def _ghost(field: Any, spatial_n: int) -> list[tuple[int, int]]:
+    g = getattr(field, "ghost_layers", 0)
+    if isinstance(g, int):
+        return [(g, g)] * spatial_n
+    return [(int(lo), int(hi)) for lo, hi in g]
+
+
+def resolve(field: Any, spec: ShapeSpec, layout: LayoutSpec) -> FieldLayout | None:
+    """Integer extents and strides of ``field``, or ``None`` when its shape
+    is symbolic and not given (module docstring)."""
+    sizes = field_shape(field, spec)
+    if sizes is None:
+        return None
+    if _is_legacy(field):
+        strides = field.strides
+        if not all(_is_int(s) for s in strides):
+            strides = compute_strides(sizes, _full_layout(field, layout))
+        zeros = (0,) * len(sizes)
+        return FieldLayout(field.name, sizes, tuple(int(s) for s in strides), sizes, zeros)
+    spatial_n = spatial_rank(field)
+    ghost = _ghost(field, spatial_n) + [(0, 0)] * (len(sizes) - spatial_n)
+    shape = tuple(n + lo + hi for n, (lo, hi) in zip(sizes, ghost))
+    strides = tuple(field.get_buffer_spec().strides)
+    if not all(_is_int(s) for s in strides):
+        out = [0] * len(shape)
+        step = 1
+        for d in field.layout.linearization_order(len(shape), spatial_n):  # fastest first
+            out[d] = step
+            step *= shape[d]
+        strides = tuple(out)
+    origin = tuple(lo for lo, _ in ghost)
+    return FieldLayout(field.name, shape, tuple(int(s) for s in strides), sizes, origin)
+
+
+def missing_shape(fields: Sequence[Any]) -> MissingShapeError:
+    """The error for fields of symbolic size predicted without a shape
+    (MODEL.md §1: fields have known shapes)."""
+    names = [s for f in fields for s in size_symbols(f)]
+    which = sorted({f.name for f in fields})
+    return MissingShapeError(
+        f"the fields {', '.join(which)} have symbolic sizes ({', '.join(names)}); give the "
+        "array shape to predict with, e.g. extract(kernel, shape=(nx, ny, nz)) or "
+        "predict(..., shape=(nx, ny, nz)): the spatial extents including ghost layers, x "
+        "first (for StaggeredField / TensorField: the inner region, the values of their "
+        "size parameters; a mapping field name -> shape for fields of different sizes)"
+    )
+
+
+def split(offset: IntPoly, strides: Sequence[int], what: str) -> list[IntPoly]:
+    """Split a linear element offset into one index per dimension (MODEL.md
+    §1, "Accesses"; module docstring). ``strides`` in warpspeed order (contiguous first); the
+    result satisfies ``sum(index_d * strides_d) == offset`` exactly."""
+    n = len(strides)
+    desc = sorted(range(n), key=lambda d: -strides[d])
+    parts: list[dict] = [{} for _ in range(n)]
+    const = 0
+    for monomial, coeff in offset.terms:
+        if monomial == ONE:
+            const += coeff
+            continue
+        rest = coeff
+        for d in desc:
+            q = _round_div(rest, strides[d])
+            rest -= q * strides[d]
+            if q:
+                parts[d][monomial] = parts[d].get(monomial, 0) + q
+        if rest:
+            raise UnsupportedKernelError(
+                f"{what}: cannot split the offset term {coeff}*{sp.Mul(*monomial)} along the "
+                f"strides {tuple(strides)}"
+            )
+    polys = [IntPoly.of(p) for p in parts]
+    at_zero = [p.at_zero() for p in polys]
+    total = const + sum(v * s for v, s in zip(at_zero, strides))
+    digits = [0] * n
+    for d in desc:
+        q = total // strides[d]
+        digits[d] = q
+        total -= q * strides[d]
+    if total:
+        raise UnsupportedKernelError(
+            f"{what}: the constant offset cannot be split along the strides {tuple(strides)}"
+        )
+    return [p + IntPoly.const(g - z) for p, g, z in zip(polys, digits, at_zero)]
+
+
+def split_offset(
+    offset: sp.Expr | IntPoly,
+    strides: tuple[int, ...],
+    shape: tuple[int, ...],
+    what: str = "field",
+) -> list[sp.Expr]:
+    """Split a linear element offset (a sympy expression in the CUDA
+    builtins, or an :class:`IntPoly`) into one sympy index per dimension
+    (module docstring). ``strides`` ascend (dimension 0 contiguous); ``shape``
+    is the field's, whose extents the constant part must respect."""
+    poly = offset if isinstance(offset, IntPoly) else from_sympy(sp.sympify(offset))
+    if len(shape) != len(strides):
+        raise KernelError(f"{what}: {len(shape)} extents but {len(strides)} strides")
+    return [p.to_sympy() for p in split(poly, strides, what)]
+
+
+def _round_div(a: int, b: int) -> int:
+    """``a / b`` rounded to the nearest integer, ties away from zero."""
+    q, r = divmod(abs(a), b)
+    if 2 * r >= b:
+        q += 1
+    return q if a >= 0 else -q
+
+
+__all__ = ["FieldLayout", "field_shape", "missing_shape", "resolve", "split", "split_offset"]
