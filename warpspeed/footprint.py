@@ -10,7 +10,6 @@ from .sampling import (
     WARP,
     Sample,
     address_classes,
-    distinct_per_row,
     distinct_sorted,
     sorted_rows,
 )
@@ -74,34 +73,36 @@ def block_footprint(s: Sample, n_loads: int) -> Footprint:
     loads, stores = s.addresses[:n_loads], s.addresses[n_loads:]
     l1_load = float(np.sum(_per_warp_sectors(loads, s.active) * w)) * SECTOR / lups
     l2_store = float(np.sum(_per_warp_sectors(stores, s.active) * w)) * SECTOR / lups
-    v1 = np.zeros(len(w))
-    lines = np.zeros(len(w))
-    by_field: dict[str, list[int]] = {}
-    for k, acc in enumerate(s.accesses[:n_loads]):
-        by_field.setdefault(acc.field.name, []).append(k)
-    for idx in by_field.values():
-        a = np.moveaxis(loads[idx], 0, 1).reshape(len(w), -1)  # (nb, acc*threads)
-        act = np.tile(s.active, (1, len(idx)))
-        rows, any_active = sorted_rows(a // SECTOR, act), act.any(axis=-1)
-        v1 += distinct_sorted(rows, any_active)
-        lines += distinct_sorted(rows, any_active, LINE // SECTOR)
-    sv1 = np.zeros(len(w))
-    store_fields: dict[str, list[int]] = {}
-    for k, acc in enumerate(s.accesses[n_loads:]):
-        store_fields.setdefault(acc.field.name, []).append(k)
-    for idx in store_fields.values():
-        a = np.moveaxis(stores[idx], 0, 1).reshape(len(w), -1)
-        sv1 += distinct_per_row(a // SECTOR, np.tile(s.active, (1, len(idx))))
+    nb = len(w)
+    v1, lines, sv1 = np.zeros(nb), np.zeros(nb), np.zeros(nb)
+    page_sets: dict[str, list[list[np.ndarray]]] = {}  # per field, per block
+    for kind, base, addresses in (("load", 0, loads), ("store", n_loads, stores)):
+        by_field: dict[str, list[int]] = {}
+        for k in range(addresses.shape[0]):
+            by_field.setdefault(s.accesses[base + k].field.name, []).append(k)
+        for name, idx in by_field.items():
+            a = np.moveaxis(addresses[idx], 0, 1).reshape(nb, -1)  # (nb, acc*threads)
+            act = np.tile(s.active, (1, len(idx)))
+            rows, any_active = sorted_rows(a // SECTOR, act), act.any(axis=-1)
+            if kind == "load":
+                v1 += distinct_sorted(rows, any_active)
+                lines += distinct_sorted(rows, any_active, LINE // SECTOR)
+            else:
+                sv1 += distinct_sorted(rows, any_active)
+            # the distinct pages of each block, from the sorted sectors
+            per = page_sets.setdefault(name, [[] for _ in range(nb)])
+            pg = rows // (PAGE // SECTOR)  # sorted: a page starts where the value changes
+            first = np.ones(pg.shape, dtype=bool)
+            first[:, 1:] = pg[:, 1:] != pg[:, :-1]
+            for i in range(nb):
+                if any_active[i]:
+                    per[i].append(pg[i][first[i]])
+    pages = np.array([
+        sum(len(np.unique(np.concatenate(per[i]))) if per[i] else 0 for per in page_sets.values())
+        for i in range(nb)
+    ], dtype=float)
     blocks_active = s.active.any(axis=1)
     alloc = float(np.sum(lines * w) / np.sum(w * blocks_active)) * LINE
-    pages = np.zeros(len(w))
-    every: dict[str, list[int]] = {}
-    for k, acc in enumerate(s.accesses):
-        every.setdefault(acc.field.name, []).append(k)
-    for idx in every.values():
-        a = np.moveaxis(s.addresses[idx], 0, 1).reshape(len(w), -1)
-        act = np.tile(s.active, (1, len(idx)))
-        pages += distinct_per_row(a // PAGE, act)
     return Footprint(
         l1_load=l1_load,
         l2_load_v1=float(np.sum(v1 * w)) * SECTOR / lups,

@@ -164,18 +164,21 @@ def address_classes(addresses: np.ndarray, modulus: int = 1) -> list[list[tuple[
     if n == 0 or addresses.size == 0:
         return []
     flat = addresses.reshape(n, -1)
+    diff = flat - flat[:, :1]
+    probe = diff[:, :: max(1, diff.shape[1] // 64)]  # a cheap fingerprint, then a full check
     first = flat[:, 0].astype(np.int64)
-    index: dict[tuple[bytes, int], int] = {}
+    index: dict[tuple[bytes, int], list[int]] = {}
     classes: list[list[tuple[int, int]]] = []
     for k in range(n):
-        key = ((flat[k] - first[k]).tobytes(), int(first[k]) % modulus)
-        c = index.get(key)
-        if c is None:
-            index[key] = len(classes)
-            classes.append([(k, 0)])
-        else:
+        key = (probe[k].tobytes(), int(first[k]) % modulus)
+        for c in index.get(key, ()):
             rep = classes[c][0][0]
-            classes[c].append((k, int(first[k] - first[rep])))
+            if np.array_equal(diff[k], diff[rep]):
+                classes[c].append((k, int(first[k] - first[rep])))
+                break
+        else:
+            index.setdefault(key, []).append(len(classes))
+            classes.append([(k, 0)])
     return classes
 
 
