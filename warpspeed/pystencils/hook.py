@@ -139,7 +139,7 @@ def rank(
     machine: str | Path | Machine,
     threads: int,
     fits: str | Path | CapacityFits | None = None,
-    jobs: int | None = 1,
+    jobs: int | None = None,
     model: str = DEFAULT_MODEL,
 ) -> list[Prediction]:
     """Predict every block size of ``threads`` threads for every folded
@@ -166,7 +166,7 @@ def create_kernel(
     fits: str | Path | CapacityFits | None = None,
     shape: ShapeSpec = None,
     layout: LayoutSpec = None,
-    jobs: int | None = 1,
+    jobs: int | None = None,
     model: str = DEFAULT_MODEL,
 ) -> Ranked:
     """Generate ``assignments`` with the best block size and folding.
@@ -180,7 +180,8 @@ def create_kernel(
     ghost layers*, x first. Variants that cannot be made or predicted are
     skipped (:attr:`Ranked.skipped`); if none can, the kernel generated
     with ``config`` unchanged is returned with an empty ranking (module
-    docstring). ``jobs``: worker processes of the ranking; ``model``: the
+    docstring). ``jobs``: worker processes of the ranking (default one per
+    CPU, as :func:`warpspeed.rank`); ``model``: the
     timing model.
     """
     variants: dict[Fold, Extraction] = {}
