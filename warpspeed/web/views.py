@@ -1,0 +1,212 @@
+"""What the web calculator shows, as data and figures: HTML snippets for
+the prediction, the explanation and the errors, Bokeh bar charts of the
+limits and of the default model's terms, the ranking as a table and the
+layer-condition figure (drawn by :func:`warpspeed.plot.sweep`).
+
+Pure functions of library objects; no Panel. Every text that may hold
+user input is HTML-escaped. Numbers carry their full value in a
+``data-value`` attribute beside the rounded text, so that a test can read
+them back exactly.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any
+
+from ..advice import Advice
+from ..model import Prediction
+from ..plot import LIMITER_NAME, sweep
+from ..rank import Ranking
+from ..timing import DEFAULT_MODEL
+from .explore import LayerConditions
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+#: The volumes shown, in this order, with their labels.
+VOLUMES = (
+    ("l1_load", "L1 load (register side)"),
+    ("l2_load", "L2 load (L2 → L1)"),
+    ("l2_store", "L2 store (L1 → L2)"),
+    ("dram_load", "DRAM load"),
+    ("dram_store", "DRAM store"),
+)
+LIMITS = ("fp", "l1", "l2", "dram")
+#: Colours of the limiters (the palette of :mod:`warpspeed.plot`).
+COLORS = {"dram": "#1f77b4", "l2": "#ff7f0e", "l1": "#2ca02c", "fp": "#9467bd"}
+
+
+def number(value: float | None, key: str, digits: int = 2) -> str:
+    """A ``<span>`` with the rounded value and the exact one in ``data-value``."""
+    if value is None:
+        return f'<span class="ws-{key}" data-value="">-</span>'
+    return f'<span class="ws-{key}" data-value="{float(value)!r}">{value:.{digits}f}</span>'
+
+
+def error_html(message: str) -> str:
+    """A message of the library, escaped, styled as an error."""
+    return (f'<div class="ws-error" style="color:#b00020;font-size:0.9em;white-space:pre-wrap">'
+            f"{html.escape(message)}</div>")
+
+
+def summary_html(p: Prediction) -> str:
+    """Headline of a prediction: GLup/s, binding limiter, launch."""
+    name = LIMITER_NAME.get(p.limiter, p.limiter)
+    return (
+        f'<div style="font-size:1.3em"><b>{number(p.glups, "glups")} GLup/s</b>, '
+        f'bound by <b class="ws-limiter">{html.escape(name)}</b></div>'
+        f"<div>{html.escape(p.kernel)} on {html.escape(p.machine)} ({html.escape(p.model)} "
+        f"model), block {','.join(map(str, p.block))}, fold {','.join(map(str, p.fold))}: "
+        f"{p.blocks_per_sm} blocks per SM (limited by {html.escape(p.occupancy_limited_by)}), "
+        f"waves of {p.wave_blocks} blocks, L1 {number(p.l1_cycles, 'l1_cycles')} "
+        f"cycles per warp and lattice update</div>"
+    )
+
+
+def volumes_html(p: Prediction) -> str:
+    """The volumes per level (B per lattice update) and the limits (GLup/s)."""
+    v = p.to_dict()["volumes"]
+    rows = "".join(
+        f"<tr><td>{label}</td><td style='text-align:right'>{number(v[key], key)}</td></tr>"
+        for key, label in VOLUMES  # type: ignore[index]
+    )
+    lims = "".join(
+        f"<tr><td>{LIMITER_NAME[k]}{' (binding)' if k == p.limiter else ''}</td>"
+        f"<td style='text-align:right'>{number(p.limits.get(k), 'limit-' + k)}</td></tr>"
+        for k in LIMITS
+    )
+    style = "border-collapse:collapse;margin-right:2em"
+    return (
+        f"<div style='display:flex'><table class='ws-volumes' style='{style}'>"
+        f"<tr><th>volume</th><th>B/Lup</th></tr>{rows}</table>"
+        f"<table class='ws-limits' style='{style}'><tr><th>limit</th><th>GLup/s</th></tr>"
+        f"{lims}</table></div>"
+    )
+
+
+def explanation_lines(p: Prediction, a: Advice) -> list[str]:
+    """The text of ``warpspeed explain``: binding limiter, the latency
+    model's terms, headroom and hints."""
+    lines = [f"binding limiter: {a.limiter} ({p.model} model)"]
+    t = p.terms
+    if "roofline_glups" in t:
+        lines.append(
+            f"roofline {t['roofline_glups']:.2f} GLup/s; limiters overlap imperfectly "
+            f"(x{t['overlap_factor']:.2f} time), TLB x{t['tlb_factor']:.2f} on DRAM time "
+            f"({t['tlb_pages_per_sm']:.0f} pages per SM), last partial wave "
+            f"x{1 / t['wave_efficiency']:.3f}; DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s "
+            f"with {t['dram_bytes_in_flight'] / 2**20:.1f} MiB in flight"
+        )
+    if a.headroom is not None:
+        lines.append(f"headroom: {a.headroom:.2f}x until {a.next_limiter} binds "
+                     "(speedup bound if the binding limiter were removed)")
+    if a.hints:
+        lines += [f"- [{h.kind}] {h.message}" for h in a.hints]
+    else:
+        lines.append("no hints: nothing stands out")
+    return lines
+
+
+def explanation_html(p: Prediction, a: Advice) -> str:
+    """:func:`explanation_lines` as an escaped HTML list."""
+    items = "".join(f"<li>{html.escape(line.removeprefix('- '))}</li>"
+                    for line in explanation_lines(p, a))
+    return f"<div class='ws-explain'><b>Why</b><ul>{items}</ul></div>"
+
+
+def limits_figure(p: Prediction) -> Any:
+    """Horizontal bars of the four limits (GLup/s), the binding one named,
+    the prediction as a vertical line."""
+    from bokeh.models import ColumnDataSource, Span
+    from bokeh.plotting import figure
+
+    keys = [k for k in LIMITS if p.limits.get(k) is not None]
+    names = [LIMITER_NAME[k] + (" (binding)" if k == p.limiter else "") for k in keys]
+    src = ColumnDataSource({"name": names, "value": [p.limits[k] for k in keys],
+                            "color": [COLORS[k] for k in keys]})
+    fig = figure(y_range=names, height=220, width=420, title="limits (GLup/s)",
+                 toolbar_location=None, x_axis_label="GLup/s")
+    fig.hbar(y="name", right="value", height=0.7, color="color", source=src)
+    fig.add_layout(Span(location=p.glups, dimension="height", line_color="black",
+                        line_dash="dashed", line_width=2))
+    fig.x_range.start = 0
+    return fig
+
+
+def terms_figure(p: Prediction) -> Any | None:
+    """Bars of the default model's times per limiter (ns per lattice
+    update); None when the prediction has no terms (the paper model)."""
+    keys = [k for k in LIMITS if f"t_{k}_ns" in p.terms]
+    if not keys:
+        return None
+    from bokeh.models import ColumnDataSource
+    from bokeh.plotting import figure
+
+    names = [LIMITER_NAME[k] for k in keys]
+    src = ColumnDataSource({"name": names, "value": [p.terms[f"t_{k}_ns"] for k in keys],
+                            "color": [COLORS[k] for k in keys]})
+    fig = figure(y_range=names, height=220, width=420, toolbar_location=None,
+                 title=f"{DEFAULT_MODEL} model: time per limiter (ns per lattice update)",
+                 x_axis_label="ns / Lup")
+    fig.hbar(y="name", right="value", height=0.7, color="color", source=src)
+    fig.x_range.start = 0
+    return fig
+
+
+def ranking_frame(r: Ranking) -> pd.DataFrame:
+    """One row per configuration, best first: block, fold, GLup/s, limiter,
+    occupancy, volumes and limits."""
+    import pandas as pd
+
+    rows = []
+    for i, p in enumerate(r.predictions, 1):
+        v = p.volumes
+        rows.append({
+            "rank": i, "block": ",".join(map(str, p.block)), "fold": ",".join(map(str, p.fold)),
+            "GLup/s": round(p.glups, 3), "limiter": LIMITER_NAME.get(p.limiter, p.limiter),
+            "blocks/SM": p.blocks_per_sm, "L1 cyc": round(p.l1_cycles, 2),
+            "L2 load": round(v.l2_load, 2), "DRAM load": round(v.dram_load, 2),
+            "DRAM store": round(v.dram_store, 2),
+            **{f"{LIMITER_NAME[k]} limit": None if p.limits.get(k) is None
+               else round(float(p.limits[k]), 2) for k in LIMITS},  # type: ignore[arg-type]
+        })
+    return pd.DataFrame(rows)
+
+
+def ranking_summary(r: Ranking, seconds: float) -> str:
+    """One line about a ranking: how many configurations, classes and waves."""
+    return (f"{r.kernel} on {r.machine} ({r.model} model): {len(r.predictions)} "
+            f"configurations ranked, {len(r.excluded)} excluded, {r.waves} wave sets, "
+            f"{seconds:.1f} s. Click a row to see that configuration.")
+
+
+def layer_conditions_figure(lc: LayerConditions) -> Figure:
+    """The paper's Fig. 23 for the kernel: DRAM volume (load + store) per
+    lattice update against the plane size N at constant total size."""
+    ticks = [n for n in (64, 128, 256, 512, 1024, 2048, 4096, 8192)
+             if lc.planes[0] <= n <= lc.planes[-1]]
+    fig = sweep(
+        list(lc.planes), {k: list(v) for k, v in lc.series.items()}, quantity="dram",
+        logx=True, xticks=ticks or None,
+        xlabel=f"plane size N (domain N x N x {lc.total:.3g}/N², lattice points)",
+        title=f"DRAM volume vs plane size on {lc.machine}, by block",
+    )
+    fig.axes[0].set_ylim(bottom=0)
+    fig.set_size_inches(7.5, 4.2)
+    return fig
+
+
+__all__ = [
+    "error_html",
+    "explanation_html",
+    "explanation_lines",
+    "layer_conditions_figure",
+    "limits_figure",
+    "ranking_frame",
+    "ranking_summary",
+    "summary_html",
+    "terms_figure",
+    "volumes_html",
+]
