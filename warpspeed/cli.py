@@ -371,6 +371,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """The web calculator (``warpspeed.web``, imported only here)."""
+    from .web import serve
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be 0..65535, got {args.port}")
+    return serve(port=args.port, host=args.host)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="warpspeed",
@@ -427,6 +436,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_e.add_argument("--block", required=True, help="block size X,Y,Z")
     p_e.add_argument("--fold", default="1,1,1", help="thread folding X,Y,Z (default 1,1,1)")
     p_e.set_defaults(func=cmd_explain)
+
+    p_s = sub.add_parser("serve", help="start the web calculator (needs warpspeed[web])")
+    p_s.add_argument("--port", type=int, default=5006, metavar="N",
+                     help="port (default 5006; 0: any free port)")
+    p_s.add_argument("--host", default="127.0.0.1",
+                     help="address to listen on (default 127.0.0.1: this machine only)")
+    p_s.set_defaults(func=cmd_serve)
 
     p_v = sub.add_parser("validate", help="compare predictions with a measurements CSV, or "
                          "both models with the public V100 data (--v100)")
