@@ -75,7 +75,7 @@ def synthetic(stages, dram: str):
             m, l1_bytes=int(m.l1_bytes * l1s), l2_bytes=int(m.l2_bytes * l2s)
         )
         stage = dataclasses.replace(st, machine=hypo)
-        truth = finish(stage, wave, TRUTH)
+        truth = finish(stage, wave, TRUTH, "paper")
         v = truth.volumes
         meas = Measurement(
             machine="synthetic (model-generated, not measured)",
@@ -94,7 +94,7 @@ def synthetic(stages, dram: str):
             l2_store=v.l2_store,
             note="synthetic",
         )
-        out.append((meas, finish(stage, wave, PAPER), stage, wave))
+        out.append((meas, finish(stage, wave, PAPER, "paper"), stage, wave))
     return out
 
 
@@ -121,7 +121,7 @@ def test_refit_recovers_known_curves_from_model_generated_volumes(stages):
     assert result.fits.m2 == PAPER.m2
     # the refitted model reproduces the synthetic DRAM loads
     for m, _, stage, wave in data:
-        assert finish(stage, wave, result.fits).volumes.dram_load == pytest.approx(
+        assert finish(stage, wave, result.fits, "paper").volumes.dram_load == pytest.approx(
             m.dram_load, rel=1e-4)
 
 
@@ -132,7 +132,7 @@ def test_refit_v4_separates_l2_capacity_misses_by_regime(stages):
     assert result.curves["m2"].fitted
     assert _max_dev(result.curves["m2"].curve, TRUTH.m2, o2) < 0.01
     for m, _, stage, wave in data:
-        assert finish(stage, wave, result.fits).volumes.dram_load_v4 == pytest.approx(
+        assert finish(stage, wave, result.fits, "paper").volumes.dram_load_v4 == pytest.approx(
             m.dram_load, rel=0.01)
 
 

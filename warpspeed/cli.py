@@ -447,6 +447,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_v = sub.add_parser("validate", help="compare predictions with a measurements CSV, or "
                          "both models with the public V100 data (--v100)")
     p_v.add_argument("csv", nargs="?", help="measurements CSV (schema: warpspeed.measure)")
+    p_v.add_argument("--model", default="paper", choices=tuple(MODELS),
+                     help="timing model for a CSV (default paper, as the refit uses)")
     p_v.add_argument("--v100", action="store_true",
                      help="compare both models with shared/data/v100 beside the repository")
     p_v.add_argument("--machine", help="machine name or .toml (default: from the CSV's GPU)")
@@ -475,7 +477,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from .validate import validate_command
 
     print(validate_command(args.csv, machine=args.machine, fits=args.fits, json=args.json,
-                           subset=args.subset))
+                           subset=args.subset, model=args.model))
     return 0
 
 

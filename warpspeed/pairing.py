@@ -89,9 +89,13 @@ def pair_predictions(
     rows: Sequence[Measurement],
     machine: str | Path | Machine,
     fits: str | Path | CapacityFits | None = None,
+    model: str = "paper",
 ) -> list[tuple[Measurement, Prediction]]:
     """Predict every measured configuration: the kernel is generated again
-    from the row's stencil, parameters and fold (once per variant)."""
+    from the row's stencil, parameters and fold (once per variant).
+    ``model`` defaults to the paper's: the capacity curves are refitted
+    against the paper's balance equations (MODEL.md §7, §9), which the
+    inversion in :mod:`warpspeed.hit_fractions` assumes."""
     m = load_machine(machine)
     curves = fits if isinstance(fits, CapacityFits) else load_fits(fits or m.fits)
     kernels: dict[tuple[str, str, tuple[int, int, int]], Kernel] = {}
@@ -100,7 +104,7 @@ def pair_predictions(
         key = (row.stencil, row.params, row.fold)
         if key not in kernels:
             kernels[key] = generate_variant(row.stencil, row.parameters, row.fold)[0]
-        out.append((row, predict(kernels[key], m, row.block, fits=curves)))
+        out.append((row, predict(kernels[key], m, row.block, fits=curves, model=model)))
     return out
 
 

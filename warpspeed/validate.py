@@ -248,9 +248,11 @@ def validate_command(
     json: bool = False,
     subset: str = "all",
     predictor: Callable[..., list[tuple[Measurement, Prediction]]] | None = None,
+    model: str = "paper",
 ) -> str:
     """``warpspeed validate CSV``: the report as text (or JSON with
-    ``json=True``). ``machine`` defaults to the built-in machine of the
+    ``json=True``) for the timing model ``model`` (the paper's by default,
+    as the capacity-curve refit uses). ``machine`` defaults to the built-in machine of the
     CSV's GPU, ``fits`` to the machine's. Raises a
     :class:`warpspeed.WarpspeedError` for bad input (no file, no rows,
     unknown GPU)."""
@@ -259,7 +261,8 @@ def validate_command(
         raise MeasurementError(f"{csv_path} holds no measurements")
     m = load_machine(machine or infer_machine(rows))
     curves = load_fits(fits or m.fits)
-    pairs = (predictor or pair_predictions)(rows, m, curves)
+    pairs = (pair_predictions(rows, m, curves, model=model) if predictor is None
+             else predictor(rows, m, curves))
     fits_name = Path(curves.path).stem if curves.path else str(fits or m.fits)
     r = report(pairs, machine=m.name, fits=fits_name, subset=subset, warp_size=m.warp_size)
     if json:
