@@ -331,7 +331,7 @@ def _rank_summary(r: Ranking, elapsed: float) -> str:
 def cmd_explain(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from .advice import advise
+    from .advice import advise, explanation_lines
 
     kernel, block = _one_kernel(args)
     m = load_machine(args.machine)
@@ -346,25 +346,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         note = "binding" if name == a.limiter else f"{value / a.glups:.2f}x"
         table.add_row(name, f"{value:.2f}", note)
     _print(table)
-    lines = [f"binding limiter: {a.limiter} ({p.model} model)"]
-    if "roofline_glups" in p.terms:
-        t = p.terms
-        lines.append(
-            f"roofline {t['roofline_glups']:.2f} GLup/s; limiters overlap imperfectly "
-            f"(x{t['overlap_factor']:.2f} time), TLB x{t['tlb_factor']:.2f} on DRAM time "
-            f"({t['tlb_pages_per_sm']:.0f} pages per SM), last partial wave "
-            f"x{1 / t['wave_efficiency']:.3f}; DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s "
-            f"with {t['dram_bytes_in_flight'] / 2**20:.1f} MiB in flight"
-        )
-    if a.headroom is not None:
-        lines.append(
-            f"headroom: {a.headroom:.2f}x until {a.next_limiter} binds "
-            "(speedup bound if the binding limiter were removed)"
-        )
-    if a.hints:
-        lines += [f"- [{h.kind}] {h.message}" for h in a.hints]
-    else:
-        lines.append("no hints: nothing stands out")
+    lines = explanation_lines(p, a)
     from rich.console import Console
 
     Console(width=120).print("\n".join(lines), highlight=False, markup=False)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from ..advice import Advice
+from ..advice import Advice, explanation_lines
 from ..model import Prediction
 from ..plot import LIMITER_NAME, sweep
 from ..rank import Ranking
@@ -84,29 +84,6 @@ def volumes_html(p: Prediction) -> str:
         f"<table class='ws-limits' style='{style}'><tr><th>limit</th><th>GLup/s</th></tr>"
         f"{lims}</table></div>"
     )
-
-
-def explanation_lines(p: Prediction, a: Advice) -> list[str]:
-    """The text of ``warpspeed explain``: binding limiter, the latency
-    model's terms, headroom and hints."""
-    lines = [f"binding limiter: {a.limiter} ({p.model} model)"]
-    t = p.terms
-    if "roofline_glups" in t:
-        lines.append(
-            f"roofline {t['roofline_glups']:.2f} GLup/s; limiters overlap imperfectly "
-            f"(x{t['overlap_factor']:.2f} time), TLB x{t['tlb_factor']:.2f} on DRAM time "
-            f"({t['tlb_pages_per_sm']:.0f} pages per SM), last partial wave "
-            f"x{1 / t['wave_efficiency']:.3f}; DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s "
-            f"with {t['dram_bytes_in_flight'] / 2**20:.1f} MiB in flight"
-        )
-    if a.headroom is not None:
-        lines.append(f"headroom: {a.headroom:.2f}x until {a.next_limiter} binds "
-                     "(speedup bound if the binding limiter were removed)")
-    if a.hints:
-        lines += [f"- [{h.kind}] {h.message}" for h in a.hints]
-    else:
-        lines.append("no hints: nothing stands out")
-    return lines
 
 
 def explanation_html(p: Prediction, a: Advice) -> str:
