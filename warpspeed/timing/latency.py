@@ -33,9 +33,10 @@ GPU (the inverse of GLup/s).
   the last one partial; the time per lattice update grows by
   ``ceil(w) / w`` with ``w = blocks / wave_blocks``.
 
-Fitted to kernel measurements: ``overlap_exponent`` and ``tlb_penalty``
-(two constants per machine, bounded; ``fits/latency_model.py`` fits them on
-the V100 radius-4 star and reports them). Everything else comes from data
+Fitted to kernel measurements: ``overlap_exponent``, ``tlb_reach_pages``
+and ``tlb_penalty`` (three constants per machine, bounded;
+``fits/latency_model.py`` fits them on the V100 radius-4 star and reports
+them with the leave-one-out error). Everything else comes from data
 sheets and micro-benchmarks (the machine files name each source).
 """
 
@@ -92,7 +93,7 @@ def fp_slots(kernel: Kernel, m: Machine) -> float:
     )
 
 
-def resident_threads(kernel: Kernel, m: Machine, launch: Launch) -> float:
+def resident_threads(kernel: Kernel, launch: Launch) -> float:
     """Working threads resident on the whole GPU at once: the threads inside
     the domain, times the share of the grid's blocks one wave holds (idle
     threads of partial blocks issue no loads)."""
@@ -116,10 +117,11 @@ def predict_time(
     require(m)
     mem = memory_params(m)
     lups = kernel.lups_per_thread
-    threads = resident_threads(kernel, m, launch)
+    threads = resident_threads(kernel, launch)
 
     rate = m.fp32_fma_per_sm_cycle if kernel.precision == 32 else m.fp64_fma_per_sm_cycle
-    t_fp = fp_slots(kernel, m) / lups / (m.sms * m.clock_ghz * rate)  # type: ignore[operator]
+    slots = fp_slots(kernel, m) / lups
+    t_fp = slots / (m.sms * m.clock_ghz * rate)  # type: ignore[operator]
     t_l1 = l1_cycles / (m.sms * m.clock_ghz * m.warp_size)
 
     l2_bytes = v.l2_load + v.l2_store
@@ -151,7 +153,7 @@ def predict_time(
         "t_l1_ns": t_l1,
         "t_l2_ns": t_l2,
         "t_dram_ns": t_dram,
-        "fp_slots_per_lup": fp_slots(kernel, m) / lups,
+        "fp_slots_per_lup": slots,
         "dram_bandwidth_achieved": dram_bw,
         "dram_bytes_in_flight": dram_flight,
         "l2_bandwidth_achieved": l2_bw,
