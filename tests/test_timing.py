@@ -141,5 +141,40 @@ def test_v100_validation_default_model_beats_the_paper_on_glups():
     assert paper.glups_median_ratio > 1.2
     assert 0.9 <= latency.glups_median_ratio <= 1.1
     assert latency.glups_mape < 0.10 < paper.glups_mape
-    assert latency.dram_load_mape < 0.06
-    assert math.isclose(latency.dram_load_mape, paper.dram_load_mape, rel_tol=0.05)
+    assert latency.dram_load_mape < 0.08
+
+
+@pytest.mark.skipif(not (SHARED / "v100").is_dir(), reason="shared/data not beside the repo")
+def test_l1_rereads_bring_the_folded_radius_2_dram_volume_within_8_percent():
+    # z-folding 4 overflows the L1: its re-reads miss the L2 as well. The
+    # paper's memLoadV3 misses those rows by up to 2.4x (~10 % over the set).
+    from warpspeed.reference import report
+
+    scores = {s.model: s for s in report(datasets=("star3d_r2",))}
+    assert scores["paper"].dram_load_mape > 0.09
+    assert scores["latency"].dram_load_mape < 0.08
+
+
+def test_l1_rereads_miss_the_l2_at_its_capacity_miss_fraction():
+    # Hand computation of volumes.level_volumes: the default model adds
+    # (L2LoadV2 - L2LoadV1) * m2(O2) to memLoadV3; the paper model does not.
+    from warpspeed.capacity import load_fits
+    from warpspeed.model import block_stage
+    from warpspeed.volumes import level_volumes
+    from warpspeed.waves import wave_volumes
+
+    k = star(radius=2, shape=(596, 596, 508), fold=(1, 1, 4), alignment=0)
+    m = ws.load_machine("V100")
+    st = block_stage(k, m, (4, 16, 16))
+    wave = wave_volumes(k, st.launch, st.bound, address="linear")
+    curves = load_fits(m.fits)
+    plain = level_volumes(k, m, st.launch, st.footprint, wave, curves, merged_stores=True)
+    more = level_volumes(k, m, st.launch, st.footprint, wave, curves, merged_stores=True,
+                         reread_evicts=True)
+    v = plain.volumes
+    o2 = (wave.new_load + wave.new_store) / m.l2_bytes
+    m2 = 0.5 * math.exp(-13 * math.exp(-1.8 * o2))  # MODEL.md section 7, paper constants
+    assert plain.hit_fractions["m2"] == pytest.approx(m2)
+    assert more.volumes.dram_load == pytest.approx(v.dram_load + (v.l2_load - v.l2_load_v1) * m2)
+    assert more.volumes.dram_load > 1.5 * v.dram_load  # the L1 thrashes at this fold
+    assert more.volumes.l2_load == v.l2_load and more.volumes.dram_store == v.dram_store

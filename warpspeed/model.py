@@ -160,7 +160,8 @@ def finish(
     space (``MODELS[model].address``)."""
     kernel, m, launch = stage.kernel, stage.machine, stage.launch
     lv = level_volumes(kernel, m, launch, stage.footprint, wave, curves,
-                       merged_stores=MODELS[model].merged_stores)
+                       merged_stores=MODELS[model].merged_stores,
+                       reread_evicts=MODELS[model].reread_evicts)
     t = timing(model, kernel, m, launch, stage.l1_cycles, lv.volumes, wave,
                stage.footprint.pages_per_block)
     return Prediction(

@@ -59,6 +59,7 @@ def level_volumes(
     wave: WaveVolumes,
     curves: CapacityFits,
     merged_stores: bool = False,
+    reread_evicts: bool = False,
 ) -> LevelVolumes:
     """L1 capacity misses (MODEL.md §5), layer-condition reuse, store
     evictions and L2 capacity misses (§6) with the curves of §7.
@@ -69,7 +70,19 @@ def level_volumes(
     the partial writes of one block, so only ``L2StoreV1 - memStoreV1`` (the
     block-union store sectors beyond the wave's) can leave half written:
     the 19 one-component stores of an array-of-structures cell fill its
-    sectors before any is evicted."""
+    sectors before any is evicted.
+
+    L1 re-reads (the default model's ``reread_evicts``): the L2 loads that
+    L1 capacity misses add, ``L2LoadV2 - L2LoadV1``, re-read sectors the
+    block itself fetched a while before; they miss the L2 at the paper's
+    capacity-miss fraction ``m2(O2)`` and come from DRAM again. Only this
+    long-distance share pays ``m2``, not all of ``L2LoadV2 - memLoadV2``
+    as in the paper's ``memLoadV4``: the rest is shared between blocks that
+    run at the same time, a short reuse distance. Thread folding that
+    overflows the L1 (z-folded radius-2 star, ``../shared/data/v100``)
+    is where this moves the DRAM volume. An approximation: the reuse
+    distance is not computed, only split into short (between blocks of a
+    wave) and long (L1 re-reads)."""
     m, fp = machine, footprint
     o1 = fp.alloc_per_block * launch.occupancy.blocks_per_sm / m.l1_bytes
     m1 = curves.m1(o1)
@@ -88,6 +101,7 @@ def level_volumes(
     partial = fp.l2_store_v1 if merged_stores else fp.l2_store
     store_evicts = max(0.0, partial - store_v1) * s_frac
     load_evicts = (l2_load - load_v2) * m2
+    rereads = (l2_load - fp.l2_load_v1) * m2 if reread_evicts else 0.0
     vol = Volumes(
         l1_load=fp.l1_load,
         l2_load_v1=fp.l2_load_v1,
@@ -95,8 +109,8 @@ def level_volumes(
         l2_store=fp.l2_store,
         dram_load_v1=load_v1,
         dram_load_v2=load_v2,
-        dram_load=load_v2 + store_evicts,
-        dram_load_v4=load_v2 + store_evicts + load_evicts,
+        dram_load=load_v2 + store_evicts + rereads,
+        dram_load_v4=load_v2 + store_evicts + max(load_evicts, rereads),
         dram_store_v1=store_v1,
         dram_store=store_v1 + store_evicts,
     )

@@ -52,6 +52,7 @@ class Timing:
     description: str
     function: TimingFunction
     merged_stores: bool = False
+    reread_evicts: bool = False
 
 
 def _paper(k: Kernel, m: Machine, la: Launch, l1: float, v: Volumes, w: WaveVolumes,
@@ -78,9 +79,11 @@ MODELS: dict[str, Timing] = {
         "structures share sectors); time from bytes in flight and latency (Little's law, "
         "calibrated on micro-benchmarks), DRAM bandwidth by load/store mix, FP work costed "
         "per instruction class, imperfect overlap of the limiters, TLB reach, partial waves; "
-        "partial stores of one block merge in the L2 before eviction",
+        "partial stores of one block merge in the L2 before eviction; L1 re-reads miss the L2 "
+        "at its capacity-miss fraction",
         _latency,
         merged_stores=True,
+        reread_evicts=True,
     ),
     "paper": Timing(
         "paper",
