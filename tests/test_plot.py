@@ -108,6 +108,9 @@ def test_breakdown_parts_sum_to_volume(preds: list[ws.Prediction], mode: str) ->
         v1 = v2 + parts["x/y reuse hits"] + parts["z reuse hits"]
         assert math.isclose(v1, v.dram_load_v1, rel_tol=1e-9)
         assert all(q.value >= -1e-12 for q in bd["dram_load"].parts)
+        # the default model's L1 re-reads are their own part; the paper has none
+        assert parts["L1 re-reads missing the L2"] == v.dram_load_rereads
+        assert p.model == "latency" or v.dram_load_rereads == 0.0
 
 
 def test_breakdown_rejects_unknown_mode(preds: list[ws.Prediction]) -> None:

@@ -42,8 +42,9 @@ it):
   ``miss`` (x/y) = ``Overlap_xy * (1 - h_xy(O_xy)) / lups`` and
   ``miss`` (z) = ``Overlap_z * (1 - h_z(O_z)) / lups``: reuse from earlier
   waves lost to L2 capacity (the layer conditions);
-  ``miss`` (store evictions) = ``memLoadV3 - memLoadV2`` = ``storeEvicts``,
-  evicted partial store lines read again;
+  ``miss`` (store evictions) = ``storeEvicts``, evicted partial store lines
+  read again; ``miss`` (L1 re-reads, default model only) =
+  ``dram_load_rereads``; the two make ``memLoadV3 - memLoadV2``;
   ``hit`` (x/y, z) = ``Overlap_i * h_i(O_i) / lups``, the reuse that the
   L2 delivers. compulsory + the two overlap misses = memLoadV2.
   With ``dram_load="v4"`` the volume is memLoadV4 and one more ``miss``
@@ -196,7 +197,8 @@ def volume_breakdown(
         Part("compulsory", "compulsory", (w.new_load - ovl_xy - ovl_z) * per),
         Part("x/y reuse lost", "miss", ovl_xy * (1.0 - h["h_xy"]) * per),
         Part("z reuse lost", "miss", ovl_z * (1.0 - h["h_z"]) * per),
-        Part("store evictions", "miss", v.dram_load - v.dram_load_v2),
+        Part("store evictions", "miss", v.dram_load - v.dram_load_v2 - v.dram_load_rereads),
+        Part("L1 re-reads missing the L2", "miss", v.dram_load_rereads),
     ]
     total = v.dram_load
     if dram_load == "v4":

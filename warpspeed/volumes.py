@@ -40,6 +40,7 @@ class Volumes:
     dram_load_v4: float
     dram_store_v1: float
     dram_store: float  # memStoreV2
+    dram_load_rereads: float = 0.0  # L1 re-reads missing the L2 (default model), in dram_load
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ def level_volumes(
         dram_load_v4=load_v2 + store_evicts + max(load_evicts, rereads),
         dram_store_v1=store_v1,
         dram_store=store_v1 + store_evicts,
+        dram_load_rereads=rereads,
     )
     return LevelVolumes(
         volumes=vol,
