@@ -178,3 +178,5 @@ def test_l1_rereads_miss_the_l2_at_its_capacity_miss_fraction():
     assert more.volumes.dram_load == pytest.approx(v.dram_load + (v.l2_load - v.l2_load_v1) * m2)
     assert more.volumes.dram_load > 1.5 * v.dram_load  # the L1 thrashes at this fold
     assert more.volumes.l2_load == v.l2_load and more.volumes.dram_store == v.dram_store
+    # without the term, memLoadV4 is the paper's V3 + loadEvicts exactly
+    assert v.dram_load_v4 == pytest.approx(v.dram_load + (v.l2_load - v.dram_load_v2) * m2)

@@ -103,6 +103,9 @@ def level_volumes(
     store_evicts = max(0.0, partial - store_v1) * s_frac
     load_evicts = (l2_load - load_v2) * m2
     rereads = (l2_load - fp.l2_load_v1) * m2 if reread_evicts else 0.0
+    # memLoadV4's evictions already hold the re-reads; never below memLoadV3.
+    # The paper's V4 stays exactly V3 + loadEvicts (MODEL.md §6).
+    v4_evicts = max(load_evicts, rereads) if reread_evicts else load_evicts
     vol = Volumes(
         l1_load=fp.l1_load,
         l2_load_v1=fp.l2_load_v1,
@@ -111,7 +114,7 @@ def level_volumes(
         dram_load_v1=load_v1,
         dram_load_v2=load_v2,
         dram_load=load_v2 + store_evicts + rereads,
-        dram_load_v4=load_v2 + store_evicts + max(load_evicts, rereads),
+        dram_load_v4=load_v2 + store_evicts + v4_evicts,
         dram_store_v1=store_v1,
         dram_store=store_v1 + store_evicts,
         dram_load_rereads=rereads,
