@@ -7,7 +7,9 @@ block shapes ``(X, Y, Z)`` with ``X * Y * Z = T``: powers of two by default
 The CUDA limits ``X, Y <= 1024``, ``Z <= 64`` and the machine's threads per
 block always apply. Each shape is combined with each folding variant (by
 default none, 2y and 2z: ``(1,1,1), (1,2,1), (1,1,2)``); a fold is a
-separate kernel obtained from a factory ``fold -> Kernel``.
+separate kernel obtained from a factory ``fold -> Kernel``. The shapes, the
+trimming rule below and the canonical blocks are in
+:mod:`warpspeed.design_space`.
 
 **Trimming**. A configuration is left out, with the reason recorded in
 :attr:`Ranking.excluded`, when it cannot launch (occupancy 0: too many
@@ -36,6 +38,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .capacity import CapacityFits, load_fits
+from .design_space import (
+    DEFAULT_FOLDS,
+    DEFAULT_THREADS,
+    MAX_BLOCK_DIMS,
+    Block,
+    Fold,
+    block_shapes,
+    canonical_block,
+    trim_reason,
+)
 from .errors import LaunchError
 from .executor import Runner, chunks, mp_context
 from .expr import bind_all
@@ -57,14 +69,7 @@ from .pruning import (
 from .timing import DEFAULT_MODEL, MODELS
 from .waves import WaveVolumes, wave_volumes
 
-Block = tuple[int, int, int]
-Fold = tuple[int, int, int]
 KernelSource = Kernel | Mapping[Fold, Kernel] | Callable[[Fold], Kernel]
-
-DEFAULT_THREADS: tuple[int, ...] = (1024,)
-DEFAULT_FOLDS: tuple[Fold, ...] = ((1, 1, 1), (1, 2, 1), (1, 1, 2))
-#: CUDA's block extent limits (x, y, z), the same on every compute capability.
-MAX_BLOCK_DIMS: Block = (1024, 1024, 64)
 
 
 @dataclass(frozen=True)
@@ -119,61 +124,6 @@ class Ranking:
     def to_dicts(self) -> list[dict[str, object]]:
         """The predictions as JSON-serialisable dicts, best first."""
         return [p.to_dict() for p in self.predictions]
-
-
-# --------------------------------------------------------------------------
-# Design space
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def block_shapes(
-    threads: int, all_shapes: bool = False, max_dims: Block = MAX_BLOCK_DIMS
-) -> tuple[Block, ...]:
-    """Block shapes with ``threads`` threads within ``max_dims`` (MODEL.md §8):
-    powers of two, or every factorisation with ``all_shapes``."""
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads <= 0:
-        raise LaunchError(f"thread counts must be positive integers, got {threads!r}")
-    if not all_shapes and threads & (threads - 1):
-        raise LaunchError(
-            f"{threads} threads is not a power of two; the power-of-two design space is "
-            "empty (ask for all shapes to try every factorisation)"
-        )
-    out = []
-    for x in _divisors(threads):
-        for y in _divisors(threads // x):
-            z = threads // (x * y)
-            if x <= max_dims[0] and y <= max_dims[1] and z <= max_dims[2]:
-                out.append((x, y, z))
-    return tuple(out)
-
-
-def trim_reason(block: Block, domain: tuple[int, int, int]) -> str | None:
-    """Why ``block`` is absurd for ``domain`` (in threads), or None: an extent
-    of at least twice the domain's leaves half of every block idle."""
-    for d, axis in enumerate("xyz"):
-        if block[d] >= 2 * domain[d]:
-            return (
-                f"block {axis} extent {block[d]} is at least twice the domain's "
-                f"{domain[d]} threads: half of every block would idle"
-            )
-    return None
-
-
-def canonical_block(block: Block, domain: tuple[int, int, int]) -> Block:
-    """The block that behaves identically under the model when the index
-    forms depend on global thread coordinates only (see the module
-    docstring): outermost extents beyond the domain are clipped, z first,
-    then y if z is 1, then x if y and z are 1."""
-    c = list(block)
-    for d in (2, 1, 0):
-        if all(c[e] == 1 for e in range(d + 1, 3)) and c[d] >= domain[d]:
-            c[d] = domain[d]
-        else:
-            break
-    return (c[0], c[1], c[2])
 
 
 # --------------------------------------------------------------------------
