@@ -4,7 +4,8 @@ predicts, explains and ranks a kernel typed into a form or picked from
 
 Modules: :mod:`~warpspeed.web.parser` (the whitelist parser of index
 expressions), :mod:`~warpspeed.web.state` (form values to kernel,
-machine, prediction and advice, without Panel), :mod:`~warpspeed.web.explore`
+machine, prediction and advice, without Panel), :mod:`~warpspeed.web.machines`
+(shipped and uploaded machines), :mod:`~warpspeed.web.explore`
 (the layer-condition sweep and the bounded ranking),
 :mod:`~warpspeed.web.views` (HTML, charts and tables) and
 :mod:`~warpspeed.web.app` (the Panel page). Panel is an optional extra
@@ -22,6 +23,15 @@ from ..errors import WarpspeedError
 
 class MissingExtraError(WarpspeedError):
     """Panel (the ``web`` extra) is not installed."""
+
+
+class FieldError(WarpspeedError, ValueError):
+    """Bad input in one form field: ``field`` is the
+    :class:`~warpspeed.web.state.Form` attribute."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def serve(port: int = 5006, host: str = "127.0.0.1") -> int:
@@ -61,4 +71,4 @@ def serve(port: int = 5006, host: str = "127.0.0.1") -> int:
     return 0
 
 
-__all__ = ["MissingExtraError", "serve"]
+__all__ = ["FieldError", "MissingExtraError", "serve"]

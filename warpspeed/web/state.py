@@ -1,7 +1,8 @@
 """The web calculator's page logic, without a browser or Panel: form values
 (:class:`Form`, all text, as the widgets and the link hold them) become a
-kernel, a machine, a prediction and its advice (the layer-condition sweep
-and the ranking are in :mod:`warpspeed.web.explore`).
+kernel, a machine, a prediction and its advice (the machines, shipped or
+uploaded, are in :mod:`warpspeed.web.machines` and re-exported here; the
+layer-condition sweep and the ranking are in :mod:`warpspeed.web.explore`).
 
 Every function raises :class:`FieldError` (a :class:`warpspeed.WarpspeedError`)
 naming the form field at fault, with the library's own message where the
@@ -13,27 +14,31 @@ limits below bound the work a single request can cause.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import functools
 import inspect
-import json
 import math
 import pkgutil
-import tempfile
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..advice import Advice, advise
-from ..capacity import load_fits
 from ..errors import WarpspeedError
 from ..kernel import Field, Kernel
-from ..machine import Machine, load_machine, machines
+from ..machine import Machine
 from ..model import Prediction, predict
 from ..stencil_spec import load_stencil, parse_params
 from ..timing import DEFAULT_MODEL, MODELS
+from . import FieldError
+from .machines import (
+    MAX_MACHINE_FILE,
+    UPLOADED,
+    build_machine,
+    machine_from_toml,
+    machine_names,
+    pack_machine,
+    unpack_machine,
+)
 from .parser import ExpressionError, parse_access
 
 #: Most characters of one text box, and most lines of the kernel boxes.
@@ -50,10 +55,6 @@ MAX_FOLD = 16
 MAX_PARAM = 4096
 #: Limits of the stencil parameters that multiply the work (accesses per thread).
 PARAM_LIMITS = {"radius": 16}
-#: Largest uploaded machine file (bytes).
-MAX_MACHINE_FILE = 64 * 1024
-#: The machine choice that means "the uploaded file".
-UPLOADED = "upload"
 
 DEFAULT_FIELDS = "src 514,514,258 8\ndst 514,514,258 8"
 DEFAULT_LOADS = "\n".join([
@@ -66,14 +67,6 @@ DEFAULT_LOADS = "\n".join([
     "src[tidx + 1, tidy + 1, tidz + 2]",
 ])
 DEFAULT_STORES = "dst[threadIdx.x + blockIdx.x*blockDim.x + 1, tidy + 1, tidz + 1]"
-
-
-class FieldError(WarpspeedError, ValueError):
-    """Bad input in one form field: ``field`` is the :class:`Form` attribute."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 @dataclass(frozen=True)
@@ -363,78 +356,7 @@ def build_kernel(form: Form, fold: tuple[int, int, int] | None = None) -> Kernel
 
 
 # --------------------------------------------------------------------------
-# Machines
-
-
-def machine_names() -> list[str]:
-    """The shipped machines."""
-    return machines()
-
-
-def pack_machine(filename: str, text: str) -> str:
-    """An uploaded machine file as URL-safe text (zlib + base64), as the
-    form and the link hold it."""
-    raw = json.dumps({"name": filename, "toml": text}).encode()
-    return "z1" + base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode()
-
-
-def unpack_machine(blob: str) -> tuple[str, str]:
-    """``(filename, text)`` of :func:`pack_machine`, bounded in size."""
-    try:
-        if len(blob) > 2 * MAX_MACHINE_FILE or not blob.startswith("z1"):
-            raise ValueError("not a packed machine file")
-        d = zlib.decompressobj()
-        raw = d.decompress(base64.urlsafe_b64decode(blob[2:]), 2 * MAX_MACHINE_FILE)
-        if d.unconsumed_tail:
-            raise ValueError("too large")
-        data = json.loads(raw)
-        return str(data["name"])[:100], str(data["toml"])
-    except (ValueError, KeyError, TypeError, zlib.error) as exc:
-        raise FieldError("machine_file", f"the machine file in the link is damaged ({exc}); "
-                         "upload it again") from None
-
-
-@functools.lru_cache(maxsize=16)
-def machine_from_toml(text: str, filename: str = "uploaded.toml") -> Machine:
-    """A machine from the text of an uploaded TOML file: written to a
-    temporary file and read by :func:`warpspeed.load_machine`. The file must
-    name built-in capacity fits (no paths: the server reads no file a user
-    names) and stay within CUDA's launch limits."""
-    if len(text.encode()) > MAX_MACHINE_FILE:
-        raise FieldError("machine_file", f"{filename}: larger than {MAX_MACHINE_FILE} bytes")
-    with tempfile.TemporaryDirectory(prefix="warpspeed-web-") as tmp:
-        path = Path(tmp) / "machine.toml"
-        path.write_text(text, encoding="utf-8")
-        try:
-            m = load_machine(path)
-        except WarpspeedError as exc:
-            raise FieldError("machine_file", str(exc).replace(str(path), filename)) from None
-    if "/" in m.fits or "\\" in m.fits or m.fits.endswith(".toml"):
-        raise FieldError("machine_file", f"{filename}: fits must name built-in capacity fits "
-                         f"(e.g. fits = \"paper\"), not a path, got {m.fits[:80]!r}")
-    try:
-        load_fits(m.fits)
-    except WarpspeedError as exc:
-        raise FieldError("machine_file", f"{filename}: {exc}") from None
-    limits = {"max_threads_per_block": 1024, "max_threads_per_sm": 4096,
-              "max_blocks_per_sm": 64, "sms": 4096, "warp_size": 32}
-    for key, high in limits.items():
-        if getattr(m, key) > high:
-            raise FieldError("machine_file", f"{filename}: [{key}] must be at most {high}")
-    return dataclasses.replace(m, path=f"<uploaded {filename}>")
-
-
-def build_machine(form: Form) -> Machine:
-    """The machine of ``form``: a shipped one by name, or the uploaded file."""
-    if form.machine == UPLOADED:
-        if not form.machine_file.strip():
-            raise FieldError("machine_file", "upload a machine file (.toml) first")
-        name, text = unpack_machine(form.machine_file)
-        return machine_from_toml(text, name)
-    if form.machine not in machine_names():
-        raise FieldError("machine", f"unknown machine {form.machine[:40]!r}; the machines "
-                         f"are {', '.join(machine_names())}")
-    return load_machine(form.machine)
+# Timing model
 
 
 def model_of(form: Form) -> str:
@@ -489,6 +411,8 @@ def evaluate(form: Form) -> Outcome:
 
 
 __all__ = [
+    "MAX_MACHINE_FILE",
+    "UPLOADED",
     "FieldError",
     "Form",
     "Outcome",
@@ -496,6 +420,7 @@ __all__ = [
     "build_machine",
     "evaluate",
     "machine_from_toml",
+    "machine_names",
     "pack_machine",
     "stencil_defaults",
     "stencil_names",
