@@ -5,7 +5,8 @@ Three constants per machine may be fitted to kernel measurements (issue
 "beyond the paper"); this script fits them, each bounded, on the GLup/s of
 ``shared/data/v100/star3d_r4.csv`` and nothing else:
 
-* ``overlap_exponent`` ``p`` in [1, 4]: the p-norm of the limiter times;
+* ``overlap_exponent`` ``p`` in [1, 4]: the p-norm of the core and memory
+  times;
 * ``tlb_reach_pages`` in [16, 512]: pages of 2 MiB one SM reaches without
   TLB misses;
 * ``tlb_penalty`` in [0.01, 4]: relative DRAM time added per unit of

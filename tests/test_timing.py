@@ -44,18 +44,30 @@ def test_the_default_model_is_the_latency_model_and_both_are_listed():
     assert MODELS["paper"].address == "paper" and MODELS["latency"].address == "linear"
 
 
-def test_time_is_the_p_norm_of_the_limiter_times_over_the_wave_efficiency(v100_pair):
+def test_time_is_the_p_norm_of_core_and_memory_time_over_the_wave_efficiency(v100_pair):
     k, p = v100_pair
     m = ws.load_machine("V100")
     t = p.terms
     times = [t["t_fp_ns"], t["t_l1_ns"], t["t_l2_ns"], t["t_dram_ns"]]
+    core, memory = max(times[:2]), max(times[2:])
+    assert (t["t_core_ns"], t["t_memory_ns"]) == (core, memory)
     e = m.overlap_exponent
-    total = sum(x**e for x in times) ** (1 / e) / t["wave_efficiency"]
+    total = (core**e + memory**e) ** (1 / e) / t["wave_efficiency"]
     assert p.glups == pytest.approx(1 / total)
     assert p.limits[p.limiter] == pytest.approx(1 / max(times))
     assert p.glups < min(v for v in p.limits.values() if v)  # overlap only adds time
     assert p.model == "latency" and p.to_dict()["terms"]["roofline_glups"] == pytest.approx(
         1 / max(times))
+
+
+def test_core_and_memory_overlap_between_roofline_and_serial():
+    from warpspeed.timing.latency import overlap
+
+    assert overlap(2.0, 0.0, 1.13) == 2.0  # one side alone: its own time
+    assert overlap(1.0, 1.0, 1.0) == pytest.approx(2.0)  # p = 1: serial
+    assert overlap(3.0, 4.0, 2.0) == pytest.approx(5.0)  # hand: sqrt(9 + 16)
+    assert overlap(1.0, 1.0, 50.0) == pytest.approx(1.0, rel=0.02)  # large p: roofline
+    assert overlap(0.0, 0.0, 1.5) == 0.0
 
 
 def test_l1_and_l2_times_follow_from_cycles_and_volumes(v100_pair):
