@@ -110,6 +110,7 @@ def advise(
         hints=hints,
     )
 
+
 def explanation_lines(p: Prediction, a: Advice) -> list[str]:
     """The text of ``warpspeed explain`` (and of the web page): binding
     limiter, the latency model's terms, headroom and hints."""
@@ -117,8 +118,10 @@ def explanation_lines(p: Prediction, a: Advice) -> list[str]:
     t = p.terms
     if "roofline_glups" in t:
         lines.append(
-            f"roofline {t['roofline_glups']:.2f} GLup/s; limiters overlap imperfectly "
-            f"(x{t['overlap_factor']:.2f} time), TLB x{t['tlb_factor']:.2f} on DRAM time "
+            f"roofline {t['roofline_glups']:.2f} GLup/s; core (FP, L1) "
+            f"{1000 * t['t_core_ns']:.1f} ps and memory (L2, DRAM) {1000 * t['t_memory_ns']:.1f} "
+            f"ps per update overlap imperfectly (x{t['overlap_factor']:.2f} time), "
+            f"TLB x{t['tlb_factor']:.2f} on DRAM time "
             f"({t['tlb_pages_per_sm']:.0f} pages per SM), last partial wave "
             f"x{1 / t['wave_efficiency']:.3f}; DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s "
             f"with {t['dram_bytes_in_flight'] / 2**20:.1f} MiB in flight"
