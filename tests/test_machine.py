@@ -1,5 +1,7 @@
 """Machine files (MODEL.md §2)."""
 
+import re
+
 import pytest
 
 import warpspeed as ws
@@ -66,6 +68,20 @@ def test_malformed_machine_file_names_the_problem(tmp_path):
     bad.write_text(text)
     with pytest.raises(ws.MachineError, match=r"\[sms\] value must be a positive number"):
         ws.load_machine(bad)
+
+
+def test_an_overlap_exponent_below_one_is_refused(tmp_path):
+    # p < 1 would make overlapping core and memory slower than running them
+    # one after the other; tiny values overflow the p-norm
+    for bad_value in ("0.5", "1e-300"):
+        text = re.sub(r"\[overlap_exponent\]\nvalue = \S+",
+                      f"[overlap_exponent]\nvalue = {bad_value}",
+                      machine_files()["v100"].read_text())
+        assert bad_value in text
+        path = tmp_path / "p.toml"
+        path.write_text(text)
+        with pytest.raises(ws.MachineError, match=r"\[overlap_exponent\] value must be >= 1"):
+            ws.load_machine(path)
 
 
 def test_missing_machine_file_is_an_error(tmp_path):

@@ -117,6 +117,10 @@ def _parse(path: Path) -> Machine:
             )
         if typ == "int" and not isinstance(v, int):
             raise MachineError(f"machine file {path}: [{key}] value must be an integer, got {v!r}")
+        if key in _AT_LEAST and v < _AT_LEAST[key][0]:
+            low, why = _AT_LEAST[key]
+            raise MachineError(f"machine file {path}: [{key}] value must be >= {low:g} ({why}), "
+                               f"got {v!r}")
         values[key] = int(v) if typ == "int" else float(v)
         sources.append((key, str(entry["source"])))
     for key in _COSTS:
@@ -137,6 +141,12 @@ def _parse(path: Path) -> Machine:
         path=str(path),
         **values,  # type: ignore[arg-type]
     )
+
+
+#: Lower bounds beyond "positive", with the reason given in the error.
+_AT_LEAST: dict[str, tuple[float, str]] = {
+    "overlap_exponent": (1.0, "1 adds core and memory time, larger values overlap them more"),
+}
 
 
 def _costs(path: Path, key: str, entry: object) -> tuple[tuple[str, float], ...]:
