@@ -70,7 +70,7 @@ def test_malformed_machine_file_names_the_problem(tmp_path):
         ws.load_machine(bad)
 
 
-def test_an_overlap_exponent_below_one_is_refused(tmp_path):
+def test_latency_constants_out_of_range_are_refused(tmp_path):
     # p < 1 would make overlapping core and memory slower than running them
     # one after the other; tiny values overflow the p-norm
     for bad_value in ("0.5", "1e-300"):
@@ -80,8 +80,13 @@ def test_an_overlap_exponent_below_one_is_refused(tmp_path):
         assert bad_value in text
         path = tmp_path / "p.toml"
         path.write_text(text)
-        with pytest.raises(ws.MachineError, match=r"\[overlap_exponent\] value must be >= 1"):
+        with pytest.raises(ws.MachineError, match=r"\[overlap_exponent\] value must lie in \[1,"):
             ws.load_machine(path)
+    text = re.sub(r"\[memory_shape\]\nvalue = \S+", "[memory_shape]\nvalue = 1e300",
+                  machine_files()["v100"].read_text())
+    path.write_text(text)
+    with pytest.raises(ws.MachineError, match=r"\[memory_shape\] value must lie in \[0, 100\]"):
+        ws.load_machine(path)
 
 
 def test_missing_machine_file_is_an_error(tmp_path):

@@ -18,6 +18,7 @@ accepts a path to a user's own file.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -117,10 +118,10 @@ def _parse(path: Path) -> Machine:
             )
         if typ == "int" and not isinstance(v, int):
             raise MachineError(f"machine file {path}: [{key}] value must be an integer, got {v!r}")
-        if key in _AT_LEAST and v < _AT_LEAST[key][0]:
-            low, why = _AT_LEAST[key]
-            raise MachineError(f"machine file {path}: [{key}] value must be >= {low:g} ({why}), "
-                               f"got {v!r}")
+        low, high, why = _RANGE.get(key, (0.0, math.inf, ""))
+        if not low <= v <= high:
+            raise MachineError(f"machine file {path}: [{key}] value must lie in [{low:g}, "
+                               f"{high:g}] ({why}), got {v!r}")
         values[key] = int(v) if typ == "int" else float(v)
         sources.append((key, str(entry["source"])))
     for key in _COSTS:
@@ -143,9 +144,11 @@ def _parse(path: Path) -> Machine:
     )
 
 
-#: Lower bounds beyond "positive", with the reason given in the error.
-_AT_LEAST: dict[str, tuple[float, str]] = {
-    "overlap_exponent": (1.0, "1 adds core and memory time, larger values overlap them more"),
+#: Ranges narrower than "positive", with the reason given in the error.
+_RANGE: dict[str, tuple[float, float, str]] = {
+    "overlap_exponent": (1.0, math.inf,
+                         "1 adds core and memory time, larger values overlap them more"),
+    "memory_shape": (0.0, 100.0, "fits/calibrate_memory.py fits it in [0, 3]"),
 }
 
 
