@@ -273,6 +273,8 @@ def test_explanation_is_the_explain_commands(capsys: pytest.CaptureFixture[str])
     for line in views.explanation_lines(p, ws.advise(p, m, k)):
         assert " ".join(line.split()) in printed
     assert views.terms_figure(p) is not None and views.limits_figure(p) is not None
+    spans = [r for r in views.terms_figure(p).center if type(r).__name__ == "Span"]
+    assert [s.location for s in spans] == [pytest.approx(1.0 / p.glups)]  # predicted ns/Lup
     assert views.terms_figure(ws.predict(k, m, (256, 1, 2), model="paper")) is None
 
 

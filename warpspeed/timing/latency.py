@@ -34,9 +34,9 @@ GPU (the inverse of GLup/s).
   ``p -> inf`` is the roofline (perfect overlap), ``p = 1`` full
   serialisation of core and memory. One exponent per machine. Assumption,
   phenomenological: chosen over the p-norm of all four times, which fits
-  the radius-4 star worse (leave-one-out 9.7 % against 7.0 %) for a slightly
-  better held-out box stencil (``python fits/overlap_forms.py`` compares
-  the forms).
+  the radius-4 star worse (leave-one-out 9.7 % against 7.0 %) and the
+  held-out box stencil slightly better (12.6 % against 13.8 %);
+  ``python fits/overlap_forms.py`` compares the forms.
 * **Partial waves**: the grid runs in ``ceil(blocks / wave_blocks)`` waves,
   the last one partial; the time per lattice update grows by
   ``ceil(w) / w`` with ``w = blocks / wave_blocks``.

@@ -114,11 +114,13 @@ def limits_figure(p: Prediction) -> Any:
 
 def terms_figure(p: Prediction) -> Any | None:
     """Bars of the default model's times per limiter (ns per lattice
-    update); None when the prediction has no terms (the paper model)."""
+    update), a dashed line at the predicted time (core and memory sides
+    overlapped, last partial wave); None when the prediction has no terms
+    (the paper model)."""
     keys = [k for k in LIMITS if f"t_{k}_ns" in p.terms]
     if not keys:
         return None
-    from bokeh.models import ColumnDataSource
+    from bokeh.models import ColumnDataSource, Span
     from bokeh.plotting import figure
 
     names = [LIMITER_NAME[k] for k in keys]
@@ -126,8 +128,10 @@ def terms_figure(p: Prediction) -> Any | None:
                             "color": [COLORS[k] for k in keys]})
     fig = figure(y_range=names, height=220, width=420, toolbar_location=None,
                  title=f"{DEFAULT_MODEL} model: time per limiter (ns per lattice update)",
-                 x_axis_label="ns / Lup")
+                 x_axis_label="ns / Lup (dashed: predicted time)")
     fig.hbar(y="name", right="value", height=0.7, color="color", source=src)
+    fig.add_layout(Span(location=1.0 / p.glups, dimension="height", line_color="black",
+                        line_dash="dashed", line_width=2))
     fig.x_range.start = 0
     return fig
 
