@@ -1,0 +1,50 @@
+"""The analysis scripts of ``fits/`` against the model and hand counts, so
+that the figures they print keep describing the model they claim to."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import warpspeed as ws
+from warpspeed.model import block_stage
+from warpspeed.sampling import sample
+
+FITS = Path(__file__).resolve().parents[1] / "fits"
+
+
+def script(name: str):
+    spec = importlib.util.spec_from_file_location(f"fits_{name}", FITS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_overlap_forms_recombine_the_model_terms_exactly():
+    forms = script("overlap_forms")
+    m = ws.load_machine("V100")
+    t, model = forms.terms("star3d_r4")
+    own = (m.overlap_exponent, m.tlb_reach_pages, m.tlb_penalty)
+    adopted = next(iter(forms.FORMS.values()))
+    assert "(the model)" in next(iter(forms.FORMS))
+    np.testing.assert_allclose(forms.glups(t, own, adopted), model, rtol=1e-12)
+    # the form of all four limiters is another model: it differs somewhere
+    assert not np.allclose(forms.glups(t, own, forms.FORMS["p-norm of all four"]), model)
+
+
+def test_warp_sectors_by_hand():
+    # a[x] + a[x+1] + a[x+4] in doubles, base on a 32 B boundary: one warp
+    # reads x0 .. x0+35, 288 B = 9 sectors once over its three loads,
+    # against 8 + 9 + 8 sectors summed per instruction (L1Load: a[x+4] is
+    # shifted by one whole sector)
+    l1 = script("l1_misses")
+    a = ws.Field("a", shape=(4096,), itemsize=8)
+    b = ws.Field("b", shape=(4096,), itemsize=8)
+    x = ws.tidx
+    k = ws.Kernel(loads=[a[x], a[x + 1], a[x + 4]], stores=[b[x]], domain=(4000,))
+    m = ws.load_machine("V100")
+    st = block_stage(k, m, (128, 1, 1))
+    smp = sample(k, st.launch, k.loads + k.stores, st.bound)
+    assert l1.warp_sectors(smp, len(k.loads)) == pytest.approx(9 * 32 / 32)
+    assert st.footprint.l1_load == pytest.approx(25 * 32 / 32)
