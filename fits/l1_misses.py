@@ -40,6 +40,7 @@ from warpspeed.machine import load_machine
 from warpspeed.model import block_stage
 from warpspeed.reference import kernel_for, rows
 from warpspeed.sampling import WARP, Sample, distinct_sorted, sample, sorted_rows
+from warpspeed.volumes import l1_coverage
 
 
 def warp_sectors(s: Sample, n_loads: int) -> float:
@@ -71,11 +72,10 @@ def main() -> int:
                 continue
             k = kernels.setdefault((r.params, r.fold), kernel_for(r))
             st = block_stage(k, machine, r.block)  # type: ignore[arg-type]
-            launch = st.launch
-            smp = sample(k, launch, k.loads + k.stores, st.bound)  # type: ignore[attr-defined]
+            smp = sample(k, st.launch, k.loads + k.stores, st.bound)  # type: ignore[attr-defined]
             fp = st.footprint
             warp = warp_sectors(smp, len(k.loads))  # type: ignore[attr-defined]
-            o1 = fp.alloc_per_block * launch.occupancy.blocks_per_sm / machine.l1_bytes
+            o1 = l1_coverage(fp, st.launch, machine)
             redundant = fp.l1_load - fp.l2_load_v1
             table.append((ds, r.fold[2], r.block, o1, (r.l2_load - fp.l2_load_v1) / redundant,
                           m1(o1), (fp.l1_load - warp) / redundant))

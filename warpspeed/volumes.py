@@ -26,6 +26,12 @@ def _clamp(x: float, lo: float, hi: float) -> float:
     return max(lo, min(hi, x))
 
 
+def l1_coverage(footprint: Footprint, launch: Launch, machine: Machine) -> float:
+    """``O1``: the L1 lines the resident blocks of one SM allocate over the
+    L1 size, ``alloc_per_block * blocks_per_sm / L1_size`` (MODEL.md §5)."""
+    return footprint.alloc_per_block * launch.occupancy.blocks_per_sm / machine.l1_bytes
+
+
 @dataclass(frozen=True)
 class Volumes:
     """Bytes per lattice update at each level (MODEL.md §5, §6)."""
@@ -85,7 +91,7 @@ def level_volumes(
     distance is not computed, only split into short (between blocks of a
     wave) and long (L1 re-reads)."""
     m, fp = machine, footprint
-    o1 = fp.alloc_per_block * launch.occupancy.blocks_per_sm / m.l1_bytes
+    o1 = l1_coverage(fp, launch, m)
     m1 = curves.m1(o1)
     l2_load = fp.l2_load_v1 + (fp.l1_load - fp.l2_load_v1) * m1
 
@@ -126,4 +132,4 @@ def level_volumes(
     )
 
 
-__all__ = ["OVERSUBSCRIPTION_RANGE", "LevelVolumes", "Volumes", "level_volumes"]
+__all__ = ["OVERSUBSCRIPTION_RANGE", "LevelVolumes", "Volumes", "l1_coverage", "level_volumes"]
