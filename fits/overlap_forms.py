@@ -27,6 +27,7 @@ from scipy.stats import spearmanr
 
 from warpspeed.machine import load_machine
 from warpspeed.reference import predictions, rows
+from warpspeed.timing.latency import overlap
 
 
 def pnorm(times: Sequence[float], p: float) -> float:
@@ -40,7 +41,7 @@ Form = Callable[[float, float, float, float, float], float]
 
 FORMS: dict[str, Form] = {
     "core vs memory: p-norm(max(FP,L1), max(L2,DRAM)) (the model)":
-        lambda f, l1, l2, d, p: pnorm((max(f, l1), max(l2, d)), p),
+        lambda f, l1, l2, d, p: overlap(max(f, l1), max(l2, d), p),
     "p-norm of all four": lambda f, l1, l2, d, p: pnorm((f, l1, l2, d), p),
     "p-norm(FP, L1, max(L2,DRAM))": lambda f, l1, l2, d, p: pnorm((f, l1, max(l2, d)), p),
     "L2 hides the rest: max(L2, p-norm(FP,L1,DRAM))":
