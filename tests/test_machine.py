@@ -89,6 +89,28 @@ def test_latency_constants_out_of_range_are_refused(tmp_path):
         ws.load_machine(path)
 
 
+def test_memory_shape_zero_is_a_valid_fit(tmp_path):
+    # calibrate_memory.py scans the shape from 0 (latency that does not grow
+    # under load); the loader must accept what the fit can produce
+    text = re.sub(r"\[memory_shape\]\nvalue = \S+", "[memory_shape]\nvalue = 0.0",
+                  machine_files()["v100"].read_text())
+    path = tmp_path / "zero.toml"
+    path.write_text(text)
+    m = ws.load_machine(path)
+    assert m.memory_shape == 0.0
+    from stencils.star3d_by_hand import kernel
+
+    k = kernel(radius=1, shape=(64, 64, 64))
+    no_growth = ws.predict(k, m, (32, 4, 1))
+    fitted = ws.predict(k, "V100", (32, 4, 1))
+    # no latency growth under load: the DRAM bandwidth can only be higher
+    assert no_growth.terms["dram_bandwidth_achieved"] > fitted.terms["dram_bandwidth_achieved"]
+    text = text.replace("[memory_shape]\nvalue = 0.0", "[memory_shape]\nvalue = -0.1")
+    path.write_text(text)
+    with pytest.raises(ws.MachineError, match=r"\[memory_shape\] value must be a number >= 0"):
+        ws.load_machine(path)
+
+
 def test_missing_machine_file_is_an_error(tmp_path):
     with pytest.raises(ws.MachineError, match="does not exist"):
         ws.load_machine(tmp_path / "nothing.toml")

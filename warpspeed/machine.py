@@ -112,10 +112,11 @@ def _parse(path: Path) -> Machine:
                 f"machine file {path}: missing table [{key}] with 'value' and 'source'"
             )
         v = entry["value"]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-            raise MachineError(
-                f"machine file {path}: [{key}] value must be a positive number, got {v!r}"
-            )
+        zero_ok = _RANGE.get(key, (1.0,))[0] == 0.0
+        number = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if not number or v < 0 or (v == 0 and not zero_ok):
+            kind = "a number >= 0" if zero_ok else "a positive number"
+            raise MachineError(f"machine file {path}: [{key}] value must be {kind}, got {v!r}")
         if typ == "int" and not isinstance(v, int):
             raise MachineError(f"machine file {path}: [{key}] value must be an integer, got {v!r}")
         low, high, why = _RANGE.get(key, (0.0, math.inf, ""))
@@ -148,6 +149,7 @@ def _parse(path: Path) -> Machine:
 _RANGE: dict[str, tuple[float, float, str]] = {
     "overlap_exponent": (1.0, math.inf,
                          "1 adds core and memory time, larger values overlap them more"),
+    # 0 is a valid fit: the DRAM latency does not grow with utilisation
     "memory_shape": (0.0, 100.0, "fits/calibrate_memory.py fits it in [0, 3]"),
 }
 
