@@ -25,16 +25,15 @@ import dataclasses
 import sys
 
 import numpy as np
-from scipy.optimize import minimize
 
 from warpspeed.capacity import load_fits
 from warpspeed.machine import Machine, load_machine
 from warpspeed.model import block_stage, finish
 from warpspeed.reference import kernel_for, rows
+from warpspeed.timing.kernel_fit import KERNEL_CONSTANTS, fit_constants
 from warpspeed.waves import wave_volumes
 
-NAMES = ("overlap_exponent", "tlb_reach_pages", "tlb_penalty")
-BOUNDS = ((1.0, 4.0), (16.0, 512.0), (0.01, 4.0))
+NAMES = tuple(KERNEL_CONSTANTS)
 
 
 def prepared(machine: Machine) -> list[tuple[object, object, float]]:
@@ -64,15 +63,8 @@ def errors(x: np.ndarray, machine: Machine, data: list[tuple[object, object, flo
 
 
 def fit(machine: Machine, data: list[tuple[object, object, float]]) -> np.ndarray:
-    """Constants minimising the mean absolute relative error, from a few
-    starting points (the objective is not smooth in the TLB reach)."""
-    best = None
-    for start in ((1.5, 128.0, 1.0), (2.0, 200.0, 2.0), (1.3, 64.0, 0.5)):
-        res = minimize(lambda x: float(np.mean(np.abs(errors(x, machine, data)))),
-                       np.array(start), bounds=BOUNDS, method="Powell")
-        if best is None or res.fun < best.fun:
-            best = res
-    return best.x  # type: ignore[union-attr]
+    """Constants minimising the mean absolute relative error."""
+    return fit_constants(lambda x: float(np.mean(np.abs(errors(x, machine, data)))))
 
 
 def main() -> int:

@@ -22,11 +22,11 @@ import sys
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.stats import spearmanr
 
 from warpspeed.machine import load_machine
 from warpspeed.reference import predictions, rows
+from warpspeed.timing.kernel_fit import fit_constants
 from warpspeed.timing.latency import overlap
 
 
@@ -47,9 +47,6 @@ FORMS: dict[str, Form] = {
     "L2 hides the rest: max(L2, p-norm(FP,L1,DRAM))":
         lambda f, l1, l2, d, p: max(l2, pnorm((f, l1, d), p)),
 }
-#: the bounds and starting points of ``fits/latency_model.py``
-BOUNDS = ((1.0, 4.0), (16.0, 512.0), (0.01, 4.0))
-STARTS = ((1.5, 128.0, 1.0), (2.0, 200.0, 2.0), (1.3, 64.0, 0.5))
 
 
 def terms(dataset: str) -> tuple[np.ndarray, np.ndarray]:
@@ -81,14 +78,9 @@ def mape(t: np.ndarray, x: Sequence[float], form: Form) -> float:
 
 
 def fit(t: np.ndarray, form: Form) -> np.ndarray:
-    """Constants minimising the GLup/s MAPE on ``t`` (several starts)."""
-    best = None
-    for start in STARTS:
-        res = minimize(lambda x: mape(t, x, form), np.array(start), bounds=BOUNDS,
-                       method="Powell")
-        if best is None or res.fun < best.fun:
-            best = res
-    return best.x  # type: ignore[union-attr]
+    """Constants minimising the GLup/s MAPE on ``t``, with the bounds and
+    starts of the model's own fit."""
+    return fit_constants(lambda x: mape(t, x, form))
 
 
 def scores(t: np.ndarray, g: np.ndarray) -> str:

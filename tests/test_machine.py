@@ -114,3 +114,14 @@ def test_memory_shape_zero_is_a_valid_fit(tmp_path):
 def test_missing_machine_file_is_an_error(tmp_path):
     with pytest.raises(ws.MachineError, match="does not exist"):
         ws.load_machine(tmp_path / "nothing.toml")
+
+
+def test_kernel_fitted_constants_lie_in_their_fit_bounds():
+    # the three constants fitted to kernel rows are bounded by the fit; a
+    # shipped machine file outside the bounds was not produced by the fit
+    from warpspeed.timing.kernel_fit import KERNEL_CONSTANTS
+
+    for name, path in machine_files().items():
+        m = ws.load_machine(path)
+        for key, (low, high) in KERNEL_CONSTANTS.items():
+            assert low <= getattr(m, key) <= high, (name, key)

@@ -43,7 +43,8 @@ GPU (the inverse of GLup/s).
 
 Fitted to kernel measurements: ``overlap_exponent``, ``tlb_reach_pages``
 and ``tlb_penalty`` (three constants per machine, bounded;
-``fits/latency_model.py`` fits them on the V100 radius-4 star and reports
+``fits/latency_model.py`` fits them within the bounds of
+:mod:`warpspeed.timing.kernel_fit` on the V100 radius-4 star and reports
 them with the leave-one-out error). Everything else comes from data
 sheets and micro-benchmarks (the machine files name each source).
 """
