@@ -48,3 +48,18 @@ def test_warp_sectors_by_hand():
     smp = sample(k, st.launch, k.loads + k.stores, st.bound)
     assert l1.warp_sectors(smp, len(k.loads)) == pytest.approx(9 * 32 / 32)
     assert st.footprint.l1_load == pytest.approx(25 * 32 / 32)
+
+
+def test_l1_cycles_script_uses_the_paper_count(capsys):
+    # block (1, 64, 1): every half warp reads 16 rows 120 kB apart, 16
+    # distinct 1 KiB regions, so 2 * 16 cycles per warp instruction for
+    # 225 loads and one store, 7232 cycles per warp-update (the guard's
+    # partial half warps make it slightly less)
+    assert script("l1_cycles").main() == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("(1, 64, 1)"))
+    paper = float(line.split("|")[3])
+    assert 7200 <= paper <= 32 * 226
+    # measured SM cycles per warp-update: 80 SMs * 1.38 GHz / GLup/s * 32
+    glups, measured = float(line.split("|")[1]), float(line.split("|")[2])
+    assert measured == pytest.approx(80 * 1.38 / glups * 32, rel=0.01)  # GLup/s printed rounded
