@@ -63,3 +63,23 @@ def test_l1_cycles_script_uses_the_paper_count(capsys):
     # measured SM cycles per warp-update: 80 SMs * 1.38 GHz / GLup/s * 32
     glups, measured = float(line.split("|")[1]), float(line.split("|")[2])
     assert measured == pytest.approx(80 * 1.38 / glups * 32, rel=0.01)  # GLup/s printed rounded
+
+
+def test_lru_replay_by_hand():
+    lru = script("l1_lru")
+    # capacity 2 lines: A{0}, B{4}, A{0,1} (line resident: sector 1 only),
+    # C{8} evicts B (least recent), B{4} again misses: 1 + 1 + 1 + 1 + 1
+    events = [("A", frozenset({0})), ("B", frozenset({4})), ("A", frozenset({0, 1})),
+              ("C", frozenset({8})), ("B", frozenset({4}))]
+    assert lru.lru_sectors(events, 2) == 5
+    assert lru.lru_sectors(events, 3) == 4  # B stays resident
+    # two warps, two loads a[x] and a[x + 4] of doubles: a warp's 32 lanes
+    # read 256 B, two 128 B lines of 4 sectors; a[x + 4] is one sector on
+    addr = np.array([np.arange(64) * 8, np.arange(64) * 8 + 32])
+    act = np.ones(64, dtype=bool)
+    burst = lru.block_events(addr, act, ["a", "a"], "burst")
+    lock = lru.block_events(addr, act, ["a", "a"], "lockstep")
+    assert [e[0][1] for e in burst] == [0, 1, 0, 1, 2, 2, 3, 2, 3, 4]
+    assert [e[0][1] for e in lock] == [0, 1, 2, 3, 0, 1, 2, 2, 3, 4]
+    assert burst[2][1] == frozenset({1, 2, 3})  # a[x + 4], lanes 0-27 of line 0
+    assert sorted(burst) == sorted(lock)
