@@ -37,11 +37,11 @@ from scipy.stats import spearmanr
 
 from warpspeed.footprint import SECTOR
 from warpspeed.machine import load_machine
-from warpspeed.model import block_stage
-from warpspeed.reference import kernel_for, rows
+from warpspeed.reference import l1_miss_rows
 from warpspeed.sampling import WARP, sample
 
 LINE = 128
+ORDERS = ("burst", "lockstep")
 
 
 def lru_sectors(events: Iterable[tuple[object, frozenset[int]]], capacity: int) -> int:
@@ -85,34 +85,29 @@ def block_events(addresses: np.ndarray, active: np.ndarray, fields: list[str], o
     return out
 
 
-def simulated_fraction(kernel: object, machine: object, block: tuple[int, int, int],
-                       order: str) -> float:
-    """Simulated miss fraction of the redundant loads of one interior block."""
-    st = block_stage(kernel, machine, block)  # type: ignore[arg-type]
-    smp = sample(kernel, st.launch, kernel.loads, st.bound)  # type: ignore[attr-defined]
+def simulated_fractions(kernel: object, machine: object, stage: object) -> dict[str, float]:
+    """Simulated miss fraction of the redundant loads of one interior block
+    of the block stage ``stage``, per issue order."""
+    launch = stage.launch  # type: ignore[attr-defined]
+    smp = sample(kernel, launch, kernel.loads, stage.bound)  # type: ignore[attr-defined]
     b = int(np.argmax(smp.weights))  # the most common (interior) block
     fields = [a.field.name for a in kernel.loads]  # type: ignore[attr-defined]
-    events = block_events(smp.addresses[:, b, :], smp.active[b], fields, order)
-    capacity = machine.l1_bytes // LINE // st.launch.occupancy.blocks_per_sm  # type: ignore[attr-defined]
-    unique = len({(ln[0], s) for ln, ss in events for s in ss})  # type: ignore[index]
-    reads = sum(len(ss) for _, ss in events)
-    redundant = reads - unique
-    return (lru_sectors(events, capacity) - unique) / redundant if redundant else 0.0
+    capacity = machine.l1_bytes // LINE // launch.occupancy.blocks_per_sm  # type: ignore[attr-defined]
+    out = {}
+    for order in ORDERS:
+        events = block_events(smp.addresses[:, b, :], smp.active[b], fields, order)
+        unique = len({(ln[0], s) for ln, ss in events for s in ss})  # type: ignore[index]
+        redundant = sum(len(ss) for _, ss in events) - unique
+        out[order] = (lru_sectors(events, capacity) - unique) / redundant if redundant else 0.0
+    return out
 
 
 def main() -> int:
     machine = load_machine("V100")
     table = []
-    kernels: dict[object, object] = {}
-    for ds in ("star3d_r4", "star3d_r2"):
-        for r in rows(ds):
-            if r.l2_load is None:
-                continue
-            k = kernels.setdefault((r.params, r.fold), kernel_for(r))
-            fp = block_stage(k, machine, r.block).footprint  # type: ignore[arg-type]
-            meas = (r.l2_load - fp.l2_load_v1) / (fp.l1_load - fp.l2_load_v1)
-            sims = [simulated_fraction(k, machine, r.block, o) for o in ("burst", "lockstep")]
-            table.append((ds, r.fold[2], r.block, meas, *sims))
+    for r, k, st, meas in l1_miss_rows(machine):
+        sims = simulated_fractions(k, machine, st)
+        table.append((r.dataset, r.fold[2], r.block, meas, *(sims[o] for o in ORDERS)))
     print("V100 star data: measured L1 miss fraction of redundant loads against LRU replays")
     print("set | z-fold | block | measured | burst | lockstep")
     for ds, fz, block, meas, burst, lock in table:

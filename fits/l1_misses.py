@@ -37,8 +37,7 @@ from scipy.stats import spearmanr
 from warpspeed.capacity import load_fits
 from warpspeed.footprint import SECTOR
 from warpspeed.machine import load_machine
-from warpspeed.model import block_stage
-from warpspeed.reference import kernel_for, rows
+from warpspeed.reference import l1_miss_rows
 from warpspeed.sampling import WARP, Sample, distinct_sorted, sample, sorted_rows
 from warpspeed.volumes import l1_coverage
 
@@ -65,20 +64,14 @@ def main() -> int:
     machine = load_machine("V100")
     m1 = load_fits(machine.fits).m1
     table = []
-    kernels: dict[object, object] = {}
-    for ds in ("star3d_r4", "star3d_r2"):
-        for r in rows(ds):
-            if r.l2_load is None:
-                continue
-            k = kernels.setdefault((r.params, r.fold), kernel_for(r))
-            st = block_stage(k, machine, r.block)  # type: ignore[arg-type]
-            smp = sample(k, st.launch, k.loads + k.stores, st.bound)  # type: ignore[attr-defined]
-            fp = st.footprint
-            warp = warp_sectors(smp, len(k.loads))  # type: ignore[attr-defined]
-            o1 = l1_coverage(fp, st.launch, machine)
-            redundant = fp.l1_load - fp.l2_load_v1
-            table.append((ds, r.fold[2], r.block, o1, (r.l2_load - fp.l2_load_v1) / redundant,
-                          m1(o1), (fp.l1_load - warp) / redundant))
+    for r, k, st, meas in l1_miss_rows(machine):
+        smp = sample(k, st.launch, k.loads + k.stores, st.bound)  # type: ignore[attr-defined]
+        fp = st.footprint  # type: ignore[attr-defined]
+        warp = warp_sectors(smp, len(k.loads))
+        o1 = l1_coverage(fp, st.launch, machine)  # type: ignore[attr-defined]
+        redundant = fp.l1_load - fp.l2_load_v1
+        table.append((r.dataset, r.fold[2], r.block, o1, meas, m1(o1),
+                      (fp.l1_load - warp) / redundant))
     print("V100 star data: measured L1 miss fraction of redundant loads against m1(O1)")
     print("set | z-fold | block | O1 | measured | m1(O1) | intra-warp share of redundant")
     for ds, fz, block, o1, meas, model, intra in sorted(table, key=lambda t: (t[1], t[0], t[2])):

@@ -83,3 +83,17 @@ def test_lru_replay_by_hand():
     assert [e[0][1] for e in lock] == [0, 1, 2, 3, 0, 1, 2, 2, 3, 4]
     assert burst[2][1] == frozenset({1, 2, 3})  # a[x + 4], lanes 0-27 of line 0
     assert sorted(burst) == sorted(lock)
+
+
+def test_l1_miss_rows_are_every_star_row_with_an_l2_load():
+    from warpspeed.reference import l1_miss_rows, rows
+
+    out = l1_miss_rows()
+    expected = [r for ds in ("star3d_r4", "star3d_r2") for r in rows(ds) if r.l2_load]
+    assert [r for r, *_ in out] == expected
+    r, _, st, meas = out[0]
+    fp = st.footprint
+    # (32, 1, 32) radius 4: 74.69 B measured against the block's own counts
+    assert r.block == (32, 1, 32)
+    assert meas == pytest.approx((74.69 - fp.l2_load_v1) / (fp.l1_load - fp.l2_load_v1))
+    assert meas == pytest.approx(-0.011, abs=5e-4)  # as fits/l1_misses.py prints

@@ -200,6 +200,27 @@ def predictions(model: str, data: Sequence[Row], machine: object = "V100") -> li
     return out
 
 
+def l1_miss_rows(machine: object = "V100") -> list[tuple[Row, Kernel, object, float]]:
+    """Every star row with a measured L2 load, with its kernel (built once
+    per variant), its block stage and the measured L1 miss fraction of the
+    redundant loads, ``(L2 measured - L2LoadV1) / (L1Load - L2LoadV1)``
+    with the counts of the block stage (MODEL.md §5): the rows the
+    ``fits/l1_*.py`` analyses compare their L1 models with."""
+    from .model import block_stage
+
+    kernels: dict[tuple[object, ...], Kernel] = {}
+    out: list[tuple[Row, Kernel, object, float]] = []
+    for ds in ("star3d_r4", "star3d_r2"):
+        for r in rows(ds):
+            if r.l2_load is None:
+                continue
+            k = kernels.setdefault((r.params, r.fold), kernel_for(r))
+            st = block_stage(k, machine, r.block)  # type: ignore[arg-type]
+            fp = st.footprint
+            out.append((r, k, st, (r.l2_load - fp.l2_load_v1) / (fp.l1_load - fp.l2_load_v1)))
+    return out
+
+
 def report(models: Sequence[str] = ("paper", "latency"),
            datasets: Sequence[str] = DATASETS, machine: object = "V100") -> list[Scores]:
     """Scores of every model on every data set."""
