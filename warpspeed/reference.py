@@ -206,8 +206,10 @@ def l1_miss_rows(machine: object = "V100") -> list[tuple[Row, Kernel, object, fl
     redundant loads, ``(L2 measured - L2LoadV1) / (L1Load - L2LoadV1)``
     with the counts of the block stage (MODEL.md §5): the rows the
     ``fits/l1_*.py`` analyses compare their L1 models with."""
+    from .machine import load_machine
     from .model import block_stage
 
+    m = load_machine(machine)  # type: ignore[arg-type]
     kernels: dict[tuple[object, ...], Kernel] = {}
     out: list[tuple[Row, Kernel, object, float]] = []
     for ds in ("star3d_r4", "star3d_r2"):
@@ -215,7 +217,7 @@ def l1_miss_rows(machine: object = "V100") -> list[tuple[Row, Kernel, object, fl
             if r.l2_load is None:
                 continue
             k = kernels.setdefault((r.params, r.fold), kernel_for(r))
-            st = block_stage(k, machine, r.block)  # type: ignore[arg-type]
+            st = block_stage(k, m, r.block)
             fp = st.footprint
             out.append((r, k, st, (r.l2_load - fp.l2_load_v1) / (fp.l1_load - fp.l2_load_v1)))
     return out
