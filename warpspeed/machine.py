@@ -112,14 +112,14 @@ def _parse(path: Path) -> Machine:
                 f"machine file {path}: missing table [{key}] with 'value' and 'source'"
             )
         v = entry["value"]
-        zero_ok = _RANGE.get(key, (1.0,))[0] == 0.0
+        low, high, why = _RANGE.get(key, (0.0, math.inf, ""))
+        zero_ok = key in _RANGE and low == 0.0  # otherwise "positive"
         number = isinstance(v, (int, float)) and not isinstance(v, bool)
         if not number or v < 0 or (v == 0 and not zero_ok):
             kind = "a number >= 0" if zero_ok else "a positive number"
             raise MachineError(f"machine file {path}: [{key}] value must be {kind}, got {v!r}")
         if typ == "int" and not isinstance(v, int):
             raise MachineError(f"machine file {path}: [{key}] value must be an integer, got {v!r}")
-        low, high, why = _RANGE.get(key, (0.0, math.inf, ""))
         if not low <= v <= high:
             raise MachineError(f"machine file {path}: [{key}] value must lie in [{low:g}, "
                                f"{high:g}] ({why}), got {v!r}")
