@@ -24,16 +24,18 @@ def check_shape(shape: Sequence[int], dims: int) -> tuple[int, ...]:
 
 
 def field(
-    name: str, interior: Sequence[int], ghost: int, components: int = 0
+    name: str, interior: Sequence[int], ghost: int, components: int = 0,
+    dtype: str = "float64",
 ) -> ps.Field:
-    """A double field with ``ghost`` layers around ``interior``, x contiguous
-    (``fzyx``); ``components`` > 0 adds an index dimension (slowest)."""
+    """A field of ``dtype`` (double by default) with ``ghost`` layers around
+    ``interior``, x contiguous (``fzyx``); ``components`` > 0 adds an index
+    dimension (slowest)."""
     spatial = tuple(n + 2 * ghost for n in interior)
     if components:
         return ps.Field.create_fixed_size(
-            name, spatial + (components,), index_dimensions=1, dtype="float64", layout="fzyx"
+            name, spatial + (components,), index_dimensions=1, dtype=dtype, layout="fzyx"
         )
-    return ps.Field.create_fixed_size(name, spatial, dtype="float64", layout="fzyx")
+    return ps.Field.create_fixed_size(name, spatial, dtype=dtype, layout="fzyx")
 
 
 def first_interior_offset(strides: Sequence[int], ghost: int, spatial: int, itemsize: int) -> int:
@@ -66,9 +68,11 @@ def base_offsets(
     return {f.name: alignment % 128 for f in fields}
 
 
-def config(ghost: int) -> ps.CreateKernelConfig:
-    """The CUDA configuration of the ready stencils (no JIT, no GPU needed)."""
-    return ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit, ghost_layers=ghost)
+def config(ghost: int, dtype: str = "float64") -> ps.CreateKernelConfig:
+    """The CUDA configuration of the ready stencils (no JIT, no GPU needed);
+    ``dtype`` types the kernel's free symbols (e.g. a relaxation rate)."""
+    return ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit, ghost_layers=ghost,
+                                 default_dtype=dtype)
 
 
 def build(
@@ -82,11 +86,13 @@ def build(
 ) -> tuple[ws.Kernel, Any]:
     """The warpspeed kernel and the pystencils kernel of ``assignments``
     folded by ``fold``."""
-    kernel_function = generate(assignments, config(ghost), tuple(fold))
+    itemsize = int(fields[0].dtype.itemsize) if fields else 8
+    dtype = "float32" if itemsize == 4 else "float64"
+    kernel_function = generate(assignments, config(ghost, dtype), tuple(fold))
     kernel = kernel_from_pystencils(
         kernel_function,
         name=name,
-        base_offsets=base_offsets(fields, ghost, alignment),
+        base_offsets=base_offsets(fields, ghost, alignment, itemsize),
         fold=tuple(fold) + (1,) * (3 - len(tuple(fold))),
     )
     return kernel, kernel_function

@@ -38,13 +38,18 @@ def generate(
     shape: tuple[int, int, int] = (256, 256, 256),
     fold: tuple[int, int, int] = (1, 1, 1),
     alignment: int | str = "interior",
+    precision: int = 64,
 ) -> tuple[ws.Kernel, Any]:
     """``(warpspeed kernel, pystencils kernel)``; see :func:`kernel`."""
     s = check_shape(shape, 3)
-    pdfs, pdfs_tmp = field("pdfs", s, 1, 19), field("pdfs_tmp", s, 1, 19)
+    if precision not in (32, 64):
+        raise ws.KernelError(f"precision must be 32 or 64 (bits), got {precision!r}")
+    dtype = f"float{precision}"
+    pdfs, pdfs_tmp = field("pdfs", s, 1, 19, dtype), field("pdfs_tmp", s, 1, 19, dtype)
     return build(
         update_rule(pdfs, pdfs_tmp), (pdfs, pdfs_tmp),
-        ghost=1, fold=fold, alignment=alignment, name="lbm_d3q19",
+        ghost=1, fold=fold, alignment=alignment,
+        name="lbm_d3q19" if precision == 64 else "lbm_d3q19_f32",
     )
 
 
@@ -52,7 +57,9 @@ def kernel(
     shape: tuple[int, int, int] = (256, 256, 256),
     fold: tuple[int, int, int] = (1, 1, 1),
     alignment: int | str = "interior",
+    precision: int = 64,
 ) -> ws.Kernel:
-    """The LBM step on ``shape`` interior cells; ``fold`` and ``alignment``
-    as in :mod:`stencils.star3d` (alignment applies to component 0)."""
-    return generate(shape, fold, alignment)[0]
+    """The LBM step on ``shape`` interior cells in double (``precision=64``)
+    or float (32) numbers; ``fold`` and ``alignment`` as in
+    :mod:`stencils.star3d` (alignment applies to component 0)."""
+    return generate(shape, fold, alignment, precision)[0]

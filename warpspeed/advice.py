@@ -117,14 +117,21 @@ def explanation_lines(p: Prediction, a: Advice) -> list[str]:
     lines = [f"binding limiter: {a.limiter} ({p.model} model)"]
     t = p.terms
     if "roofline_glups" in t:
+        updates = t["kernel_time_us"] * p.glups * 1000.0
+        body = t["kernel_time_us"] - t["launch_us"]
         lines.append(
-            f"roofline {t['roofline_glups']:.2f} GLup/s; core (FP, L1) "
-            f"{1000 * t['t_core_ns']:.1f} ps and memory (L2, DRAM) {1000 * t['t_memory_ns']:.1f} "
-            f"ps per update overlap imperfectly (x{t['overlap_factor']:.2f} time), "
-            f"TLB x{t['tlb_factor']:.2f} on DRAM time "
-            f"({t['tlb_pages_per_sm']:.0f} pages per SM), last partial wave "
-            f"x{1 / t['wave_efficiency']:.3f}; DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s "
+            f"roofline {t['roofline_glups']:.2f} GLup/s; SM work (FP {1000 * t['t_fp_ns']:.1f}, "
+            f"L1 {1000 * t['t_l1_ns']:.1f} ps) overlaps imperfectly with the memory stream "
+            f"(L2, DRAM: {1000 * t['t_memory_ns']:.1f} ps per update): "
+            f"{1000 * t['t_update_ns']:.1f} ps (x{t['overlap_factor']:.2f}); "
+            f"DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s "
             f"with {t['dram_bytes_in_flight'] / 2**20:.1f} MiB in flight"
+        )
+        lines.append(
+            f"{updates:.3g} updates in {t['waves']:.3g} waves: body {body:.3g} us "
+            f"(x{body / (updates * t['t_update_ns'] / 1000.0):.2f} for the last partial wave; "
+            f"a block's own latency chain {t['block_chain_us']:.2f} us) "
+            f"+ launch {t['launch_us']:.2f} us"
         )
     if a.headroom is not None:
         lines.append(f"headroom: {a.headroom:.2f}x until {a.next_limiter} binds "

@@ -162,8 +162,7 @@ def finish(
     lv = level_volumes(kernel, m, launch, stage.footprint, wave, curves,
                        merged_stores=MODELS[model].merged_stores,
                        reread_evicts=MODELS[model].reread_evicts)
-    t = timing(model, kernel, m, launch, stage.l1_cycles, lv.volumes, wave,
-               stage.footprint.pages_per_block)
+    t = timing(model, kernel, m, launch, stage.l1_cycles, lv.volumes, wave)
     return Prediction(
         machine=m.name,
         kernel=kernel.name,

@@ -11,7 +11,8 @@ roofline. A model also names the sector space its DRAM sets are counted in
 * ``latency`` (the default): the linear, alignment-aware sector space and a
   time per lattice update from bytes in flight and memory latency (Little's
   law, calibrated on micro-benchmarks), DRAM bandwidth by load/store mix,
-  imperfect overlap of the limiters, TLB reach and the last partial wave
+  imperfect overlap of SM work with the memory stream, partial waves and
+  the launch overhead
   (:mod:`warpspeed.timing.latency`).
 """
 
@@ -38,9 +39,7 @@ class TimingResult:
     terms: dict[str, float] = field(default_factory=dict)
 
 
-TimingFunction = Callable[
-    [Kernel, Machine, Launch, float, Volumes, WaveVolumes, float], TimingResult
-]
+TimingFunction = Callable[[Kernel, Machine, Launch, float, Volumes, WaveVolumes], TimingResult]
 
 
 @dataclass(frozen=True)
@@ -55,8 +54,8 @@ class Timing:
     reread_evicts: bool = False
 
 
-def _paper(k: Kernel, m: Machine, la: Launch, l1: float, v: Volumes, w: WaveVolumes,
-           pages: float) -> TimingResult:
+def _paper(k: Kernel, m: Machine, la: Launch, l1: float, v: Volumes, w: WaveVolumes
+           ) -> TimingResult:
     from .paper import limits, roofline
 
     lim = limits(k, m, l1, v)
@@ -64,11 +63,11 @@ def _paper(k: Kernel, m: Machine, la: Launch, l1: float, v: Volumes, w: WaveVolu
     return TimingResult(glups, limiter, lim)
 
 
-def _latency(k: Kernel, m: Machine, la: Launch, l1: float, v: Volumes, w: WaveVolumes,
-             pages: float) -> TimingResult:
+def _latency(k: Kernel, m: Machine, la: Launch, l1: float, v: Volumes, w: WaveVolumes
+             ) -> TimingResult:
     from .latency import predict_time
 
-    return predict_time(k, m, la, l1, v, w, pages)
+    return predict_time(k, m, la, l1, v, w)
 
 
 MODELS: dict[str, Timing] = {
@@ -78,7 +77,8 @@ MODELS: dict[str, Timing] = {
         "default: DRAM sectors in the linear, alignment-aware address space (arrays of "
         "structures share sectors); time from bytes in flight and latency (Little's law, "
         "calibrated on micro-benchmarks), DRAM bandwidth by load/store mix, FP work costed "
-        "per instruction class, imperfect overlap of the limiters, TLB reach, partial waves; "
+        "per instruction class, imperfect overlap of FP and L1 work with the memory stream, "
+        "partial waves and launch overhead; "
         "partial stores of one block merge in the L2 before eviction; L1 re-reads miss the L2 "
         "at its capacity-miss fraction",
         _latency,
@@ -98,13 +98,10 @@ DEFAULT_MODEL = "latency"
 
 def timing(
     model: str, kernel: Kernel, machine: Machine, launch: Launch, l1_cycles: float,
-    volumes: Volumes, wave: WaveVolumes, pages_per_block: float = 0.0,
+    volumes: Volumes, wave: WaveVolumes,
 ) -> TimingResult:
-    """Run the timing model ``model`` (a key of :data:`MODELS`);
-    ``pages_per_block``: the 2 MiB pages one block touches (TLB reach)."""
-    return MODELS[model].function(
-        kernel, machine, launch, l1_cycles, volumes, wave, pages_per_block
-    )
+    """Run the timing model ``model`` (a key of :data:`MODELS`)."""
+    return MODELS[model].function(kernel, machine, launch, l1_cycles, volumes, wave)
 
 
 __all__ = ["DEFAULT_MODEL", "MODELS", "Timing", "TimingResult", "timing"]

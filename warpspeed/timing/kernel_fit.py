@@ -1,50 +1,105 @@
-"""The constants of the default timing model that are fitted to kernel
-measurements, their bounds, and the fit itself
-(:mod:`warpspeed.timing.latency`).
+"""The constant of the default timing model that is fitted to kernel
+measurements, its bounds, the joint fit over data sets and the
+leave-one-set-out check (MODEL.md §11).
 
-At most three constants per machine may be fitted to kernel rows; they are
-named and bounded here, once, for ``fits/latency_model.py`` (which fits and
-reports them) and ``fits/overlap_forms.py`` (which fits them again for
-every overlap form it compares).
+One constant is fitted to kernel rows: ``overlap_exponent``, the p-norm
+exponent of L1 work against the memory stream. Everything else comes from
+data sheets and micro-benchmarks. The fit is joint: every development data
+set (a list of rows with a measured GLup/s) counts with the same weight,
+its mean absolute relative error, so that a set with many rows does not
+decide alone. A constant is kept only if it holds with one set left out:
+:func:`leave_one_set_out` fits on the other sets and scores the one left
+out.
+
+The fit works on the model's own terms (:func:`warpspeed.timing.latency.
+glups_from_terms`), which recombine into the model's GLup/s exactly, so a
+row costs one prediction however many constants are tried.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-#: Name and bounds of each fitted constant, in the order of the vector the
-#: fit works on: the p-norm exponent of the core and memory times, the 2 MiB
-#: pages one SM reaches without TLB misses, and the relative DRAM time added
-#: per unit of missing fraction.
+#: Name and bounds of each fitted constant: the p-norm exponent of L1 time
+#: and memory time (1 adds them; 4 is nearly the roofline).
 KERNEL_CONSTANTS: dict[str, tuple[float, float]] = {
     "overlap_exponent": (1.0, 4.0),
-    "tlb_reach_pages": (16.0, 512.0),
-    "tlb_penalty": (0.01, 4.0),
 }
 
-#: Starting points of the fit: the objective is not smooth in the TLB reach
-#: (a reach between two rows' page counts changes nothing), so one start
-#: can stall on a plateau.
-STARTS: tuple[tuple[float, float, float], ...] = (
-    (1.5, 128.0, 1.0), (2.0, 200.0, 2.0), (1.3, 64.0, 0.5),
-)
+
+@dataclass(frozen=True)
+class FitRow:
+    """One measured row: the model's terms for it and the measured GLup/s."""
+
+    terms: Mapping[str, float]
+    measured: float
 
 
-def fit_constants(objective: Callable[[np.ndarray], float]) -> np.ndarray:
-    """The constants (in the order of :data:`KERNEL_CONSTANTS`) minimising
-    ``objective`` within the bounds: bounded Powell from every start, the
-    best result kept."""
-    from scipy.optimize import minimize
+def row_glups(rows: Sequence[FitRow], p: float) -> np.ndarray:
+    """The model's GLup/s of every row with L1 overlap exponent ``p``."""
+    from .latency import glups_from_terms
 
-    bounds = tuple(KERNEL_CONSTANTS.values())
-    best = None
-    for start in STARTS:
-        res = minimize(objective, np.array(start), bounds=bounds, method="Powell")
-        if best is None or res.fun < best.fun:
-            best = res
-    return np.asarray(best.x)  # type: ignore[union-attr]
+    return np.array([glups_from_terms(r.terms, l1_exponent=p) for r in rows])
 
 
-__all__ = ["KERNEL_CONSTANTS", "STARTS", "fit_constants"]
+def set_error(rows: Sequence[FitRow], p: float) -> float:
+    """Mean absolute relative error of the GLup/s of one data set."""
+    meas = np.array([r.measured for r in rows])
+    return float(np.mean(np.abs(row_glups(rows, p) / meas - 1.0)))
+
+
+def fit_joint(sets: Mapping[str, Sequence[FitRow]]) -> float:
+    """The exponent minimising the mean over the data sets of each set's
+    GLup/s MAPE, within :data:`KERNEL_CONSTANTS`' bounds."""
+    from scipy.optimize import minimize_scalar
+
+    if not sets:
+        raise ValueError("fit_joint needs at least one data set")
+    low, high = KERNEL_CONSTANTS["overlap_exponent"]
+    res = minimize_scalar(lambda p: float(np.mean([set_error(r, p) for r in sets.values()])),
+                          bounds=(low, high), method="bounded", options={"xatol": 1e-3})
+    return float(res.x)
+
+
+@dataclass(frozen=True)
+class SetScore:
+    """How one data set is predicted with a given exponent."""
+
+    dataset: str
+    exponent: float
+    rows: int
+    mape: float
+    median_ratio: float
+    spearman: float | None
+    best_fraction: float
+
+
+def score_set(name: str, rows: Sequence[FitRow], p: float) -> SetScore:
+    """MAPE, median predicted/measured, Spearman and the measured GLup/s of
+    the predicted best over the measured best, with exponent ``p``."""
+    from scipy.stats import spearmanr
+
+    g = row_glups(rows, p)
+    meas = np.array([r.measured for r in rows])
+    rho = float(spearmanr(g, meas)[0]) if len(rows) > 2 else None
+    return SetScore(name, p, len(rows), float(np.mean(np.abs(g / meas - 1))),
+                    float(np.median(g / meas)), rho, float(meas[np.argmax(g)] / meas.max()))
+
+
+def leave_one_set_out(sets: Mapping[str, Sequence[FitRow]]) -> list[SetScore]:
+    """For every data set: the exponent fitted on all the others, and the
+    scores of the set left out with it. Needs two sets or more."""
+    if len(sets) < 2:
+        raise ValueError("leave one set out needs at least two data sets")
+    out = []
+    for name, rows in sets.items():
+        p = fit_joint({k: v for k, v in sets.items() if k != name})
+        out.append(score_set(name, rows, p))
+    return out
+
+
+__all__ = ["KERNEL_CONSTANTS", "FitRow", "SetScore", "fit_joint", "leave_one_set_out",
+           "row_glups", "score_set", "set_error"]

@@ -1,9 +1,9 @@
-"""The default timing model ("latency"): the time per lattice update itself,
-not only the order of configurations.
+"""The default timing model ("latency"): the time of the kernel itself,
+not only the order of configurations (MODEL.md §11).
 
 The paper's four limits (MODEL.md §8) are bounds; this model puts the
-physics between them. All times are in ns per lattice update on the whole
-GPU (the inverse of GLup/s).
+physics between them. Per-update times are in ns per lattice update on the
+whole GPU (the inverse of GLup/s).
 
 * **FP** (§8, refined): every class of FP instruction costs its throughput
   in FMA issue slots (``[fp64_cost]`` / ``[fp32_cost]`` of the machine file:
@@ -17,41 +17,46 @@ GPU (the inverse of GLup/s).
   the saturated bandwidth of the kernel's load/store mix:
   :mod:`warpspeed.timing.memory`, calibrated on public stream and
   pointer-chasing micro-benchmarks). Bytes in flight: every working
-  resident thread has its whole DRAM traffic of one residence in flight
-  (the loads of a stencil update are independent, the compiler issues them
-  together), as the stream threads of the calibration do.
-* **TLB reach**: one SM's resident blocks touch ``pages_per_block *
-  blocks_per_sm`` pages of 2 MiB; beyond the SM's TLB reach
-  (``tlb_reach_pages``) the fraction ``1 - reach / pages`` of accesses
-  misses, and DRAM time grows by ``tlb_penalty`` times that fraction. Deep
-  blocks that touch many far-apart z-planes pay it.
-* **Overlap**: two sides, each as fast as its slower part, overlap
-  imperfectly. The *core* side is the SM's issue, ``max(t_fp, t_l1)``: the
-  same warp schedulers issue FP and L1 instructions, interleaved. The
-  *memory* side is ``max(t_l2, t_dram)``: DRAM data streams through the L2,
-  both stages of one pipeline. The time is the ``p``-norm of the two,
-  ``t = (t_core^p + t_memory^p)^(1/p)`` with ``p = overlap_exponent``:
-  ``p -> inf`` is the roofline (perfect overlap), ``p = 1`` full
-  serialisation of core and memory. One exponent per machine. Assumption,
-  phenomenological: chosen over the p-norm of all four times, which fits
-  the radius-4 star worse (leave-one-out 9.7 % against 7.0 %) and the
-  held-out box stencil slightly better (12.6 % against 13.8 %);
-  ``python fits/overlap_forms.py`` compares the forms.
-* **Partial waves**: the grid runs in ``ceil(blocks / wave_blocks)`` waves,
-  the last one partial; the time per lattice update grows by
-  ``ceil(w) / w`` with ``w = blocks / wave_blocks``.
+  resident thread has its whole DRAM traffic of one residence in flight.
+* **Overlap**: the *memory* side ``t_mem = max(t_l2, t_dram)`` (DRAM data
+  streams through the L2: two stages of one pipeline) overlaps with each
+  kind of SM work on its own, as a p-norm ``(a^p + b^p)^(1/p)`` (``p -> inf``
+  is the roofline, ``p = 1`` full serialisation):
 
-Fitted to kernel measurements: ``overlap_exponent``, ``tlb_reach_pages``
-and ``tlb_penalty`` (three constants per machine, bounded;
-``fits/latency_model.py`` fits them within the bounds of
-:mod:`warpspeed.timing.kernel_fit` on the V100 radius-4 star and reports
-them with the leave-one-out error). Everything else comes from data
-sheets and micro-benchmarks (the machine files name each source).
+  - FP work with ``p = fp_overlap_exponent``, calibrated per GPU on the
+    FP/bandwidth transition of the public roofline micro-benchmark
+    (``fits/calibrate_overlap.py``: 1.9-3.6 on the four NVIDIA tables);
+  - L1 work with ``p = overlap_exponent``, the one constant fitted to kernel
+    measurements, jointly on every development set with a leave-one-set-out
+    check (``fits/latency_model.py``).
+
+  The time per update is the larger of the two overlaps. A memory-bound
+  kernel with little core work therefore runs close to the calibrated
+  stream bandwidth. Assumption, phenomenological: the kernel-fitted L1
+  exponent (about 1.3) is lower than the 1D-stencil stream micro-benchmarks
+  suggest (their 3- and 5-point variants lose under 1 % to the copy
+  stream); the stencils' loss also holds DRAM effects of many concurrent
+  streams that are not modelled on their own.
+* **Waves and launch**: the grid runs in ``w = blocks / wave_blocks`` waves.
+  Full waves take their share of the time; the last partial wave (or a
+  grid smaller than one wave) takes the longer of its share and one
+  block's own latency chain (one DRAM round trip plus the block's core
+  work on one SM). Every launch costs ``launch_overhead_us``, the floor of
+  back-to-back launches of tiny kernels (``small_kernels`` micro-benchmark).
+  Adding it is the conservative side: near the crossover, back-to-back
+  launches in that table take 10-25 % less than launch plus body.
+
+No TLB term: pages of 2 MiB are not charged. The term fitted earlier on the
+V100 deep-block star rows (two rows of one kernel) made a D3Q19 lattice
+Boltzmann kernel 4x too slow on every GPU, and no documented TLB size
+matches the reach it needed (MODEL.md §10 lists the deep blocks as a known
+gap).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from ..errors import MachineError
 from ..kernel import Kernel
@@ -112,23 +117,52 @@ def resident_threads(kernel: Kernel, launch: Launch) -> float:
 
 def wave_efficiency(launch: Launch) -> float:
     """``w / ceil(w)`` with ``w`` the grid's blocks in waves: the share of
-    the last wave's slots that do work, spread over all waves."""
+    the last wave's slots that do work, spread over all waves (reported as
+    information; the time uses :func:`kernel_time_ns`)."""
     w = math.prod(launch.grid) / launch.wave_blocks
     return w / math.ceil(w)
 
 
 def overlap(core: float, memory: float, p: float) -> float:
-    """``(core^p + memory^p)^(1/p)``: the time of the core and memory sides
-    overlapping imperfectly (module docstring, "Overlap")."""
+    """``(core^p + memory^p)^(1/p)``: the time of SM work and the memory
+    stream overlapping imperfectly (module docstring, "Overlap")."""
     worst = max(core, memory)
     if worst <= 0:
         return 0.0
     return worst * ((core / worst) ** p + (memory / worst) ** p) ** (1.0 / p)
 
 
+def kernel_time_ns(t_update: float, lups: float, waves: float, chain_ns: float,
+                   launch_ns: float) -> float:
+    """The kernel's wall time: launch overhead, full waves at ``t_update``
+    ns per update, and the last partial wave at the longer of its share and
+    one block's latency chain (module docstring, "Waves and launch")."""
+    per_wave = lups / waves * t_update
+    full = math.floor(waves)
+    rest = waves - full
+    last = max(chain_ns, rest * per_wave) if rest > 1e-12 else 0.0
+    return launch_ns + full * per_wave + last
+
+
+def glups_from_terms(terms: Mapping[str, float], l1_exponent: float | None = None,
+                     fp_exponent: float | None = None) -> float:
+    """GLup/s recombined from a prediction's ``terms``, optionally with
+    other overlap exponents: the same arithmetic as :func:`predict_time`,
+    so that fitting an exponent needs no new prediction
+    (:mod:`warpspeed.timing.kernel_fit`)."""
+    p_l1 = terms["l1_overlap_exponent"] if l1_exponent is None else l1_exponent
+    p_fp = terms["fp_overlap_exponent"] if fp_exponent is None else fp_exponent
+    memory = terms["t_memory_ns"]
+    t_update = max(overlap(terms["t_fp_ns"], memory, p_fp),
+                   overlap(terms["t_l1_ns"], memory, p_l1))
+    updates = terms["updates"]
+    total = kernel_time_ns(t_update, updates, terms["waves"], 1000.0 * terms["block_chain_us"],
+                           1000.0 * terms["launch_us"])
+    return updates / total
+
+
 def predict_time(
     kernel: Kernel, m: Machine, launch: Launch, l1_cycles: float, v: Volumes, wave: WaveVolumes,
-    pages_per_block: float = 0.0,
 ) -> TimingResult:
     """GLup/s, limiter, limits and terms of the default model (module
     docstring)."""
@@ -152,18 +186,21 @@ def predict_time(
     load_fraction = v.dram_load / dram_bytes if dram_bytes > 0 else 1.0
     dram_flight = threads * dram_bytes * lups
     dram_bw = achieved_bandwidth(mem, dram_flight, load_fraction) if dram_bytes else 1.0
-    pages = pages_per_block * launch.occupancy.blocks_per_sm
-    reach = float(m.tlb_reach_pages)  # type: ignore[arg-type]
-    miss = max(0.0, 1.0 - reach / pages) if pages > 0 else 0.0
-    tlb = 1.0 + float(m.tlb_penalty) * miss  # type: ignore[arg-type]
-    t_dram = dram_bytes / dram_bw * tlb
+    t_dram = dram_bytes / dram_bw
 
     times = {"fp": t_fp, "l1": t_l1, "l2": t_l2, "dram": t_dram}
     core, memory = max(t_fp, t_l1), max(t_l2, t_dram)
-    overlapped = overlap(core, memory, float(m.overlap_exponent))  # type: ignore[arg-type]
+    with_fp = overlap(t_fp, memory, float(m.fp_overlap_exponent))  # type: ignore[arg-type]
+    with_l1 = overlap(t_l1, memory, float(m.overlap_exponent))  # type: ignore[arg-type]
+    t_update = max(with_fp, with_l1)
     worst = max(times.values())
-    eff = wave_efficiency(launch)
-    total = overlapped / eff
+
+    total_lups = math.prod(kernel.domain) * lups
+    waves = math.prod(launch.grid) / launch.wave_blocks
+    block_lups = math.prod(launch.block) * lups
+    chain = float(m.dram_latency_ns) + core * m.sms * block_lups  # type: ignore[arg-type]
+    launch_ns = 1000.0 * float(m.launch_overhead_us)  # type: ignore[arg-type]
+    total_ns = kernel_time_ns(t_update, total_lups, waves, chain, launch_ns)
     limiter = max(times, key=times.__getitem__)
     limits = {k: (1.0 / t if t > 0 else None) for k, t in times.items()}
     terms = {
@@ -173,18 +210,24 @@ def predict_time(
         "t_dram_ns": t_dram,
         "t_core_ns": core,
         "t_memory_ns": memory,
+        "t_update_ns": t_update,
         "fp_slots_per_lup": slots,
         "dram_bandwidth_achieved": dram_bw,
         "dram_bytes_in_flight": dram_flight,
         "l2_bandwidth_achieved": l2_bw,
-        "tlb_pages_per_sm": pages,
-        "tlb_factor": tlb,
-        "overlap_factor": overlapped / worst,
-        "wave_efficiency": eff,
+        "overlap_factor": t_update / worst,
+        "fp_overlap_exponent": float(m.fp_overlap_exponent),  # type: ignore[arg-type]
+        "l1_overlap_exponent": float(m.overlap_exponent),  # type: ignore[arg-type]
+        "updates": float(total_lups),
+        "waves": waves,
+        "wave_efficiency": wave_efficiency(launch),
+        "block_chain_us": chain / 1000.0,
+        "launch_us": launch_ns / 1000.0,
+        "kernel_time_us": total_ns / 1000.0,
         "roofline_glups": 1.0 / worst,
     }
-    return TimingResult(glups=1.0 / total, limiter=limiter, limits=limits, terms=terms)
+    return TimingResult(glups=total_lups / total_ns, limiter=limiter, limits=limits, terms=terms)
 
 
-__all__ = ["fp_slots", "memory_params", "overlap", "predict_time", "require",
-           "resident_threads", "wave_efficiency"]
+__all__ = ["fp_slots", "glups_from_terms", "kernel_time_ns", "memory_params", "overlap",
+           "predict_time", "require", "resident_threads", "wave_efficiency"]
