@@ -171,6 +171,13 @@ class Kernel:
     * ``fixed_block``: the only block size the kernel can be launched with,
       when its code generator fixes it (pystencils' ``blockwise4d``); ``None``
       if any block size works.
+    * ``reload_repeated``: when False (the default), accesses of one thread
+      that address the same element once the block size is bound count
+      once at every level: the compiler loads read-only data once per
+      thread (common-subexpression elimination over unrolled loops, e.g.
+      the outputs of a thread folded by the block size whose inputs
+      overlap). True keeps every access, for code where the compiler cannot
+      merge them (aliasing pointers, ``volatile``, loads across barriers).
     """
 
     loads: tuple[Access, ...]
@@ -184,6 +191,7 @@ class Kernel:
     fp_ops: Mapping[str, float] | tuple[tuple[str, float], ...] | None = None
     precision: int = 64
     fixed_block: tuple[int, int, int] | None = None
+    reload_repeated: bool = False
 
     def __post_init__(self) -> None:
         loads = _dedupe(tuple(self.loads), "loads")
@@ -219,6 +227,10 @@ class Kernel:
             if len(fb) != 3:
                 raise KernelError(f"fixed_block must be three integers (x, y, z), got {fb}")
             object.__setattr__(self, "fixed_block", fb)
+        if not isinstance(self.reload_repeated, bool):
+            raise KernelError(
+                f"reload_repeated must be True or False, got {self.reload_repeated!r}"
+            )
         if isinstance(self.registers, bool) or not isinstance(self.registers, int) or not (
             1 <= self.registers <= 255
         ):
