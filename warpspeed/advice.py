@@ -37,7 +37,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .kernel import Kernel
+from .expr import bind_all
+from .kernel import Kernel, thread_accesses
 from .machine import Machine
 from .model import LIMITERS, Prediction
 
@@ -169,7 +170,9 @@ def _block_x(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:
 def _l1(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:
     if kernel is None:
         return ()
-    ideal = 2.0 * (len(kernel.loads) + len(kernel.stores)) / kernel.lups_per_thread
+    bound = bind_all((a.forms for a in kernel.loads + kernel.stores), p.block)
+    loads, stores = thread_accesses(kernel, bound)  # the instructions a thread issues
+    ideal = 2.0 * (len(loads) + len(stores)) / kernel.lups_per_thread
     if p.l1_cycles < 1.1 * ideal:
         return ()
     gain = ""

@@ -282,7 +282,9 @@ def cmd_rank(args: argparse.Namespace) -> int:
     if args.fold:
         folds = list(dict.fromkeys(parse_triple(f, "--fold") for f in args.fold))
     else:
-        folds = list(DEFAULT_FOLDS) if takes_fold else [(1, 1, 1)]
+        # a stencil module may name its own foldings (FOLDS), e.g. a 2-D kernel
+        own = getattr(load_stencil(args.stencil), "FOLDS", None)
+        folds = [(1, 1, 1)] if not takes_fold else list(own or DEFAULT_FOLDS)
     arch = load_machine(args.machine).arch
     variants = build_variants(args.stencil, args.set, args.registers, arch, folds)
     bar = _ProgressBar() if sys.stderr.isatty() else None
@@ -401,7 +403,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_r.add_argument("--threads", type=_positive, nargs="+", action="extend", metavar="N",
                      help="threads per block (repeatable; default 1024)")
     p_r.add_argument("--fold", nargs="+", action="extend", metavar="X,Y,Z",
-                     help="folding variants (default 1,1,1 1,2,1 1,1,2 if the stencil folds)")
+                     help="folding variants (default: the stencil module's FOLDS, else "
+                          "1,1,1 1,2,1 1,1,2 if the stencil folds)")
     p_r.add_argument("--top", type=_positive, metavar="K",
                      help="only the best K, pruning the rest by an upper bound")
     p_r.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1, metavar="J",

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import KernelError
-from .expr import SymForm, parse
+from .expr import LinForm, SymForm, parse
 
 ITEMSIZES = (1, 2, 4, 8, 16)
 
@@ -171,6 +171,13 @@ class Kernel:
     * ``fixed_block``: the only block size the kernel can be launched with,
       when its code generator fixes it (pystencils' ``blockwise4d``); ``None``
       if any block size works.
+    * ``reload_repeated``: when False (the default), accesses of one thread
+      that address the same element once the block size is bound count
+      once at every level: the compiler loads read-only data once per
+      thread (common-subexpression elimination over unrolled loops, e.g.
+      the outputs of a thread folded by the block size whose inputs
+      overlap). True keeps every access, for code where the compiler cannot
+      merge them (aliasing pointers, ``volatile``, loads across barriers).
     """
 
     loads: tuple[Access, ...]
@@ -184,6 +191,7 @@ class Kernel:
     fp_ops: Mapping[str, float] | tuple[tuple[str, float], ...] | None = None
     precision: int = 64
     fixed_block: tuple[int, int, int] | None = None
+    reload_repeated: bool = False
 
     def __post_init__(self) -> None:
         loads = _dedupe(tuple(self.loads), "loads")
@@ -219,6 +227,10 @@ class Kernel:
             if len(fb) != 3:
                 raise KernelError(f"fixed_block must be three integers (x, y, z), got {fb}")
             object.__setattr__(self, "fixed_block", fb)
+        if not isinstance(self.reload_repeated, bool):
+            raise KernelError(
+                f"reload_repeated must be True or False, got {self.reload_repeated!r}"
+            )
         if isinstance(self.registers, bool) or not isinstance(self.registers, int) or not (
             1 <= self.registers <= 255
         ):
@@ -256,3 +268,45 @@ class Kernel:
         for a in self.loads + self.stores:
             seen.setdefault(a.field.name, a.field)
         return tuple(seen.values())
+
+
+def address_key(acc: Access, bound: Mapping[SymForm, LinForm]) -> tuple[object, ...]:
+    """A key equal for two accesses of one thread that address the same
+    element for every thread once the block size is bound (``bound``: the
+    forms bound by :func:`warpspeed.expr.bind_all`). Affine forms compare
+    by their linear element offset (``A[x + n, y]`` and ``A[x, y + 1]`` of
+    an ``n``-wide field coincide); forms with floor divisions by their
+    bound forms per dimension, a sufficient condition."""
+    forms = [bound[f] for f in acc.forms]
+    f = acc.field
+    if all(not b.floors and b.div == 1 for b in forms):
+        strides = f.strides or ()
+        const = sum(s * b.const for s, b in zip(strides, forms))
+        coef = tuple(sum(s * b.coef[i] for s, b in zip(strides, forms)) for i in range(6))
+        return (f.name, const, coef)
+    return (f.name, tuple(forms))
+
+
+def merge_repeated(
+    accesses: Sequence[Access], bound: Mapping[SymForm, LinForm]
+) -> tuple[Access, ...]:
+    """``accesses`` without the repeats of an address (:func:`address_key`),
+    the first of each kept, in order."""
+    seen: dict[tuple[object, ...], Access] = {}
+    for a in accesses:
+        seen.setdefault(address_key(a, bound), a)
+    return tuple(seen.values())
+
+
+def thread_accesses(
+    kernel: Kernel, bound: Mapping[SymForm, LinForm]
+) -> tuple[tuple[Access, ...], tuple[Access, ...]]:
+    """The loads and the stores one thread issues once the block size is
+    bound (MODEL.md §1, counted by §4-§6): repeated addresses once each
+    (the compiler's elimination of common loads from read-only data over
+    unrolled loops, and of stores overwritten before the thread ends),
+    unless ``kernel.reload_repeated``. A load and a store of one address
+    stay separate."""
+    if kernel.reload_repeated:
+        return kernel.loads, kernel.stores
+    return merge_repeated(kernel.loads, bound), merge_repeated(kernel.stores, bound)

@@ -16,7 +16,7 @@ from .capacity import CapacityFits, load_fits
 from .errors import LaunchError
 from .expr import LinForm, SymForm, bind_all
 from .footprint import Footprint, block_footprint
-from .kernel import Kernel
+from .kernel import Kernel, thread_accesses
 from .l1 import l1_cycles_per_warp_lup
 from .launch import Launch, make_launch
 from .machine import Machine, load_machine
@@ -133,13 +133,16 @@ def _model(name: str) -> Timing:
 
 
 def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> BlockStage:
-    """Occupancy, L1 cycles and block footprints (MODEL.md §3-§5)."""
+    """Occupancy, L1 cycles and block footprints (MODEL.md §3-§5) of the
+    accesses a thread issues once the block is bound
+    (:func:`warpspeed.kernel.thread_accesses`: repeats count once unless
+    ``kernel.reload_repeated``)."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"predict() needs a ws.Kernel, got {type(kernel).__name__}")
     launch = make_launch(kernel, machine, block)
-    accesses = kernel.loads + kernel.stores
-    bound = bind_all((a.forms for a in accesses), launch.block)
-    smp = sample(kernel, launch, accesses, bound)
+    bound = bind_all((a.forms for a in kernel.loads + kernel.stores), launch.block)
+    loads, stores = thread_accesses(kernel, bound)
+    smp = sample(kernel, launch, loads + stores, bound)
     if not smp.active.any():
         raise LaunchError(f"no thread of block {launch.block} lies inside the domain")
     return BlockStage(
@@ -148,7 +151,7 @@ def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -
         launch=launch,
         bound=bound,
         l1_cycles=l1_cycles_per_warp_lup(smp),
-        footprint=block_footprint(smp, len(kernel.loads)),
+        footprint=block_footprint(smp, len(loads)),
     )
 
 

@@ -38,14 +38,19 @@ class ReferenceDataError(WarpspeedError, FileNotFoundError):
     """The shared reference data cannot be found or read."""
 
 
-def data_dir() -> Path:
-    """``shared/data/v100`` beside the repository (``WARPSPEED_SHARED`` may
-    point at the ``shared`` folder instead)."""
+def shared_dir() -> Path:
+    """The project's ``shared`` folder beside the repository, or the folder
+    ``WARPSPEED_SHARED`` names."""
     import os
 
     env = os.environ.get("WARPSPEED_SHARED")
-    root = Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
-    return root / "data" / "v100"
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
+
+
+def data_dir() -> Path:
+    """``shared/data/v100`` beside the repository (``WARPSPEED_SHARED`` may
+    point at the ``shared`` folder instead)."""
+    return shared_dir() / "data" / "v100"
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,10 @@ def kernel_for(row: Row) -> Kernel:
     params = dict(row.params)
     if row.kernel == "box2d":
         return box2d(int(params["radius"]), int(params["n"]))  # type: ignore[arg-type]
+    if row.kernel == "convolution2d":
+        from stencils import convolution2d
+
+        return convolution2d.kernel(fold=row.fold, **params)  # type: ignore[arg-type]
     from stencils import star3d_by_hand
 
     return star3d_by_hand.kernel(
@@ -253,5 +262,32 @@ def format_report(scores: Sequence[Scores]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["DATASETS", "ReferenceDataError", "Row", "Scores", "box2d", "data_dir",
-           "format_report", "kernel_for", "predictions", "report", "rows", "score"]
+#: The A100 convolution scan (``shared/data/a100``, see its README).
+CONVOLUTION = "convolution_15x15"
+
+
+def convolution_rows() -> list[Row]:
+    """The rows of the A100 2-D convolution scan
+    (``shared/data/a100/convolution_15x15.csv``, a public Kernel Tuner cache,
+    see the README beside it): a 15x15 float32 filter over 4096 x 4096
+    outputs, block ``(bx, by, 1)``, folding ``(tile_x, tile_y, 1)`` strided by
+    the block size, the median time of 32 runs as GLup/s. No volumes were
+    measured. :func:`kernel_for` builds each row's kernel
+    (:mod:`stencils.convolution2d`), to be predicted on ``"A100"``."""
+    path = shared_dir() / "data" / "a100" / f"{CONVOLUTION}.csv"
+    params = (("filter_size", 15), ("precision", "float"), ("shape", (4096, 4096)))
+    out = []
+    for r in _read(path):
+        try:
+            block = (int(r["bx"]), int(r["by"]), 1)
+            fold = (int(r["tile_x"]), int(r["tile_y"]), 1)
+            glups = _num(r["meas_GLup_per_s"])
+        except (KeyError, ValueError) as exc:
+            raise ReferenceDataError(f"{path}: unreadable row {r}: {exc!r}") from exc
+        out.append(Row(CONVOLUTION, "convolution2d", params, block, fold, None, None, glups))
+    return out
+
+
+__all__ = ["CONVOLUTION", "DATASETS", "ReferenceDataError", "Row", "Scores", "box2d",
+           "convolution_rows", "data_dir", "format_report", "kernel_for", "predictions",
+           "report", "rows", "score", "shared_dir"]

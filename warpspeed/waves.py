@@ -34,7 +34,7 @@ import islpy as isl
 
 from .counting import StridedBox, _as_box, _unstride, box_volumes, count
 from .expr import LinForm, SymForm
-from .kernel import Access, Kernel
+from .kernel import Access, Kernel, merge_repeated
 from .launch import BlockBox, Launch, WaveSets, valid_threads, wave_sets
 
 SECTOR = 32
@@ -379,13 +379,14 @@ def wave_volumes(
     new_load = new_store = 0
     old = [0, 0, 0]
     ovl = [0, 0, 0]
-    for accs in _by_field(kernel.loads).values():
+    # A repeated address adds nothing to a union of images: count each once.
+    for accs in _by_field(merge_repeated(kernel.loads, bound)).values():
         n, o, v, e = volumes(accs, True)
         new_load += n
         old = [a + b for a, b in zip(old, o)]
         ovl = [a + b for a, b in zip(ovl, v)]
         enumerated += e
-    for accs in _by_field(kernel.stores).values():
+    for accs in _by_field(merge_repeated(kernel.stores, bound)).values():
         n, o, _, e = volumes(accs, True)
         new_store += n
         old = [a + b for a, b in zip(old, o)]
