@@ -1,87 +1,40 @@
-"""Fit the kernel-level constants of the default timing model on the V100
-radius-4 star and report them (``python fits/latency_model.py``).
+"""Fit the one kernel-fitted constant of the default timing model jointly on
+every development data set, and check it by leaving one set out
+(``python fits/latency_model.py [SET ...]``; MODEL.md §11).
 
-Three constants per machine may be fitted to kernel measurements (issue
-"beyond the paper"); this script fits them, each bounded, on the GLup/s of
-``shared/data/v100/star3d_r4.csv`` and nothing else:
-
-* ``overlap_exponent`` ``p`` in [1, 4]: the p-norm of the core and memory
-  times;
-* ``tlb_reach_pages`` in [16, 512]: pages of 2 MiB one SM reaches without
-  TLB misses;
-* ``tlb_penalty`` in [0.01, 4]: relative DRAM time added per unit of
-  missing fraction.
-
-Everything else of the model comes from data sheets and micro-benchmarks.
-To show that the fit does not memorise the rows, it also reports the
-leave-one-out error: each row predicted with constants fitted on all other
-rows. The fitted values are printed with the ones in the machine file; copy
-them there (with the date and this script as the source) when they change.
+The constant is ``overlap_exponent``: the p-norm exponent of L1 time
+against memory time, bounded to [1, 4]. Everything else of the model comes
+from data sheets and micro-benchmarks (``fits/calibrate_memory.py``,
+``fits/calibrate_overlap.py``). The sets are those of
+:data:`warpspeed.transfer.DEV_SETS` (V100 star and box stencils, the A100
+convolution scan); each counts with the same weight. The script prints the
+joint value, the in-sample scores, the leave-one-set-out table and the
+paper model's scores on the same rows; copy the joint value into the
+machine files that have kernel data (V100, A100) when it changes.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 
-import numpy as np
-
-from warpspeed.capacity import load_fits
-from warpspeed.machine import Machine, load_machine
-from warpspeed.model import block_stage, finish
-from warpspeed.reference import kernel_for, rows
-from warpspeed.timing.kernel_fit import KERNEL_CONSTANTS, fit_constants
-from warpspeed.waves import wave_volumes
-
-NAMES = tuple(KERNEL_CONSTANTS)
+from warpspeed.reference import ReferenceDataError
+from warpspeed.transfer import DEV_SETS, format_transfer, transfer_report
 
 
-def prepared(machine: Machine) -> list[tuple[object, object, float]]:
-    """Block stage, wave sets and measured GLup/s of every timed row."""
-    out = []
-    kernels: dict[object, object] = {}
-    for r in rows("star3d_r4"):
-        if r.glups is None:
-            continue
-        key = (r.params, r.fold)
-        k = kernels.setdefault(key, kernel_for(r))
-        st = block_stage(k, machine, r.block)  # type: ignore[arg-type]
-        out.append((st, wave_volumes(k, st.launch, st.bound, address="linear"), r.glups))
-    return out
-
-
-def errors(x: np.ndarray, machine: Machine, data: list[tuple[object, object, float]]
-           ) -> np.ndarray:
-    """Relative errors of the predicted GLup/s for constants ``x``."""
-    m = dataclasses.replace(machine, **dict(zip(NAMES, map(float, x))))
-    curves = load_fits(m.fits)
-    out = []
-    for st, wave, meas in data:
-        p = finish(dataclasses.replace(st, machine=m), wave, curves, "latency")  # type: ignore[type-var]
-        out.append(p.glups / meas - 1.0)
-    return np.array(out)
-
-
-def fit(machine: Machine, data: list[tuple[object, object, float]]) -> np.ndarray:
-    """Constants minimising the mean absolute relative error."""
-    return fit_constants(lambda x: float(np.mean(np.abs(errors(x, machine, data)))))
-
-
-def main() -> int:
-    machine = load_machine("V100")
-    data = prepared(machine)
-    x = fit(machine, data)
-    err = errors(x, machine, data)
-    print(f"V100, star3d_r4: {len(data)} timed rows")
-    for name, value in zip(NAMES, x):
-        print(f"  {name:18s} fitted {value:8.3f}   machine file {getattr(machine, name)}")
-    print(f"  in-sample GLup/s MAPE {100 * np.mean(np.abs(err)):.1f} %")
-    loo = []
-    for i in range(len(data)):
-        xi = fit(machine, data[:i] + data[i + 1:])
-        loo.append(errors(xi, machine, [data[i]])[0])
-    print(f"  leave-one-out GLup/s MAPE {100 * np.mean(np.abs(loo)):.1f} % "
-          f"(worst {100 * np.max(np.abs(loo)):.1f} %)")
+def main(argv: list[str] | None = None) -> int:
+    names = list(sys.argv[1:] if argv is None else argv)
+    sets = [d for d in DEV_SETS if not names or d.name in names]
+    if len(sets) < 2:
+        print(f"latency_model: name two or more of {[d.name for d in DEV_SETS]}", file=sys.stderr)
+        return 2
+    try:
+        rep = transfer_report(sets)
+    except ReferenceDataError as exc:
+        print(f"latency_model: {exc}", file=sys.stderr)
+        return 2
+    used = ", ".join(d.name for d in sets)
+    print(f"joint L1 overlap exponent: {rep.exponent:.3f} (sets: {used})")
+    print(format_transfer(rep))
     return 0
 
 

@@ -12,6 +12,11 @@ from warpspeed.model import block_stage
 from warpspeed.sampling import sample
 
 FITS = Path(__file__).resolve().parents[1] / "fits"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+needs_shared = pytest.mark.skipif(
+    not (SHARED / "v100").is_dir(),
+    reason=f"reference data not found at {SHARED / 'v100'}: the public measurements live in "
+           "the project's shared/ folder beside the repository and are not shipped")
 
 
 def script(name: str):
@@ -21,16 +26,37 @@ def script(name: str):
     return module
 
 
-def test_overlap_forms_recombine_the_model_terms_exactly():
-    forms = script("overlap_forms")
-    m = ws.load_machine("V100")
-    t, model = forms.terms("star3d_r4")
-    own = (m.overlap_exponent, m.tlb_reach_pages, m.tlb_penalty)
-    adopted = next(iter(forms.FORMS.values()))
-    assert "(the model)" in next(iter(forms.FORMS))
-    np.testing.assert_allclose(forms.glups(t, own, adopted), model, rtol=1e-12)
-    # the form of all four limiters is another model: it differs somewhere
-    assert not np.allclose(forms.glups(t, own, forms.FORMS["p-norm of all four"]), model)
+def _synthetic_rows(p: float, n: int, seed: int) -> list:
+    """Rows whose 'measurement' is the model's own recombination with
+    exponent ``p``: the fit must find ``p`` again."""
+    from warpspeed.timing.kernel_fit import FitRow
+    from warpspeed.timing.latency import glups_from_terms
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        terms = {"t_fp_ns": rng.uniform(0.001, 0.02), "t_l1_ns": rng.uniform(0.005, 0.1),
+                 "t_memory_ns": rng.uniform(0.01, 0.1), "fp_overlap_exponent": 3.0,
+                 "l1_overlap_exponent": 1.0, "updates": 1e8, "waves": 50.0,
+                 "block_chain_us": 0.5, "launch_us": 2.5}
+        out.append(FitRow(terms, glups_from_terms(terms, l1_exponent=p)))
+    return out
+
+
+def test_joint_fit_and_leave_one_set_out_recover_a_known_exponent():
+    from warpspeed.timing.kernel_fit import fit_joint, leave_one_set_out
+
+    sets = {"a": _synthetic_rows(1.8, 12, 1), "b": _synthetic_rows(1.8, 30, 2),
+            "c": _synthetic_rows(1.8, 5, 3)}
+    assert fit_joint(sets) == pytest.approx(1.8, abs=0.01)
+    for s in leave_one_set_out(sets):
+        assert s.exponent == pytest.approx(1.8, abs=0.01)
+        assert s.mape < 1e-3 and s.median_ratio == pytest.approx(1.0, abs=1e-3)
+    # each set weighs the same: a set at 1.2 and one at 2.4 meet in between
+    mixed = {"low": _synthetic_rows(1.2, 40, 4), "high": _synthetic_rows(2.4, 5, 5)}
+    assert 1.2 < fit_joint(mixed) < 2.4
+    with pytest.raises(ValueError, match="two data sets"):
+        leave_one_set_out({"a": sets["a"]})
 
 
 def test_warp_sectors_by_hand():
@@ -50,6 +76,7 @@ def test_warp_sectors_by_hand():
     assert st.footprint.l1_load == pytest.approx(25 * 32 / 32)
 
 
+@needs_shared
 def test_l1_cycles_script_uses_the_paper_count(capsys):
     # block (1, 64, 1): every half warp reads 16 rows 120 kB apart, 16
     # distinct 1 KiB regions, so 2 * 16 cycles per warp instruction for
@@ -85,6 +112,7 @@ def test_lru_replay_by_hand():
     assert sorted(burst) == sorted(lock)
 
 
+@needs_shared
 def test_l1_miss_rows_are_every_star_row_with_an_l2_load():
     from warpspeed.reference import l1_miss_rows, rows
 
