@@ -127,3 +127,13 @@ def test_stencil_without_fold_parameter_runs_unfolded_and_rejects_a_fold(tmp_pat
 ])
 def test_bad_arguments_end_in_one_line_and_exit_code_2(args, text):
     one_line_error(run(*args, ok=False), text)
+
+
+def test_validate_without_the_reference_data_says_where_they_come_from(tmp_path, monkeypatch):
+    monkeypatch.setenv("WARPSPEED_SHARED", str(tmp_path / "nowhere"))
+    r = subprocess.run([str(SCRIPT), "validate", "--v100"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "public measurements" in lines[0] and "shared/ folder" in lines[0]
+    assert "WARPSPEED_SHARED" in lines[0]

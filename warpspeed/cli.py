@@ -435,7 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_v.add_argument("--model", default="paper", choices=tuple(MODELS),
                      help="timing model for a CSV (default paper, as the refit uses)")
     p_v.add_argument("--v100", action="store_true",
-                     help="compare both models with shared/data/v100 beside the repository")
+                     help="compare both models with the public data in shared/data beside the "
+                     "repository (V100 stencils, A100 convolution), with the leave-one-set-out "
+                     "table of the default model's fitted constant")
     p_v.add_argument("--machine", help="machine name or .toml (default: from the CSV's GPU)")
     p_v.add_argument("--fits", help="capacity fits name or .toml (default: the machine's)")
     p_v.add_argument("--subset", default="all", choices=("all", "train", "test"),
@@ -452,12 +454,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if not args.v100:
             raise UsageError("give a measurements CSV, or --v100 for the public V100 data")
         from .reference import format_report, report
+        from .transfer import format_transfer, transfer_report
 
         scores = report()
+        transfer = transfer_report()
         if args.json:
-            print(json.dumps([dataclasses.asdict(s) for s in scores], indent=2))
+            print(json.dumps({"datasets": [dataclasses.asdict(s) for s in scores],
+                              "leave_one_set_out": dataclasses.asdict(transfer)}, indent=2))
         else:
             print(format_report(scores))
+            print(f"\nDefault model's L1 overlap exponent fitted jointly on every development "
+                  f"set: {transfer.exponent:.2f}; each set predicted with the exponent fitted "
+                  "on the others:")
+            print(format_transfer(transfer))
         return 0
     from .validate import validate_command
 
