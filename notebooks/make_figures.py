@@ -27,7 +27,7 @@ FIGURES = {
         "breakdown_star3d_A100.png",
         "ranking_allen_cahn_d3q15_A100.png",
     ),
-    "validation.ipynb": ("validation_v100.png",),
+    "validation.ipynb": ("validation_v100.png", "transfer_loo.png"),
 }
 KERNEL = "warpspeed-figures"
 
