@@ -250,7 +250,25 @@ def parse(expr: object, what: str) -> SymForm:
         e = sp.sympify(expr)
     except (sp.SympifyError, TypeError) as exc:
         raise NonAffineError(f"{what}: cannot read index {expr!r} as an expression") from exc
-    return _parse(e, what)
+    cached = _PARSED.get(e)
+    if cached is not None:
+        return cached
+    form = _parse(e, what)
+    canonical = _INTERNED.get(form, form)
+    if len(_PARSED) < _PARSED_LIMIT:
+        _INTERNED.setdefault(canonical, canonical)
+        _PARSED[e] = canonical
+    return canonical
+
+
+#: Parsed forms by expression, and one object per distinct form: kernels with
+#: thousands of accesses repeat a few dozen index expressions, and identical
+#: objects make the per-launch tables keyed by form cheap to look up (a dict
+#: compares keys by identity first). Bounded: beyond the limit, forms are
+#: parsed again but still interned.
+_PARSED: dict[object, SymForm] = {}
+_INTERNED: dict[SymForm, SymForm] = {}
+_PARSED_LIMIT = 100_000
 
 
 def _parse(e: sp.Expr, what: str) -> SymForm:

@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .errors import KernelError
+from .errors import KernelError, NonAffineError
 from .expr import LinForm, SymForm, parse
 
 ITEMSIZES = (1, 2, 4, 8, 16)
@@ -114,8 +114,12 @@ class Access:
                 f"indexed with {len(idx)} indices: {idx}"
             )
         object.__setattr__(self, "index", idx)
-        what = f"{self.field.name}{list(idx)}"
-        object.__setattr__(self, "forms", tuple(parse(e, what) for e in idx))
+        try:  # printing the access for the message costs more than parsing it
+            forms = tuple(parse(e, "") for e in idx)
+        except NonAffineError:
+            what = f"{self.field.name}{list(idx)}"
+            forms = tuple(parse(e, what) for e in idx)
+        object.__setattr__(self, "forms", forms)
 
     def __str__(self) -> str:
         return f"{self.field.name}[{', '.join(str(e) for e in self.index)}]"
@@ -277,14 +281,31 @@ def address_key(acc: Access, bound: Mapping[SymForm, LinForm]) -> tuple[object, 
     by their linear element offset (``A[x + n, y]`` and ``A[x, y + 1]`` of
     an ``n``-wide field coincide); forms with floor divisions by their
     bound forms per dimension, a sufficient condition."""
-    forms = [bound[f] for f in acc.forms]
+    lin = linear_address(acc, bound)
+    if lin is not None:
+        return (acc.field.name, *lin)
+    return (acc.field.name, tuple(bound[f] for f in acc.forms))
+
+
+def linear_address(
+    acc: Access, bound: Mapping[SymForm, LinForm]
+) -> tuple[int, tuple[int, ...]] | None:
+    """The byte address of an access with affine bound forms as ``(const,
+    coef)``: ``const + coef . v`` over the six thread variables (base offset
+    included); None when a form has a floor division."""
     f = acc.field
-    if all(not b.floors and b.div == 1 for b in forms):
-        strides = f.strides or ()
-        const = sum(s * b.const for s, b in zip(strides, forms))
-        coef = tuple(sum(s * b.coef[i] for s, b in zip(strides, forms)) for i in range(6))
-        return (f.name, const, coef)
-    return (f.name, tuple(forms))
+    const = f.base_offset
+    coef = [0] * 6
+    for form, stride in zip(acc.forms, f.strides or ()):
+        b = bound[form]
+        if b.floors or b.div != 1:
+            return None
+        scale = f.itemsize * stride
+        const += scale * b.const
+        for i, c in enumerate(b.coef):
+            if c:
+                coef[i] += scale * c
+    return const, tuple(coef)
 
 
 def merge_repeated(

@@ -21,12 +21,13 @@ on large grids the edge blocks weigh less and the difference shrinks.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .expr import LinForm, SymForm
-from .kernel import Access, Kernel
+from .kernel import Access, Kernel, linear_address
 from .launch import Launch
 
 HALF_WARP = 16
@@ -63,16 +64,80 @@ def _positions(g: int, partial: bool, cap: int, period: int) -> list[tuple[int, 
 class Sample:
     """Addresses of every access for every thread of the sampled blocks.
 
-    ``addresses`` has shape (accesses, blocks, threads) in bytes, with the
-    threads of a block in x-fastest linear order padded to whole warps;
-    ``active`` (blocks, threads) marks threads inside the block and the guard.
+    Accesses whose byte addresses are affine with the same coefficients
+    differ by one constant at every thread (a stencil's many shifted
+    loads): they form a class, evaluated once. ``class_addresses`` has
+    shape (classes, blocks, threads) in bytes, with the threads of a block
+    in x-fastest linear order padded to whole warps; access ``k`` is class
+    ``access_class[k]`` shifted by ``access_shift[k]`` bytes, and
+    :attr:`addresses` spells every access out. ``active`` (blocks,
+    threads) marks threads inside the block and the guard.
     """
 
     accesses: tuple[Access, ...]
-    addresses: np.ndarray
+    class_addresses: np.ndarray
+    access_class: np.ndarray
+    access_shift: np.ndarray
     active: np.ndarray
     weights: np.ndarray
     lups_per_thread: int
+
+    @property
+    def addresses(self) -> np.ndarray:
+        """Shape (accesses, blocks, threads): every access's addresses."""
+        return self.class_addresses[self.access_class] + self.access_shift[:, None, None]
+
+
+def shift_groups(
+    s: Sample, indices: Iterable[int], modulus: int = 1
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The accesses ``indices`` in groups whose addresses differ by one
+    constant multiple of ``modulus`` bytes at every thread: per group the
+    first member's addresses (blocks, threads) and every member's shift
+    from them. Counts of §4 and §5 that are invariant under such a shift
+    (bank conflicts, sorting) are computed once per group."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for k in indices:
+        c, sh = int(s.access_class[k]), int(s.access_shift[k])
+        groups.setdefault((c, sh % modulus), []).append(k)
+    out = []
+    for (c, _), ks in groups.items():
+        sh = s.access_shift[ks]
+        out.append((s.class_addresses[c] + sh[0], sh - sh[0]))
+    return out
+
+
+def member_chunks(shifts: np.ndarray, size: int, limit: int = 1 << 22) -> list[np.ndarray]:
+    """``shifts`` in chunks whose arrays of ``size`` elements each stay
+    below ``limit`` elements together (vectorised over members, bounded
+    memory)."""
+    step = max(1, limit // max(size, 1))
+    return [shifts[i:i + step] for i in range(0, len(shifts), step)]
+
+
+def _classes(
+    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm]
+) -> tuple[list[tuple[int, tuple[int, ...]] | Access], np.ndarray, np.ndarray]:
+    """Shift classes (module docstring of :class:`Sample`): per class the
+    representative's linear address ``(const, coef)``, or the access itself
+    when its forms have floor divisions; each access's class and shift."""
+    reps: list[tuple[int, tuple[int, ...]] | Access] = []
+    index: dict[tuple[int, ...], int] = {}
+    cls = np.empty(len(accesses), dtype=np.int64)
+    shift = np.zeros(len(accesses), dtype=np.int64)
+    for k, acc in enumerate(accesses):
+        lin = linear_address(acc, bound)
+        if lin is None:
+            cls[k] = len(reps)
+            reps.append(acc)
+            continue
+        c = index.get(lin[1])
+        if c is None:
+            c = index[lin[1]] = len(reps)
+            reps.append(lin)
+        cls[k] = c
+        shift[k] = lin[0] - reps[c][0]  # type: ignore[index]
+    return reps, cls, shift
 
 
 def _periods(
@@ -80,16 +145,13 @@ def _periods(
 ) -> list[int]:
     """Blocks after which every access's address pattern repeats modulo 1024 B."""
     periods = [1, 1, 1]
-    for d in range(3):
-        for acc in accesses:
-            forms = [bound[f] for f in acc.forms]
-            if any(f.floors for f in forms):
+    reps, _, _ = _classes(accesses, bound)
+    for rep in reps:
+        for d in range(3):
+            if isinstance(rep, Access):  # floor divisions
                 periods[d] = max(periods[d], INTERIOR[d])
-                continue
-            step = acc.field.itemsize * sum(
-                st * f.coef[d] for st, f in zip(acc.field.strides, forms)
-            )
-            periods[d] = max(periods[d], 1024 // math.gcd(1024, step))
+            else:
+                periods[d] = max(periods[d], 1024 // math.gcd(1024, rep[1][d]))
     return periods
 
 
@@ -133,53 +195,29 @@ def sample(
     dom = np.array(kernel.domain)[:, None, None]
     active = (t < threads)[None, :] & np.all(glob < dom, axis=0)
     flat = v.reshape(6, -1)
-    addr = np.empty((len(accesses), nb * padded), dtype=np.int64)
-    values: dict[SymForm, np.ndarray] = {}  # accesses share index forms: evaluate each once
-    for k, acc in enumerate(accesses):
-        f = acc.field
-        out = np.full(flat.shape[1], f.base_offset, dtype=np.int64)
-        for form, stride in zip(acc.forms, f.strides):
-            if form not in values:
-                values[form] = bound[form].evaluate(flat)
-            out += (f.itemsize * stride) * values[form]
-        addr[k] = out
+    reps, cls, shift = _classes(accesses, bound)
+    addr = np.empty((len(reps), nb * padded), dtype=np.int64)
+    for c, rep in enumerate(reps):
+        if isinstance(rep, Access):
+            f = rep.field
+            out = np.full(flat.shape[1], f.base_offset, dtype=np.int64)
+            for form, stride in zip(rep.forms, f.strides):
+                out += (f.itemsize * stride) * bound[form].evaluate(flat)
+        else:
+            out = np.full(flat.shape[1], rep[0], dtype=np.int64)
+            for i, coef in enumerate(rep[1]):
+                if coef:
+                    out += coef * flat[i]
+        addr[c] = out
     return Sample(
         accesses=accesses,
-        addresses=addr.reshape(len(accesses), nb, padded),
+        class_addresses=addr.reshape(len(reps), nb, padded),
+        access_class=cls,
+        access_shift=shift,
         active=active,
         weights=np.array(weights),
         lups_per_thread=kernel.lups_per_thread,
     )
-
-
-def address_classes(addresses: np.ndarray, modulus: int = 1) -> list[list[tuple[int, int]]]:
-    """Group accesses (axis 0) whose addresses differ by one constant at
-    every thread, that constant a multiple of ``modulus``: a list of classes,
-    each a list of ``(access, shift)`` with the shift in bytes from the
-    class's first access. Sorting an access's addresses gives the sorted
-    addresses of every access of its class plus the shift, so the counts of
-    §4 and §5 sort once per class; stencils load many shifted copies of one
-    pattern."""
-    n = addresses.shape[0]
-    if n == 0 or addresses.size == 0:
-        return []
-    flat = addresses.reshape(n, -1)
-    diff = flat - flat[:, :1]
-    probe = diff[:, :: max(1, diff.shape[1] // 64)]  # a cheap fingerprint, then a full check
-    first = flat[:, 0].astype(np.int64)
-    index: dict[tuple[bytes, int], list[int]] = {}
-    classes: list[list[tuple[int, int]]] = []
-    for k in range(n):
-        key = (probe[k].tobytes(), int(first[k]) % modulus)
-        for c in index.get(key, ()):
-            rep = classes[c][0][0]
-            if np.array_equal(diff[k], diff[rep]):
-                classes[c].append((k, int(first[k] - first[rep])))
-                break
-        else:
-            index.setdefault(key, []).append(len(classes))
-            classes.append([(k, 0)])
-    return classes
 
 
 def sorted_rows(keys: np.ndarray, active: np.ndarray) -> np.ndarray:

@@ -36,6 +36,7 @@ from .counting import StridedBox, _as_box, _unstride, box_volumes, count
 from .expr import LinForm, SymForm
 from .kernel import Access, Kernel, merge_repeated
 from .launch import BlockBox, Launch, WaveSets, valid_threads, wave_sets
+from .strided_images import strided_volumes
 
 SECTOR = 32
 #: Sector spaces of the DRAM sets: the paper's multi-dimensional one, and the
@@ -368,6 +369,9 @@ def wave_volumes(
             res = _direct_volumes(
                 accs, bound, block, gboxes[0], gboxes[1:1 + n_earlier], address
             )
+            if res is None:
+                res = strided_volumes(accs, bound, block, domain, list(boxes[:1 + n_earlier]),
+                                      address)
         if res is not None:
             return res[0], res[1], res[2], 0
         if not isl_sets:
