@@ -9,9 +9,8 @@ import numpy as np
 from .sampling import (
     WARP,
     Sample,
-    distinct_sorted,
-    member_chunks,
     shift_groups,
+    shifted_distinct_sum,
     sorted_rows,
 )
 
@@ -62,9 +61,7 @@ def _per_warp_sectors(s: Sample, indices: range) -> np.ndarray:
     out = np.zeros(nb)
     for rep, shifts in shift_groups(s, indices):
         rows = sorted_rows(rep.reshape(nb, threads // WARP, WARP), act)
-        for chunk in member_chunks(shifts, rows.size):
-            n = distinct_sorted(rows[None] + chunk[:, None, None, None], any_active[None], SECTOR)
-            out += n.sum(axis=(0, 2))
+        out += shifted_distinct_sum(rows, any_active, shifts, SECTOR).sum(axis=1)
     return out
 
 

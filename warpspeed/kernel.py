@@ -274,38 +274,47 @@ class Kernel:
         return tuple(seen.values())
 
 
-def address_key(acc: Access, bound: Mapping[SymForm, LinForm]) -> tuple[object, ...]:
+def address_key(
+    acc: Access, bound: Mapping[SymForm, LinForm],
+    cache: dict[tuple[SymForm, int], tuple[int, tuple[int, ...]] | None] | None = None,
+) -> tuple[object, ...]:
     """A key equal for two accesses of one thread that address the same
     element for every thread once the block size is bound (``bound``: the
     forms bound by :func:`warpspeed.expr.bind_all`). Affine forms compare
     by their linear element offset (``A[x + n, y]`` and ``A[x, y + 1]`` of
     an ``n``-wide field coincide); forms with floor divisions by their
     bound forms per dimension, a sufficient condition."""
-    lin = linear_address(acc, bound)
+    lin = linear_address(acc, bound, cache)
     if lin is not None:
         return (acc.field.name, *lin)
     return (acc.field.name, tuple(bound[f] for f in acc.forms))
 
 
 def linear_address(
-    acc: Access, bound: Mapping[SymForm, LinForm]
+    acc: Access, bound: Mapping[SymForm, LinForm],
+    cache: dict[tuple[SymForm, int], tuple[int, tuple[int, ...]] | None] | None = None,
 ) -> tuple[int, tuple[int, ...]] | None:
     """The byte address of an access with affine bound forms as ``(const,
     coef)``: ``const + coef . v`` over the six thread variables (base offset
-    included); None when a form has a floor division."""
+    included); None when a form has a floor division. ``cache`` keeps each
+    (form, byte stride) term for the next access of the same batch."""
     f = acc.field
     const = f.base_offset
-    coef = [0] * 6
+    coef = (0, 0, 0, 0, 0, 0)
     for form, stride in zip(acc.forms, f.strides or ()):
-        b = bound[form]
-        if b.floors or b.div != 1:
+        key = (form, f.itemsize * stride)
+        term = cache.get(key, False) if cache is not None else False
+        if term is False:
+            b = bound[form]
+            term = None if b.floors or b.div != 1 else (
+                key[1] * b.const, tuple(key[1] * c for c in b.coef))
+            if cache is not None:
+                cache[key] = term
+        if term is None:
             return None
-        scale = f.itemsize * stride
-        const += scale * b.const
-        for i, c in enumerate(b.coef):
-            if c:
-                coef[i] += scale * c
-    return const, tuple(coef)
+        const += term[0]
+        coef = tuple(a + c for a, c in zip(coef, term[1]))
+    return const, coef
 
 
 def merge_repeated(
@@ -314,8 +323,9 @@ def merge_repeated(
     """``accesses`` without the repeats of an address (:func:`address_key`),
     the first of each kept, in order."""
     seen: dict[tuple[object, ...], Access] = {}
+    cache: dict[tuple[SymForm, int], tuple[int, tuple[int, ...]] | None] = {}
     for a in accesses:
-        seen.setdefault(address_key(a, bound), a)
+        seen.setdefault(address_key(a, bound, cache), a)
     return tuple(seen.values())
 
 

@@ -8,8 +8,8 @@ from .sampling import (
     HALF_WARP,
     Sample,
     distinct_sorted,
-    member_chunks,
     shift_groups,
+    shifted_distinct_sum,
     sorted_rows,
 )
 
@@ -63,11 +63,9 @@ def l1_cycles_per_warp_lup(s: Sample) -> float:
     for rep, shifts in shift_groups(s, range(len(s.accesses)), BANK_WIDTH):
         w = sorted_rows(rep.reshape(nb, threads // HALF_WARP, HALF_WARP) // BANK_WIDTH, act)
         conflicts = _conflicts(w)
-        for chunk in member_chunks(shifts // BANK_WIDTH, w.size):
-            regions = distinct_sorted(w[None] + chunk[:, None, None, None], any_active[None],
-                                      REGION // BANK_WIDTH)
-            cyc = np.where(any_active[None], np.maximum(conflicts[None], regions), 0)
-            per_block += cyc.sum(axis=(0, 2))
+        cyc = shifted_distinct_sum(w, any_active, shifts // BANK_WIDTH, REGION // BANK_WIDTH,
+                                   at_least=conflicts)
+        per_block += cyc.sum(axis=1)
     total = float(np.sum(per_block * s.weights))
     count = float(np.sum(any_active.sum(axis=1) * s.weights))
     return 2.0 * total / count / s.lups_per_thread

@@ -125,8 +125,9 @@ def _classes(
     index: dict[tuple[int, ...], int] = {}
     cls = np.empty(len(accesses), dtype=np.int64)
     shift = np.zeros(len(accesses), dtype=np.int64)
+    cache: dict[tuple[SymForm, int], tuple[int, tuple[int, ...]] | None] = {}
     for k, acc in enumerate(accesses):
-        lin = linear_address(acc, bound)
+        lin = linear_address(acc, bound, cache)
         if lin is None:
             cls[k] = len(reps)
             reps.append(acc)
@@ -141,11 +142,14 @@ def _classes(
 
 
 def _periods(
-    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm]
+    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm],
+    reps: list[tuple[int, tuple[int, ...]] | Access] | None = None,
 ) -> list[int]:
-    """Blocks after which every access's address pattern repeats modulo 1024 B."""
+    """Blocks after which every access's address pattern repeats modulo 1024 B
+    (``reps``: the shift classes of :func:`_classes`, if known)."""
     periods = [1, 1, 1]
-    reps, _, _ = _classes(accesses, bound)
+    if reps is None:
+        reps = _classes(accesses, bound)[0]
     for rep in reps:
         for d in range(3):
             if isinstance(rep, Access):  # floor divisions
@@ -171,10 +175,11 @@ def sample(
     padded = -(-threads // WARP) * WARP
     t = np.arange(padded)
     local = np.stack([t % bx, (t // bx) % by, t // (bx * by)])
+    reps, cls, shift = _classes(accesses, bound)
     if every_block:
         pos = [[(i, 1.0) for i in range(g)] for g in launch.grid]
     else:
-        periods = _periods(accesses, bound)
+        periods = _periods(accesses, bound, reps)
         pos = [
             _positions(g, kernel.domain[d] % launch.block[d] != 0, INTERIOR[d], periods[d])
             for d, g in enumerate(launch.grid)
@@ -195,7 +200,6 @@ def sample(
     dom = np.array(kernel.domain)[:, None, None]
     active = (t < threads)[None, :] & np.all(glob < dom, axis=0)
     flat = v.reshape(6, -1)
-    reps, cls, shift = _classes(accesses, bound)
     addr = np.empty((len(reps), nb * padded), dtype=np.int64)
     for c, rep in enumerate(reps):
         if isinstance(rep, Access):
@@ -241,3 +245,36 @@ def distinct_per_row(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
     """Number of distinct values per row among the active entries; rows
     without an active entry count 0."""
     return distinct_sorted(sorted_rows(keys, active), active.any(axis=-1))
+
+
+def shifted_distinct_sum(
+    rows: np.ndarray, any_active: np.ndarray, shifts: np.ndarray, factor: int,
+    at_least: np.ndarray | None = None,
+) -> np.ndarray:
+    """``sum_s max(at_least, distinct((rows + s) // factor))`` per row over
+    the shifts ``s`` (the members of a shift group), for rows of
+    :func:`sorted_rows`; 0 for empty rows.
+
+    A row whose consecutive values are at most ``factor`` apart leaves no
+    unit between its first and last value untouched, whatever the shift:
+    its count is ``(last + s) // factor - (first + s) // factor + 1``,
+    computed from two values per row. The other rows are counted value by
+    value. Vectorised over the shifts in chunks of bounded memory."""
+    lo, hi = rows[..., 0], rows[..., -1]
+    dense = np.all(np.diff(rows, axis=-1) <= factor, axis=-1)
+    out = np.zeros(rows.shape[:-1], dtype=np.int64)
+    floor_all = at_least if at_least is not None else 0
+    expand = (slice(None),) + (None,) * lo.ndim
+    for chunk in member_chunks(shifts, lo.size):
+        s = chunk[expand]
+        n = (hi[None] + s) // factor - (lo[None] + s) // factor + 1
+        out += np.where(dense, np.maximum(n, floor_all), 0).sum(axis=0)
+    if not dense.all():
+        sparse = ~dense
+        part = rows[sparse]  # (rows, width)
+        floor_part = at_least[sparse] if at_least is not None else 0
+        for chunk in member_chunks(shifts, part.size):
+            k = (part[None] + chunk[:, None, None]) // factor
+            n = 1 + np.count_nonzero(k[..., 1:] != k[..., :-1], axis=-1)
+            out[sparse] += np.maximum(n, floor_part).sum(axis=0)
+    return np.where(any_active, out, 0)

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import itertools
 
-from .counting import Box, box_volumes
+import numpy as np
+
+from .counting import box_volumes
 from .expr import LinForm, SymForm
 from .kernel import Access
 from .launch import BlockBox
@@ -40,24 +42,35 @@ _Coord = tuple[int, int, int]
 _Index = tuple[int | None, int, int, int]
 
 
-def _indices(acc: Access, bound: dict[SymForm, LinForm]) -> list[_Index] | None:
+def _index(form: LinForm) -> _Index | None:
+    if form.floors or form.div != 1:
+        return None
+    axes = [j for j in range(3) if form.coef[j] or form.coef[3 + j]]
+    if len(axes) > 1:
+        return None
+    if not axes:
+        return (None, form.const, 0, 0)
+    j = axes[0]
+    a_b, a_t = form.coef[j], form.coef[3 + j]
+    if a_t < 0 or a_b < 0:
+        return None
+    return (j, form.const, a_t, a_b)
+
+
+def _indices(
+    acc: Access, bound: dict[SymForm, LinForm], cache: dict[SymForm, _Index | None]
+) -> list[_Index] | None:
     out: list[_Index] = []
     used: set[int] = set()
-    for form in (bound[f] for f in acc.forms):
-        if form.floors or form.div != 1:
+    for f in acc.forms:
+        if f not in cache:
+            cache[f] = _index(bound[f])
+        idx = cache[f]
+        if idx is None or (idx[0] is not None and idx[0] in used):
             return None
-        axes = [j for j in range(3) if form.coef[j] or form.coef[3 + j]]
-        if len(axes) > 1 or (axes and axes[0] in used):
-            return None
-        if not axes:
-            out.append((None, form.const, 0, 0))
-            continue
-        j = axes[0]
-        used.add(j)
-        a_b, a_t = form.coef[j], form.coef[3 + j]
-        if a_t < 0 or a_b < 0:
-            return None
-        out.append((j, form.const, a_t, a_b))
+        if idx[0] is not None:
+            used.add(idx[0])
+        out.append(idx)
     return out
 
 
@@ -78,10 +91,6 @@ def _coords(acc: Access, idx: list[_Index], address: str) -> tuple[list[_Coord],
     return [(0, f.itemsize, SECTOR)] + [(0, 1, 1)] * (f.ndim - 1), idx
 
 
-def _h(c: _Coord, v: int) -> int:
-    return (c[0] + c[1] * v) // c[2]
-
-
 def _axis_pieces(rng: tuple[int, int], b: int, n: int) -> list[tuple[int, int, int]]:
     """Valid threads of the block range ``rng`` along one axis: ``(b_lo,
     b_hi, threads)`` for the full blocks and the domain's partial last one."""
@@ -95,18 +104,43 @@ def _axis_pieces(rng: tuple[int, int], b: int, n: int) -> list[tuple[int, int, i
     return out
 
 
-def _periodic(s0: int, s1: int, b_lo: int, b_hi: int, k: int) -> list[tuple[Box, ...]]:
-    """``{s + k * b : s0 <= s <= s1, b_lo <= b < b_hi}`` as boxes of
-    ``(s mod k, s div k)``: the partial first and last periods and the
-    whole ones between."""
+# One index of a structure: the axis, beta * a_t, whether blocks move it, gamma.
+_Dim = tuple[int | None, int, bool, int]
+
+
+def _dim_boxes(
+    off: np.ndarray, dim: _Dim, piece: tuple[int, int, int], k: int | None
+) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """Per access (rows of ``off``, the offsets ``alpha + beta * const``) the
+    candidate boxes of one index for the threads ``piece = (b_lo, b_hi,
+    threads)``: arrays (accesses, coordinates, 2) with a mask of the rows
+    where the candidate exists (None: everywhere). Without a period the
+    interval ``[s0, s1]``; with period ``k`` the pair ``(s mod k, s div k)``
+    for ``{s + k b : s0 <= s <= s1, b_lo <= b < b_hi}``: the partial first
+    and last periods and the whole ones between."""
+    _, step, moves, gamma = dim
+    b_lo, b_hi, n_t = piece
+    if not moves:
+        b_lo, b_hi = 0, 1
+    s0 = off // gamma
+    s1 = (off + step * (n_t - 1)) // gamma
+    if k is None:
+        return [(np.stack([s0, s1 + 1], axis=-1)[:, None, :], None)]
     p0, p1 = s0 // k, s1 // k
-    if p0 == p1:
-        return [((s0 - p0 * k, s1 - p0 * k + 1), (p0 + b_lo, p0 + b_hi))]
-    out = [((s0 - p0 * k, k), (p0 + b_lo, p0 + b_hi)),
-           ((0, s1 - p1 * k + 1), (p1 + b_lo, p1 + b_hi))]
-    if p1 > p0 + 1:
-        out.append(((0, k), (p0 + 1 + b_lo, p1 - 1 + b_hi)))
-    return out
+    same = p0 == p1
+    first = np.stack([
+        np.stack([s0 - p0 * k, np.where(same, s1 - p0 * k + 1, k)], axis=-1),
+        np.stack([p0 + b_lo, p0 + b_hi], axis=-1),
+    ], axis=1)
+    last = np.stack([
+        np.stack([np.zeros_like(s1), s1 - p1 * k + 1], axis=-1),
+        np.stack([p1 + b_lo, p1 + b_hi], axis=-1),
+    ], axis=1)
+    whole = np.stack([
+        np.stack([np.zeros_like(s0), np.full_like(s0, k)], axis=-1),
+        np.stack([p0 + 1 + b_lo, p1 - 1 + b_hi], axis=-1),
+    ], axis=1)
+    return [(first, None), (last, ~same), (whole, p1 > p0 + 1)]
 
 
 def strided_volumes(
@@ -115,43 +149,52 @@ def strided_volumes(
 ) -> tuple[int, list[int], list[int]] | None:
     """New, old and overlapping sectors of one field (as
     :func:`warpspeed.waves.field_volumes`) for the current wave ``sets[0]``
-    and the earlier ``sets[1:]``, or None when the module's conditions fail."""
-    per_acc = []
+    and the earlier ``sets[1:]``, or None when the module's conditions fail.
+    Accesses of one structure (the same axes and coefficients, different
+    constants) are handled together as arrays."""
     periods: dict[int, int] = {}  # index position -> K
+    structures: dict[tuple[_Dim, ...], list[list[int]]] = {}
+    cache: dict[SymForm, _Index | None] = {}
+    ndims = None
     for acc in accs:
-        idx = _indices(acc, bound)
+        idx = _indices(acc, bound, cache)
         if idx is None:
             return None
         coords, idx = _coords(acc, idx, address)
-        for d, (c, (axis, _, a_t, a_b)) in enumerate(zip(coords, idx)):
-            if axis is None:
-                continue
-            if c[1] * a_t > c[2] or (c[1] * a_b) % c[2]:
-                return None  # h jumps within a block, or blocks shift by partial steps
-            if a_b and periods.setdefault(d, c[1] * a_b // c[2]) != c[1] * a_b // c[2]:
-                return None
-        if per_acc and len(idx) != len(per_acc[0][1]):
+        if ndims is not None and len(idx) != ndims:
             return None  # the linear mode merged different dimensions
-        per_acc.append((coords, idx))
-    if any(k <= 0 for k in periods.values()):
+        ndims = len(idx)
+        key, offs = [], []
+        for d, ((alpha, beta, gamma), (axis, const, a_t, a_b)) in enumerate(zip(coords, idx)):
+            if axis is not None:
+                if beta * a_t > gamma or (beta * a_b) % gamma:
+                    return None  # h jumps within a block, or blocks shift by partial steps
+                if a_b and periods.setdefault(d, beta * a_b // gamma) != beta * a_b // gamma:
+                    return None
+            key.append((axis, beta * a_t, bool(a_b), gamma))
+            offs.append(alpha + beta * const)
+        structures.setdefault(tuple(key), []).append(offs)
+    if ndims is None or any(k <= 0 for k in periods.values()):
         return None
-    groups: list[list[Box]] = []
+    arrays = {key: np.array(offs, dtype=np.int64) for key, offs in structures.items()}
+    width = sum(2 if d in periods else 1 for d in range(ndims))
+    groups: list[np.ndarray] = []
     for box in sets:
         pieces = [_axis_pieces(box[j], block[j], domain[j]) for j in range(3)]
-        out: list[Box] = []
+        out = [np.zeros((0, width, 2), dtype=np.int64)]
         for combo in itertools.product(*pieces):
-            for coords, idx in per_acc:
-                dims = []
-                for d, (c, (axis, const, a_t, a_b)) in enumerate(zip(coords, idx)):
-                    b_lo, b_hi, n_t = combo[axis] if axis is not None else (0, 1, 1)
-                    if not a_b:  # the blocks do not move this index
-                        b_lo, b_hi = 0, 1
-                    s0, s1 = _h(c, const), _h(c, const + a_t * (n_t - 1))
-                    if d in periods:
-                        dims.append(_periodic(s0, s1, b_lo, b_hi, periods[d]))
-                    else:
-                        dims.append([((s0, s1 + 1),)])
-                for parts in itertools.product(*dims):
-                    out.append(tuple(r for part in parts for r in part))
-        groups.append(out)
+            for key, off in arrays.items():
+                dims = [
+                    _dim_boxes(off[:, d], dim,
+                               combo[dim[0]] if dim[0] is not None else (0, 1, 1),
+                               periods.get(d))
+                    for d, dim in enumerate(key)
+                ]
+                for choice in itertools.product(*dims):
+                    boxes = np.concatenate([c[0] for c in choice], axis=1)
+                    masks = [c[1] for c in choice if c[1] is not None]
+                    if masks:
+                        boxes = boxes[np.logical_and.reduce(masks)]
+                    out.append(boxes)
+        groups.append(np.concatenate(out))
     return box_volumes(groups[0], groups[1:])
