@@ -164,7 +164,6 @@ def _cover(cells: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     grid_shape = tuple(c + 1 for c in shape)
     if len(cells) == 0:
         return np.zeros(shape, dtype=bool)
-    cells = np.unique(cells.reshape(len(cells), -1), axis=0).reshape(-1, n, 2)
     if len(cells) <= 32:
         grid = np.zeros(shape, dtype=bool)
         for b in cells.tolist():

@@ -129,13 +129,25 @@ class SymForm:
 
 
 def bind_all(forms: object, block: tuple[int, int, int]) -> dict[SymForm, LinForm]:
-    """Bind every distinct form of an iterable of accesses' ``forms`` once."""
+    """Bind every distinct form of an iterable of accesses' ``forms`` once
+    (and each form for each block once per process: a ranking binds the
+    same forms for many launches)."""
     out: dict[SymForm, LinForm] = {}
+    blk = tuple(int(b) for b in block)
     for acc_forms in forms:  # type: ignore[attr-defined]
         for f in acc_forms:
             if f not in out:
-                out[f] = f.bind(block)
+                b = _BOUND.get((f, blk))
+                if b is None:
+                    b = f.bind(blk)  # type: ignore[arg-type]
+                    if len(_BOUND) < _BOUND_LIMIT:
+                        _BOUND[(f, blk)] = b
+                out[f] = b
     return out
+
+
+_BOUND: dict[tuple[SymForm, tuple[int, ...]], LinForm] = {}
+_BOUND_LIMIT = 200_000
 
 
 def _bind(form: SymForm, block: tuple[int, int, int], integral: bool) -> LinForm:

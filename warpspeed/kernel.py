@@ -6,9 +6,12 @@ where it is written and not deep inside NumPy or islpy.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+
+import numpy as np
 
 from .errors import KernelError, NonAffineError
 from .expr import LinForm, SymForm, parse
@@ -103,6 +106,18 @@ class Access:
     field: Field
     index: tuple[object, ...] = field(compare=False)
     forms: tuple[SymForm, ...] = field(init=False, repr=False)
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __getstate__(self) -> dict[str, object]:
+        # string hashes differ between processes: a worker recomputes its own
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        object.__setattr__(self, "_hash", hash((self.field, self.forms)))
 
     def __post_init__(self) -> None:
         if not isinstance(self.field, Field):
@@ -120,6 +135,8 @@ class Access:
             what = f"{self.field.name}{list(idx)}"
             forms = tuple(parse(e, what) for e in idx)
         object.__setattr__(self, "forms", forms)
+        # kernels of thousands of accesses are hashed as dictionary keys
+        object.__setattr__(self, "_hash", hash((self.field, forms)))
 
     def __str__(self) -> str:
         return f"{self.field.name}[{', '.join(str(e) for e in self.index)}]"
@@ -196,6 +213,22 @@ class Kernel:
     precision: int = 64
     fixed_block: tuple[int, int, int] | None = None
     reload_repeated: bool = False
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        # computed once: rankings key their wave tables by kernel
+        if self._hash is None:
+            object.__setattr__(self, "_hash", hash(tuple(
+                getattr(self, f.name) for f in fields(self) if f.compare)))
+        return self._hash  # type: ignore[return-value]
+
+    def __getstate__(self) -> dict[str, object]:
+        # string hashes differ between processes: a worker recomputes its own
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        object.__setattr__(self, "_hash", None)
 
     def __post_init__(self) -> None:
         loads = _dedupe(tuple(self.loads), "loads")
@@ -317,16 +350,94 @@ def linear_address(
     return const, coef
 
 
+@dataclass(frozen=True)
+class AccessTerms:
+    """The block-independent structure of a sequence of accesses: the
+    distinct index forms, and per access and dimension the form's position
+    (``len(forms)`` pads fields of fewer dimensions) and byte stride
+    (``itemsize * stride``, 0 for padding); per access the field's base
+    offset and a field number. Built once per sequence
+    (:func:`access_terms`); bound per launch as arrays."""
+
+    forms: tuple[SymForm, ...]
+    index: np.ndarray
+    scale: np.ndarray
+    base: np.ndarray
+    field: np.ndarray
+
+    def bound_table(self, bound: Mapping[SymForm, LinForm]) -> tuple[np.ndarray, np.ndarray]:
+        """Per form ``(const, coef...)`` (rows of 7; a zero row appended for
+        padding) and whether it is affine (no floor division)."""
+        rows = [(b.const, *b.coef) for b in (bound[f] for f in self.forms)] + [(0,) * 7]
+        affine = [not b.floors and b.div == 1 for b in (bound[f] for f in self.forms)] + [True]
+        return np.array(rows, dtype=np.int64).reshape(-1, 7), np.array(affine)
+
+
+@functools.lru_cache(maxsize=64)
+def access_terms(accesses: tuple[Access, ...]) -> AccessTerms:
+    """The :class:`AccessTerms` of ``accesses`` (cached per tuple)."""
+    ids: dict[SymForm, int] = {}
+    fields_: dict[Field, int] = {}
+    width = max((a.field.ndim for a in accesses), default=0)
+    index, fid = [], []
+    for acc in accesses:
+        fid.append(fields_.setdefault(acc.field, len(fields_)))
+        forms = [ids.setdefault(form, len(ids)) for form in acc.forms]
+        index.append(forms + [-1] * (width - len(forms)))
+    per_field = list(fields_)
+    f_id = np.array(fid, dtype=np.int64).reshape(len(accesses))
+    scales = np.zeros((len(per_field), width), dtype=np.int64)
+    for k, f in enumerate(per_field):
+        scales[k, :f.ndim] = [f.itemsize * st for st in f.strides or ()]
+    ix = np.array(index, dtype=np.int64).reshape(len(accesses), width)
+    ix[ix < 0] = len(ids)
+    names: dict[str, int] = {}
+    name_id = np.array([names.setdefault(f.name, len(names)) for f in per_field] or [0])
+    return AccessTerms(tuple(ids), ix, scales[f_id],
+                       np.array([f.base_offset for f in per_field] or [0])[f_id],
+                       name_id[f_id])
+
+
+def kernel_forms(kernel: Kernel) -> tuple[SymForm, ...]:
+    """The distinct index forms of a kernel's loads and stores (what a
+    launch binds; :func:`warpspeed.expr.bind_all` of ``[kernel_forms(k)]``)."""
+    return access_terms(kernel.loads + kernel.stores).forms
+
+
+def linear_addresses(
+    accesses: Sequence[Access], bound: Mapping[SymForm, LinForm]
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`linear_address` of many accesses at once: an array (accesses,
+    7) of ``const, coef`` and a mask of the affine ones (rows of the others
+    are meaningless)."""
+    terms = access_terms(tuple(accesses))
+    table, affine = terms.bound_table(bound)
+    out = (table[terms.index] * terms.scale[:, :, None]).sum(axis=1)
+    out[:, 0] += terms.base
+    return out, affine[terms.index].all(axis=1)
+
+
 def merge_repeated(
     accesses: Sequence[Access], bound: Mapping[SymForm, LinForm]
 ) -> tuple[Access, ...]:
     """``accesses`` without the repeats of an address (:func:`address_key`),
     the first of each kept, in order."""
-    seen: dict[tuple[object, ...], Access] = {}
-    cache: dict[tuple[SymForm, int], tuple[int, tuple[int, ...]] | None] = {}
-    for a in accesses:
-        seen.setdefault(address_key(a, bound, cache), a)
-    return tuple(seen.values())
+    if not accesses:
+        return ()
+    lin, affine = linear_addresses(accesses, bound)
+    field_id = access_terms(tuple(accesses)).field
+    keep = np.zeros(len(accesses), dtype=bool)
+    aff = np.flatnonzero(affine)
+    if len(aff):
+        keys = np.column_stack([field_id[aff], lin[aff]])
+        keep[aff[np.unique(keys, axis=0, return_index=True)[1]]] = True
+    seen: set[tuple[object, ...]] = set()
+    for k in np.flatnonzero(~affine):
+        key = address_key(accesses[k], bound)
+        if key not in seen:
+            seen.add(key)
+            keep[k] = True
+    return tuple(a for a, kp in zip(accesses, keep.tolist()) if kp)
 
 
 def thread_accesses(

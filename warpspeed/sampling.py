@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .expr import LinForm, SymForm
-from .kernel import Access, Kernel, linear_address
+from .kernel import Access, Kernel, linear_addresses
 from .launch import Launch
 
 HALF_WARP = 16
@@ -96,14 +96,17 @@ def shift_groups(
     first member's addresses (blocks, threads) and every member's shift
     from them. Counts of §4 and §5 that are invariant under such a shift
     (bank conflicts, sorting) are computed once per group."""
-    groups: dict[tuple[int, int], list[int]] = {}
-    for k in indices:
-        c, sh = int(s.access_class[k]), int(s.access_shift[k])
-        groups.setdefault((c, sh % modulus), []).append(k)
+    ks = np.fromiter(indices, dtype=np.int64)
+    if ks.size == 0:
+        return []
+    cls, sh = s.access_class[ks], s.access_shift[ks]
+    keys = np.stack([cls, sh % modulus], axis=1)
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
     out = []
-    for (c, _), ks in groups.items():
-        sh = s.access_shift[ks]
-        out.append((s.class_addresses[c] + sh[0], sh - sh[0]))
+    for g in np.argsort(first).tolist():  # groups in the order of their first access
+        members = sh[inverse == g]
+        out.append((s.class_addresses[cls[first[g]]] + members[0], members - members[0]))
     return out
 
 
@@ -120,24 +123,31 @@ def _classes(
 ) -> tuple[list[tuple[int, tuple[int, ...]] | Access], np.ndarray, np.ndarray]:
     """Shift classes (module docstring of :class:`Sample`): per class the
     representative's linear address ``(const, coef)``, or the access itself
-    when its forms have floor divisions; each access's class and shift."""
+    when its forms have floor divisions; each access's class and shift.
+    Classes are numbered in the order of their first access."""
+    n = len(accesses)
+    cls = np.empty(n, dtype=np.int64)
+    shift = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return [], cls, shift
+    lin, affine = linear_addresses(accesses, bound)
+    # a class per distinct coefficient vector of the affine accesses, an own
+    # class per access with floors; numbered by first appearance
+    key = np.where(affine[:, None], lin[:, 1:], 0)
+    key = np.column_stack([np.where(affine, -1, np.arange(n)), key])
+    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    cls[:] = rank[inverse.ravel()]
     reps: list[tuple[int, tuple[int, ...]] | Access] = []
-    index: dict[tuple[int, ...], int] = {}
-    cls = np.empty(len(accesses), dtype=np.int64)
-    shift = np.zeros(len(accesses), dtype=np.int64)
-    cache: dict[tuple[SymForm, int], tuple[int, tuple[int, ...]] | None] = {}
-    for k, acc in enumerate(accesses):
-        lin = linear_address(acc, bound, cache)
-        if lin is None:
-            cls[k] = len(reps)
-            reps.append(acc)
-            continue
-        c = index.get(lin[1])
-        if c is None:
-            c = index[lin[1]] = len(reps)
-            reps.append(lin)
-        cls[k] = c
-        shift[k] = lin[0] - reps[c][0]  # type: ignore[index]
+    for c in first[order].tolist():
+        if affine[c]:
+            reps.append((int(lin[c, 0]), tuple(int(v) for v in lin[c, 1:])))
+        else:
+            reps.append(accesses[c])
+    rep_const = np.array([lin[first[o], 0] for o in order], dtype=np.int64)
+    shift[:] = np.where(affine, lin[:, 0] - rep_const[cls], 0)
     return reps, cls, shift
 
 

@@ -31,13 +31,11 @@ import numpy as np
 
 from .counting import box_volumes
 from .expr import LinForm, SymForm
-from .kernel import Access
+from .kernel import Access, access_terms
 from .launch import BlockBox
 
 SECTOR = 32
 
-# Per index: (alpha, beta, gamma) of h(v) = floor((alpha + beta * v) / gamma).
-_Coord = tuple[int, int, int]
 # Per index: the axis (or None if constant), the constant, a_t and a_b.
 _Index = tuple[int | None, int, int, int]
 
@@ -55,40 +53,6 @@ def _index(form: LinForm) -> _Index | None:
     if a_t < 0 or a_b < 0:
         return None
     return (j, form.const, a_t, a_b)
-
-
-def _indices(
-    acc: Access, bound: dict[SymForm, LinForm], cache: dict[SymForm, _Index | None]
-) -> list[_Index] | None:
-    out: list[_Index] = []
-    used: set[int] = set()
-    for f in acc.forms:
-        if f not in cache:
-            cache[f] = _index(bound[f])
-        idx = cache[f]
-        if idx is None or (idx[0] is not None and idx[0] in used):
-            return None
-        if idx[0] is not None:
-            used.add(idx[0])
-        out.append(idx)
-    return out
-
-
-def _coords(acc: Access, idx: list[_Index], address: str) -> tuple[list[_Coord], list[_Index]]:
-    """The coordinate functions ``h`` and the indices they take, after the
-    linear mode merged the leading constant dimensions into one address."""
-    f = acc.field
-    if address == "linear":
-        merged = 1
-        while merged < f.ndim and idx[merged - 1][0] is None and idx[merged - 1][2] == 0:
-            merged += 1
-        base = f.base_offset + f.itemsize * sum(
-            idx[d][1] * f.strides[d] for d in range(merged - 1)  # type: ignore[index]
-        )
-        beta = f.itemsize * f.strides[merged - 1]  # type: ignore[index]
-        coords = [(base, beta, SECTOR)] + [(0, 1, 1)] * (f.ndim - merged)
-        return coords, idx[merged - 1:]
-    return [(0, f.itemsize, SECTOR)] + [(0, 1, 1)] * (f.ndim - 1), idx
 
 
 def _axis_pieces(rng: tuple[int, int], b: int, n: int) -> list[tuple[int, int, int]]:
@@ -143,6 +107,70 @@ def _dim_boxes(
     return [(first, None), (last, ~same), (whole, p1 > p0 + 1)]
 
 
+def _structures(
+    accs: list[Access], bound: dict[SymForm, LinForm], address: str
+) -> tuple[dict[tuple[_Dim, ...], np.ndarray], dict[int, int], int] | None:
+    """The accesses of one field grouped by structure: per structure (one
+    :data:`_Dim` per coordinate) the offsets ``alpha + beta * const``
+    (accesses, coordinates); the period of each periodic coordinate; the
+    number of coordinates. None when the module's conditions fail."""
+    terms = access_terms(tuple(accs))
+    if len(np.unique(terms.field)) != 1:
+        return None
+    info = [_index(bound[f]) for f in terms.forms]
+    if any(i is None for i in info):
+        return None
+    table = np.array([(-1 if i[0] is None else i[0], *i[1:])  # type: ignore[index,misc]
+                      for i in info] + [(-1, 0, 0, 0)], dtype=np.int64)
+    axis, const, a_t, a_b = np.moveaxis(table[terms.index], -1, 0)  # each (n, width)
+    f = accs[0].field
+    nd = f.ndim
+    for d in range(nd):
+        for e in range(d + 1, nd):
+            if np.any((axis[:, d] >= 0) & (axis[:, d] == axis[:, e])):
+                return None  # one axis feeds two indices
+    # coordinate j: (index dimension, alpha (per access), beta, gamma)
+    if address == "linear":
+        lead = np.cumprod(axis[:, :nd - 1] < 0, axis=1).sum(axis=1)
+        if len(np.unique(lead)) != 1:
+            return None  # the linear mode merged different dimensions
+        m = int(lead[0]) + 1
+        alpha = f.base_offset + f.itemsize * sum(
+            const[:, d] * f.strides[d] for d in range(m - 1)  # type: ignore[index]
+        )
+        coords = [(m - 1, alpha, f.itemsize * f.strides[m - 1], SECTOR)]  # type: ignore[index]
+        coords += [(d, 0, 1, 1) for d in range(m, nd)]
+    else:
+        coords = [(0, 0, f.itemsize, SECTOR)] + [(d, 0, 1, 1) for d in range(1, nd)]
+    periods: dict[int, int] = {}
+    keys, offs = [], []
+    for j, (d, alpha_j, beta, gamma) in enumerate(coords):
+        ax, at, ab = axis[:, d], a_t[:, d], a_b[:, d]
+        varying = ax >= 0
+        if np.any(varying & ((beta * at > gamma) | ((beta * ab) % gamma != 0))):
+            return None  # h jumps within a block, or blocks shift by partial steps
+        ks = np.unique(beta * ab[varying & (ab > 0)] // gamma)
+        if len(ks) > 1 or np.any(ks <= 0):
+            return None
+        if len(ks):
+            periods[j] = int(ks[0])
+        keys += [ax, beta * at, (ab != 0).astype(np.int64)]
+        offs.append(alpha_j + beta * const[:, d])
+    key_rows = np.stack(keys, axis=1)
+    off = np.stack(offs, axis=1)
+    uniq, inverse = np.unique(key_rows, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    out: dict[tuple[_Dim, ...], np.ndarray] = {}
+    for g, row in enumerate(uniq.tolist()):
+        key = tuple(
+            (None if row[3 * j] < 0 else row[3 * j], row[3 * j + 1], bool(row[3 * j + 2]),
+             coords[j][3])
+            for j in range(len(coords))
+        )
+        out[key] = off[inverse == g]
+    return out, periods, len(coords)
+
+
 def strided_volumes(
     accs: list[Access], bound: dict[SymForm, LinForm], block: tuple[int, int, int],
     domain: tuple[int, int, int], sets: list[BlockBox], address: str = "paper",
@@ -152,31 +180,12 @@ def strided_volumes(
     and the earlier ``sets[1:]``, or None when the module's conditions fail.
     Accesses of one structure (the same axes and coefficients, different
     constants) are handled together as arrays."""
-    periods: dict[int, int] = {}  # index position -> K
-    structures: dict[tuple[_Dim, ...], list[list[int]]] = {}
-    cache: dict[SymForm, _Index | None] = {}
-    ndims = None
-    for acc in accs:
-        idx = _indices(acc, bound, cache)
-        if idx is None:
-            return None
-        coords, idx = _coords(acc, idx, address)
-        if ndims is not None and len(idx) != ndims:
-            return None  # the linear mode merged different dimensions
-        ndims = len(idx)
-        key, offs = [], []
-        for d, ((alpha, beta, gamma), (axis, const, a_t, a_b)) in enumerate(zip(coords, idx)):
-            if axis is not None:
-                if beta * a_t > gamma or (beta * a_b) % gamma:
-                    return None  # h jumps within a block, or blocks shift by partial steps
-                if a_b and periods.setdefault(d, beta * a_b // gamma) != beta * a_b // gamma:
-                    return None
-            key.append((axis, beta * a_t, bool(a_b), gamma))
-            offs.append(alpha + beta * const)
-        structures.setdefault(tuple(key), []).append(offs)
-    if ndims is None or any(k <= 0 for k in periods.values()):
+    if not accs:
         return None
-    arrays = {key: np.array(offs, dtype=np.int64) for key, offs in structures.items()}
+    found = _structures(accs, bound, address)
+    if found is None:
+        return None
+    arrays, periods, ndims = found
     width = sum(2 if d in periods else 1 for d in range(ndims))
     groups: list[np.ndarray] = []
     for box in sets:

@@ -318,10 +318,13 @@ def _direct_volumes(
     large."""
     groups: list[list[StridedBox]] = []
     for g in [current, *earlier]:
-        imgs = [_image(a, bound, block, g, address) for a in accs] if g is not None else []
-        if any(x is None for x in imgs):
-            return None
-        groups.append([b for x in imgs for b in x])  # type: ignore[union-attr]
+        boxes_g: list[StridedBox] = []
+        for a in accs if g is not None else []:
+            img = _image(a, bound, block, g, address)
+            if img is None:
+                return None
+            boxes_g += img
+        groups.append(boxes_g)
     if not any(groups):
         return 0, [0] * len(earlier), [0] * len(earlier)
     if all(st == 1 for g in groups for b in g for _, _, st in b):
