@@ -97,11 +97,13 @@ def kernel(
     bdx, bdy = ws.blockDim.x, ws.blockDim.y
     x0 = ws.blockIdx.x * bdx * tx + ws.threadIdx.x
     y0 = ws.blockIdx.y * bdy * ty + ws.threadIdx.y
+    # one expression per distinct index (thousands of accesses share them)
+    xs = [[x0 + xi * bdx + j for j in range(fs)] for xi in range(tx)]
+    ys = [[y0 + yi * bdy + i for i in range(fs)] for yi in range(ty)]
     loads, stores = [], []
     for yi, xi in itertools.product(range(ty), range(tx)):
-        x, y = x0 + xi * bdx, y0 + yi * bdy
-        stores.append(out[x, y])
-        loads += [inp[x + j, y + i] for i in range(fs) for j in range(fs)]
+        stores.append(out[xs[xi][0], ys[yi][0]])
+        loads += [inp[x, y] for y in ys[yi] for x in xs[xi]]
     outputs = tx * ty
     return ws.Kernel(
         loads=loads,

@@ -135,23 +135,70 @@ def _unstride(groups: list[list[StridedBox]]) -> list[list[Box]]:
     return [[x for b in g for x in split(b)] for g in groups]
 
 
+def _bounds(boxes: list[Box] | np.ndarray, n: int) -> np.ndarray:
+    """Boxes as an integer array (boxes, n, 2) of half-open bounds."""
+    if isinstance(boxes, np.ndarray):
+        return boxes.reshape(-1, n, 2).astype(np.int64, copy=False)
+    if not boxes:
+        return np.zeros((0, n, 2), dtype=np.int64)
+    return np.array(boxes, dtype=np.int64).reshape(len(boxes), n, 2)
+
+
+def _dims(*groups: list[Box] | np.ndarray) -> int | None:
+    for g in groups:
+        if isinstance(g, np.ndarray):
+            if g.size:
+                return int(g.shape[1])
+        elif g:
+            return len(g[0])
+    return None
+
+
+def _cover(cells: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Grid cells covered by boxes given as cell ranges (boxes, n, 2).
+
+    Few boxes set their slices; many are summed as a difference array (+1
+    and -1 at the corners, prefix sums along every axis), in time linear in
+    the boxes and the cells."""
+    n = len(shape)
+    grid_shape = tuple(c + 1 for c in shape)
+    if len(cells) == 0:
+        return np.zeros(shape, dtype=bool)
+    if len(cells) <= 32:
+        grid = np.zeros(shape, dtype=bool)
+        for b in cells.tolist():
+            grid[tuple(slice(lo, hi) for lo, hi in b)] = True
+        return grid
+    flat = np.zeros(math.prod(grid_shape), dtype=np.int64)
+    for corner in itertools.product((0, 1), repeat=n):
+        idx = np.ravel_multi_index(tuple(cells[:, d, corner[d]] for d in range(n)), grid_shape)
+        sign = -1 if sum(corner) % 2 else 1
+        flat += sign * np.bincount(idx, minlength=flat.size)
+    diff = flat.reshape(grid_shape)
+    for d in range(n):
+        np.cumsum(diff, axis=d, out=diff)
+    return diff[tuple(slice(0, c) for c in shape)] > 0
+
+
 def box_volumes(
-    current: list[Box], earlier: list[list[Box]]
+    current: list[Box] | np.ndarray, earlier: list[list[Box] | np.ndarray]
 ) -> tuple[int, list[int], list[int]] | None:
     """Exact counts of MODEL.md §6 for unions of boxes.
 
     Returns ``New = |current|`` and, for each earlier set in order,
     ``Old_p = |set_p|`` and ``Overlap_p = |current' & set_p|`` where
     ``current'`` is the current union minus the earlier sets before ``p``.
-    Coordinates are compressed to the boxes' breakpoints, so the work
-    depends on the number of boxes, not their extents. Returns None when the
-    compressed grid would exceed ``MAX_GRID_CELLS`` cells.
+    Boxes are lists of ``(lo, hi)`` per dimension or an array (boxes,
+    dimensions, 2). Coordinates are compressed to the boxes' breakpoints,
+    so the work depends on the number of boxes, not their extents. Returns
+    None when the compressed grid would exceed ``MAX_GRID_CELLS`` cells.
     """
-    every = current + [b for group in earlier for b in group]
-    if not every:
+    n = _dims(current, *earlier)
+    if n is None:
         return 0, [0] * len(earlier), [0] * len(earlier)
-    n = len(every[0])
-    cuts = [np.unique([c for b in every for c in b[d]]) for d in range(n)]
+    groups = [_bounds(g, n) for g in [current, *earlier]]
+    every = np.concatenate(groups)
+    cuts = [np.unique(every[:, d, :]) for d in range(n)]
     if np.prod([len(c) - 1 for c in cuts], dtype=float) > MAX_GRID_CELLS:
         return None
     sizes = [np.diff(c) for c in cuts]
@@ -159,24 +206,18 @@ def box_volumes(
     for sz in sizes[1:]:
         volume = np.multiply.outer(volume, sz)
 
-    def cover(boxes: list[Box]) -> np.ndarray:
-        grid = np.zeros(volume.shape, dtype=bool)
-        if not boxes:
-            return grid
-        bounds = np.array(boxes, dtype=np.int64)  # (boxes, n, 2)
+    def cover(bounds: np.ndarray) -> np.ndarray:
         cells = np.stack([np.searchsorted(cuts[d], bounds[:, d, :]) for d in range(n)], axis=1)
-        for b in cells.tolist():
-            grid[tuple(slice(lo, hi) for lo, hi in b)] = True
-        return grid
+        return _cover(cells, volume.shape)
 
-    cur = cover(current)
+    cur = cover(groups[0])
     new = int(volume[cur].sum())
     old, ovl = [], []
-    for group in earlier:
-        g = cover(group)
-        old.append(int(volume[g].sum()))
-        ovl.append(int(volume[cur & g].sum()))
-        cur &= ~g
+    for g in groups[1:]:
+        covered = cover(g)
+        old.append(int(volume[covered].sum()))
+        ovl.append(int(volume[cur & covered].sum()))
+        cur &= ~covered
     return new, old, ovl
 
 

@@ -129,13 +129,25 @@ class SymForm:
 
 
 def bind_all(forms: object, block: tuple[int, int, int]) -> dict[SymForm, LinForm]:
-    """Bind every distinct form of an iterable of accesses' ``forms`` once."""
+    """Bind every distinct form of an iterable of accesses' ``forms`` once
+    (and each form for each block once per process: a ranking binds the
+    same forms for many launches)."""
     out: dict[SymForm, LinForm] = {}
+    blk = tuple(int(b) for b in block)
     for acc_forms in forms:  # type: ignore[attr-defined]
         for f in acc_forms:
             if f not in out:
-                out[f] = f.bind(block)
+                b = _BOUND.get((f, blk))
+                if b is None:
+                    b = f.bind(blk)  # type: ignore[arg-type]
+                    if len(_BOUND) < _BOUND_LIMIT:
+                        _BOUND[(f, blk)] = b
+                out[f] = b
     return out
+
+
+_BOUND: dict[tuple[SymForm, tuple[int, ...]], LinForm] = {}
+_BOUND_LIMIT = 200_000
 
 
 def _bind(form: SymForm, block: tuple[int, int, int], integral: bool) -> LinForm:
@@ -250,7 +262,25 @@ def parse(expr: object, what: str) -> SymForm:
         e = sp.sympify(expr)
     except (sp.SympifyError, TypeError) as exc:
         raise NonAffineError(f"{what}: cannot read index {expr!r} as an expression") from exc
-    return _parse(e, what)
+    cached = _PARSED.get(e)
+    if cached is not None:
+        return cached
+    form = _parse(e, what)
+    canonical = _INTERNED.get(form, form)
+    if len(_PARSED) < _PARSED_LIMIT:
+        _INTERNED.setdefault(canonical, canonical)
+        _PARSED[e] = canonical
+    return canonical
+
+
+#: Parsed forms by expression, and one object per distinct form: kernels with
+#: thousands of accesses repeat a few dozen index expressions, and identical
+#: objects make the per-launch tables keyed by form cheap to look up (a dict
+#: compares keys by identity first). Bounded: beyond the limit, forms are
+#: parsed again but still interned.
+_PARSED: dict[object, SymForm] = {}
+_INTERNED: dict[SymForm, SymForm] = {}
+_PARSED_LIMIT = 100_000
 
 
 def _parse(e: sp.Expr, what: str) -> SymForm:

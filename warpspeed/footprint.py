@@ -9,8 +9,8 @@ import numpy as np
 from .sampling import (
     WARP,
     Sample,
-    address_classes,
-    distinct_sorted,
+    shift_groups,
+    shifted_distinct_sum,
     sorted_rows,
 )
 
@@ -51,17 +51,48 @@ class Footprint:
     l2_store_v1: float = 0.0
 
 
-def _per_warp_sectors(addr: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """Distinct sectors per warp, summed over instructions: shape (blocks,).
-    Instructions one constant apart sort once (:func:`address_classes`)."""
-    n_acc, nb, threads = addr.shape
-    act = active.reshape(nb, threads // WARP, WARP)
+def _per_warp_sectors(s: Sample, indices: range) -> np.ndarray:
+    """Distinct sectors per warp, summed over the instructions ``indices``:
+    shape (blocks,). Instructions one constant apart sort once
+    (:func:`warpspeed.sampling.shift_groups`)."""
+    nb, threads = s.active.shape
+    act = s.active.reshape(nb, threads // WARP, WARP)
     any_active = act.any(axis=-1)
     out = np.zeros(nb)
-    for members in address_classes(addr):
-        rows = sorted_rows(addr[members[0][0]].reshape(nb, threads // WARP, WARP), act)
-        for _, shift in members:
-            out += distinct_sorted(rows + shift, any_active, SECTOR).sum(axis=1)
+    for rep, shifts in shift_groups(s, indices):
+        rows = sorted_rows(rep.reshape(nb, threads // WARP, WARP), act)
+        out += shifted_distinct_sum(rows, any_active, shifts, SECTOR).sum(axis=1)
+    return out
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values; a bitmap when their range is small."""
+    if values.size == 0:
+        return values
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo < 8 * values.size + 4096:
+        mask = np.zeros(hi - lo + 1, dtype=bool)
+        mask[values - lo] = True
+        return np.flatnonzero(mask) + lo
+    return np.unique(values)
+
+
+def _block_sectors(s: Sample, indices: list[int]) -> list[np.ndarray]:
+    """The distinct sectors the accesses ``indices`` touch in each sampled
+    block, sorted: the union over instructions, from each group's
+    representative shifted by whole sectors."""
+    groups = shift_groups(s, indices, SECTOR)
+    out = []
+    for i in range(s.active.shape[0]):
+        act = s.active[i]
+        if not act.any():
+            out.append(np.zeros(0, dtype=np.int64))
+            continue
+        parts = []
+        for rep, shifts in groups:
+            u = _distinct(rep[i][act] // SECTOR)
+            parts.append((u[None, :] + (shifts // SECTOR)[:, None]).ravel())
+        out.append(_distinct(np.concatenate(parts)))
     return out
 
 
@@ -70,37 +101,24 @@ def block_footprint(s: Sample, n_loads: int) -> Footprint:
     the sample are the loads, the rest the stores."""
     w = s.weights
     lups = float(np.sum(s.active.sum(axis=1) * w)) * s.lups_per_thread
-    loads, stores = s.addresses[:n_loads], s.addresses[n_loads:]
-    l1_load = float(np.sum(_per_warp_sectors(loads, s.active) * w)) * SECTOR / lups
-    l2_store = float(np.sum(_per_warp_sectors(stores, s.active) * w)) * SECTOR / lups
+    n = len(s.accesses)
+    l1_load = float(np.sum(_per_warp_sectors(s, range(n_loads)) * w)) * SECTOR / lups
+    l2_store = float(np.sum(_per_warp_sectors(s, range(n_loads, n)) * w)) * SECTOR / lups
     nb = len(w)
     v1, lines, sv1 = np.zeros(nb), np.zeros(nb), np.zeros(nb)
-    page_sets: dict[str, list[list[np.ndarray]]] = {}  # per field, per block
-    for kind, base, addresses in (("load", 0, loads), ("store", n_loads, stores)):
-        by_field: dict[str, list[int]] = {}
-        for k in range(addresses.shape[0]):
-            by_field.setdefault(s.accesses[base + k].field.name, []).append(k)
-        for name, idx in by_field.items():
-            a = np.moveaxis(addresses[idx], 0, 1).reshape(nb, -1)  # (nb, acc*threads)
-            act = np.tile(s.active, (1, len(idx)))
-            rows, any_active = sorted_rows(a // SECTOR, act), act.any(axis=-1)
-            if kind == "load":
-                v1 += distinct_sorted(rows, any_active)
-                lines += distinct_sorted(rows, any_active, LINE // SECTOR)
-            else:
-                sv1 += distinct_sorted(rows, any_active)
-            # the distinct pages of each block, from the sorted sectors
-            per = page_sets.setdefault(name, [[] for _ in range(nb)])
-            pg = rows // (PAGE // SECTOR)  # sorted: a page starts where the value changes
-            first = np.ones(pg.shape, dtype=bool)
-            first[:, 1:] = pg[:, 1:] != pg[:, :-1]
-            for i in range(nb):
-                if any_active[i]:
-                    per[i].append(pg[i][first[i]])
-    pages = np.array([
-        sum(len(np.unique(np.concatenate(per[i]))) if per[i] else 0 for per in page_sets.values())
-        for i in range(nb)
-    ], dtype=float)
+    per_field: dict[str, list[list[int]]] = {}  # loads, stores
+    for k, acc in enumerate(s.accesses):
+        per_field.setdefault(acc.field.name, [[], []])[k >= n_loads].append(k)
+    pages = np.zeros(nb)
+    for loads, stores in per_field.values():
+        ld = _block_sectors(s, loads) if loads else [np.zeros(0, np.int64)] * nb
+        st = _block_sectors(s, stores) if stores else [np.zeros(0, np.int64)] * nb
+        for i in range(nb):
+            v1[i] += len(ld[i])
+            if len(ld[i]):
+                lines[i] += 1 + np.count_nonzero(np.diff(ld[i] // (LINE // SECTOR)))
+            sv1[i] += len(st[i])
+            pages[i] += len(np.unique(np.concatenate([ld[i], st[i]]) // (PAGE // SECTOR)))
     blocks_active = s.active.any(axis=1)
     alloc = float(np.sum(lines * w) / np.sum(w * blocks_active)) * LINE
     return Footprint(

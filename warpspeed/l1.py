@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .sampling import HALF_WARP, Sample, address_classes, distinct_sorted, sorted_rows
+from .sampling import (
+    HALF_WARP,
+    Sample,
+    distinct_sorted,
+    shift_groups,
+    shifted_distinct_sum,
+    sorted_rows,
+)
 
 BANKS = 16
 BANK_WIDTH = 8
@@ -46,22 +53,19 @@ def l1_cycles_per_warp_lup(s: Sample) -> float:
     divided by the lattice updates per thread (MODEL.md §4).
 
     Instructions whose addresses are one constant multiple of 8 B apart
-    share their sorted words (shifted) and their bank conflicts; only the
-    1 KiB regions are counted per instruction."""
-    _, nb, threads = s.addresses.shape
+    (:func:`warpspeed.sampling.shift_groups`) share their sorted words
+    (shifted) and their bank conflicts; only the 1 KiB regions are counted
+    per instruction, vectorised over the instructions of a group."""
+    nb, threads = s.active.shape
     act = s.active.reshape(nb, threads // HALF_WARP, HALF_WARP)
     any_active = act.any(axis=-1)
     per_block = np.zeros(nb)
-    for members in address_classes(s.addresses, BANK_WIDTH):
-        rep = members[0][0]
-        addr = s.addresses[rep].reshape(nb, threads // HALF_WARP, HALF_WARP)
-        w = sorted_rows(addr // BANK_WIDTH, act)
+    for rep, shifts in shift_groups(s, range(len(s.accesses)), BANK_WIDTH):
+        w = sorted_rows(rep.reshape(nb, threads // HALF_WARP, HALF_WARP) // BANK_WIDTH, act)
         conflicts = _conflicts(w)
-        for _, shift in members:
-            regions = distinct_sorted(w + shift // BANK_WIDTH, any_active, REGION // BANK_WIDTH)
-            cyc = np.where(any_active, np.maximum(conflicts, regions), 0)
-            per_block += cyc.sum(axis=1)
-    hw_active = any_active  # (nb, halfwarps)
+        cyc = shifted_distinct_sum(w, any_active, shifts // BANK_WIDTH, REGION // BANK_WIDTH,
+                                   at_least=conflicts)
+        per_block += cyc.sum(axis=1)
     total = float(np.sum(per_block * s.weights))
-    count = float(np.sum(hw_active.sum(axis=1) * s.weights))
+    count = float(np.sum(any_active.sum(axis=1) * s.weights))
     return 2.0 * total / count / s.lups_per_thread

@@ -16,7 +16,7 @@ from .capacity import CapacityFits, load_fits
 from .errors import LaunchError
 from .expr import LinForm, SymForm, bind_all
 from .footprint import Footprint, block_footprint
-from .kernel import Kernel, thread_accesses
+from .kernel import Kernel, kernel_forms, thread_accesses
 from .l1 import l1_cycles_per_warp_lup
 from .launch import Launch, make_launch
 from .machine import Machine, load_machine
@@ -140,7 +140,7 @@ def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -
     if not isinstance(kernel, Kernel):
         raise TypeError(f"predict() needs a ws.Kernel, got {type(kernel).__name__}")
     launch = make_launch(kernel, machine, block)
-    bound = bind_all((a.forms for a in kernel.loads + kernel.stores), launch.block)
+    bound = bind_all([kernel_forms(kernel)], launch.block)
     loads, stores = thread_accesses(kernel, bound)
     smp = sample(kernel, launch, loads + stores, bound)
     if not smp.active.any():

@@ -52,7 +52,7 @@ from .errors import LaunchError
 from .executor import Runner, chunks, mp_context
 from .expr import bind_all
 from .footprint import Footprint
-from .kernel import Kernel
+from .kernel import Kernel, kernel_forms
 from .launch import Launch, make_launch
 from .machine import Machine, load_machine
 from .model import BlockStage, Prediction, block_stage, finish
@@ -166,9 +166,8 @@ def _stage_chunk(
 
 
 def _wave_chunk(kernel: Kernel, launches: list[Launch], address: str) -> list[WaveVolumes]:
-    accesses = kernel.loads + kernel.stores
     return [
-        wave_volumes(kernel, la, bind_all((a.forms for a in accesses), la.block),
+        wave_volumes(kernel, la, bind_all([kernel_forms(kernel)], la.block),
                      address=address)
         for la in launches
     ]

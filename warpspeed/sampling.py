@@ -21,12 +21,13 @@ on large grids the edge blocks weigh less and the difference shrinks.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .expr import LinForm, SymForm
-from .kernel import Access, Kernel
+from .kernel import Access, Kernel, linear_addresses
 from .launch import Launch
 
 HALF_WARP = 16
@@ -63,33 +64,108 @@ def _positions(g: int, partial: bool, cap: int, period: int) -> list[tuple[int, 
 class Sample:
     """Addresses of every access for every thread of the sampled blocks.
 
-    ``addresses`` has shape (accesses, blocks, threads) in bytes, with the
-    threads of a block in x-fastest linear order padded to whole warps;
-    ``active`` (blocks, threads) marks threads inside the block and the guard.
+    Accesses whose byte addresses are affine with the same coefficients
+    differ by one constant at every thread (a stencil's many shifted
+    loads): they form a class, evaluated once. ``class_addresses`` has
+    shape (classes, blocks, threads) in bytes, with the threads of a block
+    in x-fastest linear order padded to whole warps; access ``k`` is class
+    ``access_class[k]`` shifted by ``access_shift[k]`` bytes, and
+    :attr:`addresses` spells every access out. ``active`` (blocks,
+    threads) marks threads inside the block and the guard.
     """
 
     accesses: tuple[Access, ...]
-    addresses: np.ndarray
+    class_addresses: np.ndarray
+    access_class: np.ndarray
+    access_shift: np.ndarray
     active: np.ndarray
     weights: np.ndarray
     lups_per_thread: int
 
+    @property
+    def addresses(self) -> np.ndarray:
+        """Shape (accesses, blocks, threads): every access's addresses."""
+        return self.class_addresses[self.access_class] + self.access_shift[:, None, None]
+
+
+def shift_groups(
+    s: Sample, indices: Iterable[int], modulus: int = 1
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The accesses ``indices`` in groups whose addresses differ by one
+    constant multiple of ``modulus`` bytes at every thread: per group the
+    first member's addresses (blocks, threads) and every member's shift
+    from them. Counts of §4 and §5 that are invariant under such a shift
+    (bank conflicts, sorting) are computed once per group."""
+    ks = np.fromiter(indices, dtype=np.int64)
+    if ks.size == 0:
+        return []
+    cls, sh = s.access_class[ks], s.access_shift[ks]
+    keys = np.stack([cls, sh % modulus], axis=1)
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    out = []
+    for g in np.argsort(first).tolist():  # groups in the order of their first access
+        members = sh[inverse == g]
+        out.append((s.class_addresses[cls[first[g]]] + members[0], members - members[0]))
+    return out
+
+
+def member_chunks(shifts: np.ndarray, size: int, limit: int = 1 << 22) -> list[np.ndarray]:
+    """``shifts`` in chunks whose arrays of ``size`` elements each stay
+    below ``limit`` elements together (vectorised over members, bounded
+    memory)."""
+    step = max(1, limit // max(size, 1))
+    return [shifts[i:i + step] for i in range(0, len(shifts), step)]
+
+
+def _classes(
+    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm]
+) -> tuple[list[tuple[int, tuple[int, ...]] | Access], np.ndarray, np.ndarray]:
+    """Shift classes (module docstring of :class:`Sample`): per class the
+    representative's linear address ``(const, coef)``, or the access itself
+    when its forms have floor divisions; each access's class and shift.
+    Classes are numbered in the order of their first access."""
+    n = len(accesses)
+    cls = np.empty(n, dtype=np.int64)
+    shift = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return [], cls, shift
+    lin, affine = linear_addresses(accesses, bound)
+    # a class per distinct coefficient vector of the affine accesses, an own
+    # class per access with floors; numbered by first appearance
+    key = np.where(affine[:, None], lin[:, 1:], 0)
+    key = np.column_stack([np.where(affine, -1, np.arange(n)), key])
+    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    cls[:] = rank[inverse.ravel()]
+    reps: list[tuple[int, tuple[int, ...]] | Access] = []
+    for c in first[order].tolist():
+        if affine[c]:
+            reps.append((int(lin[c, 0]), tuple(int(v) for v in lin[c, 1:])))
+        else:
+            reps.append(accesses[c])
+    rep_const = np.array([lin[first[o], 0] for o in order], dtype=np.int64)
+    shift[:] = np.where(affine, lin[:, 0] - rep_const[cls], 0)
+    return reps, cls, shift
+
 
 def _periods(
-    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm]
+    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm],
+    reps: list[tuple[int, tuple[int, ...]] | Access] | None = None,
 ) -> list[int]:
-    """Blocks after which every access's address pattern repeats modulo 1024 B."""
+    """Blocks after which every access's address pattern repeats modulo 1024 B
+    (``reps``: the shift classes of :func:`_classes`, if known)."""
     periods = [1, 1, 1]
-    for d in range(3):
-        for acc in accesses:
-            forms = [bound[f] for f in acc.forms]
-            if any(f.floors for f in forms):
+    if reps is None:
+        reps = _classes(accesses, bound)[0]
+    for rep in reps:
+        for d in range(3):
+            if isinstance(rep, Access):  # floor divisions
                 periods[d] = max(periods[d], INTERIOR[d])
-                continue
-            step = acc.field.itemsize * sum(
-                st * f.coef[d] for st, f in zip(acc.field.strides, forms)
-            )
-            periods[d] = max(periods[d], 1024 // math.gcd(1024, step))
+            else:
+                periods[d] = max(periods[d], 1024 // math.gcd(1024, rep[1][d]))
     return periods
 
 
@@ -109,10 +185,11 @@ def sample(
     padded = -(-threads // WARP) * WARP
     t = np.arange(padded)
     local = np.stack([t % bx, (t // bx) % by, t // (bx * by)])
+    reps, cls, shift = _classes(accesses, bound)
     if every_block:
         pos = [[(i, 1.0) for i in range(g)] for g in launch.grid]
     else:
-        periods = _periods(accesses, bound)
+        periods = _periods(accesses, bound, reps)
         pos = [
             _positions(g, kernel.domain[d] % launch.block[d] != 0, INTERIOR[d], periods[d])
             for d, g in enumerate(launch.grid)
@@ -133,53 +210,28 @@ def sample(
     dom = np.array(kernel.domain)[:, None, None]
     active = (t < threads)[None, :] & np.all(glob < dom, axis=0)
     flat = v.reshape(6, -1)
-    addr = np.empty((len(accesses), nb * padded), dtype=np.int64)
-    values: dict[SymForm, np.ndarray] = {}  # accesses share index forms: evaluate each once
-    for k, acc in enumerate(accesses):
-        f = acc.field
-        out = np.full(flat.shape[1], f.base_offset, dtype=np.int64)
-        for form, stride in zip(acc.forms, f.strides):
-            if form not in values:
-                values[form] = bound[form].evaluate(flat)
-            out += (f.itemsize * stride) * values[form]
-        addr[k] = out
+    addr = np.empty((len(reps), nb * padded), dtype=np.int64)
+    for c, rep in enumerate(reps):
+        if isinstance(rep, Access):
+            f = rep.field
+            out = np.full(flat.shape[1], f.base_offset, dtype=np.int64)
+            for form, stride in zip(rep.forms, f.strides):
+                out += (f.itemsize * stride) * bound[form].evaluate(flat)
+        else:
+            out = np.full(flat.shape[1], rep[0], dtype=np.int64)
+            for i, coef in enumerate(rep[1]):
+                if coef:
+                    out += coef * flat[i]
+        addr[c] = out
     return Sample(
         accesses=accesses,
-        addresses=addr.reshape(len(accesses), nb, padded),
+        class_addresses=addr.reshape(len(reps), nb, padded),
+        access_class=cls,
+        access_shift=shift,
         active=active,
         weights=np.array(weights),
         lups_per_thread=kernel.lups_per_thread,
     )
-
-
-def address_classes(addresses: np.ndarray, modulus: int = 1) -> list[list[tuple[int, int]]]:
-    """Group accesses (axis 0) whose addresses differ by one constant at
-    every thread, that constant a multiple of ``modulus``: a list of classes,
-    each a list of ``(access, shift)`` with the shift in bytes from the
-    class's first access. Sorting an access's addresses gives the sorted
-    addresses of every access of its class plus the shift, so the counts of
-    §4 and §5 sort once per class; stencils load many shifted copies of one
-    pattern."""
-    n = addresses.shape[0]
-    if n == 0 or addresses.size == 0:
-        return []
-    flat = addresses.reshape(n, -1)
-    diff = flat - flat[:, :1]
-    probe = diff[:, :: max(1, diff.shape[1] // 64)]  # a cheap fingerprint, then a full check
-    first = flat[:, 0].astype(np.int64)
-    index: dict[tuple[bytes, int], list[int]] = {}
-    classes: list[list[tuple[int, int]]] = []
-    for k in range(n):
-        key = (probe[k].tobytes(), int(first[k]) % modulus)
-        for c in index.get(key, ()):
-            rep = classes[c][0][0]
-            if np.array_equal(diff[k], diff[rep]):
-                classes[c].append((k, int(first[k] - first[rep])))
-                break
-        else:
-            index.setdefault(key, []).append(len(classes))
-            classes.append([(k, 0)])
-    return classes
 
 
 def sorted_rows(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
@@ -203,3 +255,36 @@ def distinct_per_row(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
     """Number of distinct values per row among the active entries; rows
     without an active entry count 0."""
     return distinct_sorted(sorted_rows(keys, active), active.any(axis=-1))
+
+
+def shifted_distinct_sum(
+    rows: np.ndarray, any_active: np.ndarray, shifts: np.ndarray, factor: int,
+    at_least: np.ndarray | None = None,
+) -> np.ndarray:
+    """``sum_s max(at_least, distinct((rows + s) // factor))`` per row over
+    the shifts ``s`` (the members of a shift group), for rows of
+    :func:`sorted_rows`; 0 for empty rows.
+
+    A row whose consecutive values are at most ``factor`` apart leaves no
+    unit between its first and last value untouched, whatever the shift:
+    its count is ``(last + s) // factor - (first + s) // factor + 1``,
+    computed from two values per row. The other rows are counted value by
+    value. Vectorised over the shifts in chunks of bounded memory."""
+    lo, hi = rows[..., 0], rows[..., -1]
+    dense = np.all(np.diff(rows, axis=-1) <= factor, axis=-1)
+    out = np.zeros(rows.shape[:-1], dtype=np.int64)
+    floor_all = at_least if at_least is not None else 0
+    expand = (slice(None),) + (None,) * lo.ndim
+    for chunk in member_chunks(shifts, lo.size):
+        s = chunk[expand]
+        n = (hi[None] + s) // factor - (lo[None] + s) // factor + 1
+        out += np.where(dense, np.maximum(n, floor_all), 0).sum(axis=0)
+    if not dense.all():
+        sparse = ~dense
+        part = rows[sparse]  # (rows, width)
+        floor_part = at_least[sparse] if at_least is not None else 0
+        for chunk in member_chunks(shifts, part.size):
+            k = (part[None] + chunk[:, None, None]) // factor
+            n = 1 + np.count_nonzero(k[..., 1:] != k[..., :-1], axis=-1)
+            out[sparse] += np.maximum(n, floor_part).sum(axis=0)
+    return np.where(any_active, out, 0)

@@ -36,6 +36,7 @@ from .counting import StridedBox, _as_box, _unstride, box_volumes, count
 from .expr import LinForm, SymForm
 from .kernel import Access, Kernel, merge_repeated
 from .launch import BlockBox, Launch, WaveSets, valid_threads, wave_sets
+from .strided_images import strided_volumes
 
 SECTOR = 32
 #: Sector spaces of the DRAM sets: the paper's multi-dimensional one, and the
@@ -317,10 +318,13 @@ def _direct_volumes(
     large."""
     groups: list[list[StridedBox]] = []
     for g in [current, *earlier]:
-        imgs = [_image(a, bound, block, g, address) for a in accs] if g is not None else []
-        if any(x is None for x in imgs):
-            return None
-        groups.append([b for x in imgs for b in x])  # type: ignore[union-attr]
+        boxes_g: list[StridedBox] = []
+        for a in accs if g is not None else []:
+            img = _image(a, bound, block, g, address)
+            if img is None:
+                return None
+            boxes_g += img
+        groups.append(boxes_g)
     if not any(groups):
         return 0, [0] * len(earlier), [0] * len(earlier)
     if all(st == 1 for g in groups for b in g for _, _, st in b):
@@ -368,6 +372,9 @@ def wave_volumes(
             res = _direct_volumes(
                 accs, bound, block, gboxes[0], gboxes[1:1 + n_earlier], address
             )
+            if res is None:
+                res = strided_volumes(accs, bound, block, domain, list(boxes[:1 + n_earlier]),
+                                      address)
         if res is not None:
             return res[0], res[1], res[2], 0
         if not isl_sets:
