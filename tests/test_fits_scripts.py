@@ -125,3 +125,14 @@ def test_l1_miss_rows_are_every_star_row_with_an_l2_load():
     assert r.block == (32, 1, 32)
     assert meas == pytest.approx((74.69 - fp.l2_load_v1) / (fp.l1_load - fp.l2_load_v1))
     assert meas == pytest.approx(-0.011, abs=5e-4)  # as fits/l1_misses.py prints
+
+
+def test_a_set_missed_beyond_the_band_at_every_exponent_does_not_steer_the_fit():
+    from warpspeed.timing.kernel_fit import FitRow
+    from warpspeed.transfer import fit_weight
+
+    good = _synthetic_rows(1.8, 10, 6)
+    assert fit_weight(good)
+    # measured at half of what the model gives at any exponent: 2x too fast
+    off = [FitRow(r.terms, r.measured / 2.5) for r in good]
+    assert not fit_weight(off)

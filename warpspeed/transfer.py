@@ -15,6 +15,12 @@ one GPU (:mod:`warpspeed.reference`):
 The table a user reads: for every set, the exponent fitted on the *other*
 sets and the scores of the set left out with it; and the scores of the
 paper's roofline, which fits nothing, on the same rows.
+
+A set that the model misses by more than 1.5x in the median whatever the
+exponent (at both bounds of its range) is misspecified beyond what the
+constant can mend: fitting to it would bend the constant to hide another
+error. Such a set is reported, fitted on the others like every set, but
+takes no part in the fit (:func:`fit_weight`); the report names it.
 """
 
 from __future__ import annotations
@@ -25,7 +31,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from .reference import Row, convolution_rows, kernel_for, rows
-from .timing.kernel_fit import FitRow, SetScore, fit_joint, leave_one_set_out, score_set
+from .timing.kernel_fit import (
+    KERNEL_CONSTANTS,
+    FitRow,
+    SetScore,
+    fit_joint,
+    row_glups,
+    score_set,
+)
+
+#: The median predicted/measured band inside which a set can inform the fit.
+FIT_BAND = (2 / 3, 1.5)
 
 
 @dataclass(frozen=True)
@@ -69,15 +85,27 @@ def fit_rows(dev: DevSet, preds: Sequence[object] | None = None) -> list[FitRow]
     return [FitRow(p.terms, float(r.glups)) for p, r in zip(preds, data)]  # type: ignore[attr-defined, arg-type]
 
 
+def fit_weight(rows: Sequence[FitRow]) -> bool:
+    """Whether a set can inform the fit: its median predicted/measured GLup/s
+    lies inside :data:`FIT_BAND` at one bound of the exponent at least
+    (module docstring)."""
+    meas = np.array([r.measured for r in rows])
+    low, high = FIT_BAND
+    return any(low <= float(np.median(row_glups(rows, p) / meas)) <= high
+               for p in KERNEL_CONSTANTS["overlap_exponent"])
+
+
 @dataclass(frozen=True)
 class TransferReport:
     """The joint fit, the in-sample scores with it, the leave-one-set-out
-    scores of the default model, and the paper model's scores."""
+    scores of the default model, the paper model's scores, and the sets
+    left out of the fit as misspecified."""
 
     exponent: float
     joint: tuple[SetScore, ...]
     left_out: tuple[SetScore, ...]
     paper: tuple[SetScore, ...]
+    not_fitted: tuple[str, ...] = ()
 
 
 def paper_scores(name: str, data: Sequence[Row], preds: Sequence[object]) -> SetScore:
@@ -100,9 +128,17 @@ def transfer_report(sets: Sequence[DevSet] = DEV_SETS) -> TransferReport:
         data = dev.load()
         fitted[dev.name] = fit_rows(dev, predict_rows(data, dev.machine, "latency"))
         paper.append(paper_scores(dev.name, data, predict_rows(data, dev.machine, "paper")))
-    p = fit_joint(fitted)
+    usable = {k: v for k, v in fitted.items() if fit_weight(v)}
+    if not usable:
+        raise ValueError("no development set lies within the fit band; nothing to fit")
+    p = fit_joint(usable)
     joint = tuple(score_set(k, v, p) for k, v in fitted.items())
-    return TransferReport(p, joint, tuple(leave_one_set_out(fitted)), tuple(paper))
+    left_out = []
+    for name, data in fitted.items():
+        others = {k: v for k, v in usable.items() if k != name}
+        left_out.append(score_set(name, data, fit_joint(others) if others else p))
+    skipped = tuple(k for k in fitted if k not in usable)
+    return TransferReport(p, joint, tuple(left_out), tuple(paper), skipped)
 
 
 def format_transfer(rep: TransferReport) -> str:
@@ -125,8 +161,14 @@ def format_transfer(rep: TransferReport) -> str:
         lines.append(" | ".join((s.dataset, str(s.rows), "paper model (no fit)", "-",
                                  f(s.mape, True), f(s.median_ratio), f(s.spearman),
                                  f(s.best_fraction, True))))
+    if rep.not_fitted:
+        lines.append("")
+        lines.append(f"not used for fitting (median predicted/measured outside "
+                     f"{FIT_BAND[0]:.2f}-{FIT_BAND[1]:.2f} at both bounds of the exponent): "
+                     f"{', '.join(rep.not_fitted)}")
     return "\n".join(lines)
 
 
-__all__ = ["DEV_SETS", "DevSet", "TransferReport", "fit_rows", "format_transfer",
+__all__ = ["DEV_SETS", "FIT_BAND", "DevSet", "TransferReport", "fit_rows", "fit_weight",
+           "format_transfer",
            "paper_scores", "predict_rows", "transfer_report"]
