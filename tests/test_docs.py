@@ -189,3 +189,31 @@ def test_accuracy_file_matches_a_fresh_validation():
     assert accuracy_script().main(["--check"]) == 0, (
         "warpspeed/ACCURACY.md is out of date: run python fits/accuracy_report.py"
     )
+
+
+def copy_kernel_prediction(model: str = ws.model.DEFAULT_MODEL) -> ws.Prediction:
+    x = ws.tidx
+    a, b = ws.Field("a", shape=(256,)), ws.Field("b", shape=(256,))
+    k = ws.Kernel(loads=[a[x]], stores=[b[x]], domain=(256,))
+    return ws.predict(k, "V100", block=(64, 1, 1), model=model)
+
+
+def test_every_prediction_output_is_explained():
+    d = copy_kernel_prediction().to_dict()
+    text = MODEL.read_text()
+    section = text[text.index("## §14"):]
+    keys = [k for k in d if k not in ("machine", "kernel", "details", "volumes")]
+    keys += [f"details.{k}" for k in d["details"]]
+    keys += [f"volumes.{k}" for k in d["volumes"]]
+    missing = [k for k in keys if not {f"`{k}`", f"`{k.split('.')[-1]}`"} & set(
+        re.findall(r"`[^`]+`", section))]
+    assert not missing, f"outputs not explained in MODEL.md §14: {missing}"
+
+
+def test_every_term_of_the_default_model_is_explained():
+    p = copy_kernel_prediction("latency")
+    text = MODEL.read_text()
+    section = text[text.index("## §11"):]
+    section = section[:section.index("\n## §", 1)]
+    missing = [k for k in p.terms if f"`{k}`" not in section]
+    assert not missing, f"terms of the default model not explained in MODEL.md §11: {missing}"
