@@ -217,3 +217,17 @@ def test_every_term_of_the_default_model_is_explained():
     section = section[:section.index("\n## §", 1)]
     missing = [k for k in p.terms if f"`{k}`" not in section]
     assert not missing, f"terms of the default model not explained in MODEL.md §11: {missing}"
+
+
+def test_every_refusal_is_listed_in_the_limits_section():
+    import warpspeed.errors
+    import warpspeed.pystencils.unsupported as unsupported
+
+    text = MODEL.read_text()
+    section = text[text.index("## §13"):]
+    section = section[:section.index("\n## §", 1)]
+    classes = [getattr(unsupported, n) for n in unsupported.__all__]
+    classes += [c for c in vars(warpspeed.errors).values()
+                if isinstance(c, type) and issubclass(c, Exception)]
+    missing = sorted({c.__name__ for c in classes} - set(re.findall(r"`(?:\w+\.)*(\w+)`", section)))
+    assert not missing, f"error classes not listed in MODEL.md §13: {missing}"
