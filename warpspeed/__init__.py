@@ -1,7 +1,7 @@
 """warpspeed: analytical GPU performance estimation from address expressions.
 
-Reference: Ernst et al., JPDC 173 (2023); the model is restated in
-``MODEL.md`` of the design documents.
+Reference: Ernst et al., JPDC 173 (2023). How the paper model and the
+default model work: ``MODEL.md`` in this package.
 """
 
 from .advice import Advice, advise

@@ -81,7 +81,23 @@ def advise(
 ) -> Advice:
     """Explain ``prediction`` (MODEL.md §8): binding limiter, headroom and
     hints (module docstring). ``kernel`` adds hints that need the access
-    count and the registers per thread."""
+    count and the registers per thread.
+
+    Example: what limits a 3-point stencil, and what would help::
+
+        >>> import warpspeed as ws
+        >>> x, y, z = ws.tidx, ws.tidy, ws.tidz
+        >>> A = ws.Field("A", shape=(66, 66, 66))
+        >>> B = ws.Field("B", shape=(66, 66, 66))
+        >>> k = ws.Kernel(loads=[A[x + 1 + d, y + 1, z + 1] for d in (-1, 0, 1)],
+        ...               stores=[B[x + 1, y + 1, z + 1]], domain=(64, 64, 64))
+        >>> p = ws.predict(k, "V100", block=(64, 2, 1))
+        >>> a = ws.advise(p, ws.load_machine("V100"), k)
+        >>> a.limiter == p.limiter and a.headroom >= 1
+        True
+        >>> "l1_conflicts" in {h.kind for h in a.hints}  # above 2 cycles per access
+        True
+    """
     p = prediction
     finite = sorted(
         ((k, v) for k, v in p.limits.items() if v is not None), key=lambda kv: (kv[1], kv[0])

@@ -52,6 +52,18 @@ class Field:
     element 0 from a 128 B boundary (MODEL.md §1); it is reduced modulo 128
     because only the alignment matters to the model. Indices outside the
     shape are allowed: they address memory beside the allocation.
+
+    Example (indexing a field makes an access; nothing is predicted yet)::
+
+        >>> import warpspeed as ws
+        >>> A = ws.Field("A", shape=(66, 66, 66), itemsize=8)
+        >>> A.strides                  # in elements, dimension 0 contiguous
+        (1, 66, 4356)
+        >>> a = A[ws.tidx + 1, ws.tidy, ws.tidz]  # an access: the field and its indices
+        >>> a.field is A, len(a.index)
+        (True, 3)
+        >>> ws.Field("B", shape=(64,), base_offset=136).base_offset  # modulo 128 B
+        8
     """
 
     name: str
@@ -199,6 +211,26 @@ class Kernel:
       the outputs of a thread folded by the block size whose inputs
       overlap). True keeps every access, for code where the compiler cannot
       merge them (aliasing pointers, ``volatile``, loads across barriers).
+
+    Example: a 3-point stencil along x over 64^3 points, and an index the
+    model refuses (MODEL.md §13)::
+
+        >>> import warpspeed as ws
+        >>> x, y, z = ws.tidx, ws.tidy, ws.tidz
+        >>> A = ws.Field("A", shape=(66, 66, 66))
+        >>> B = ws.Field("B", shape=(66, 66, 66))
+        >>> k = ws.Kernel(loads=[A[x + 1 + d, y + 1, z + 1] for d in (-1, 0, 1)],
+        ...               stores=[B[x + 1, y + 1, z + 1]], domain=(64, 64, 64),
+        ...               fp_ops={"fma": 3})
+        >>> len(k.loads), k.lups_per_thread, k.fp_work
+        (3, 1, {'fma': 3.0})
+        >>> ws.Kernel(loads=[A[x, y, z]], stores=[B[x, y, z]], domain=(64, 64, 64),
+        ...           fold=(1, 1, 2)).lups_per_thread
+        2
+        >>> A[x * y, y, z]  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        warpspeed.errors.NonAffineError: A[...]: ...
     """
 
     loads: tuple[Access, ...]

@@ -117,7 +117,26 @@ def predict(
     """Predict volumes and performance of ``kernel`` launched with ``block``
     on ``machine`` (MODEL.md §3-§8). ``fits`` overrides the machine's
     capacity curves; ``model`` is a name of :data:`warpspeed.timing.MODELS`
-    (``"paper"`` or the default)."""
+    (``"paper"`` or the default).
+
+    Example: a 3-point stencil on 64^3 points with blocks of 64 x 2 x 1::
+
+        >>> import warpspeed as ws
+        >>> x, y, z = ws.tidx, ws.tidy, ws.tidz
+        >>> A = ws.Field("A", shape=(66, 66, 66))
+        >>> B = ws.Field("B", shape=(66, 66, 66))
+        >>> k = ws.Kernel(loads=[A[x + 1 + d, y + 1, z + 1] for d in (-1, 0, 1)],
+        ...               stores=[B[x + 1, y + 1, z + 1]], domain=(64, 64, 64))
+        >>> p = ws.predict(k, "V100", block=(64, 2, 1))
+        >>> p.limiter in {"fp", "l1", "l2", "dram"} and p.glups > 0
+        True
+        >>> p.volumes.l2_store  # B/Lup: rows start 8 B past a sector, 9 sectors per warp
+        9.0
+        >>> p.volumes.l2_load_v1  # the block's union of the three loads
+        8.5
+        >>> ws.predict(k, "V100", block=(64, 2, 1), model="paper").limiter
+        'dram'
+    """
     spec = _model(model)
     m = load_machine(machine)
     curves = fits if isinstance(fits, CapacityFits) else load_fits(fits or m.fits)

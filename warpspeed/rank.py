@@ -236,6 +236,22 @@ def rank(
     ``model``: the timing model (:data:`warpspeed.timing.MODELS`).
     A kernel whose block size is fixed (``Kernel.fixed_block``) is ranked
     with that block only, and :attr:`Ranking.notes` says so.
+
+    Example: the three best blocks of 128 threads for a 3-point stencil::
+
+        >>> import warpspeed as ws
+        >>> x, y, z = ws.tidx, ws.tidy, ws.tidz
+        >>> A = ws.Field("A", shape=(66, 66, 66))
+        >>> B = ws.Field("B", shape=(66, 66, 66))
+        >>> k = ws.Kernel(loads=[A[x + 1 + d, y + 1, z + 1] for d in (-1, 0, 1)],
+        ...               stores=[B[x + 1, y + 1, z + 1]], domain=(64, 64, 64))
+        >>> r = ws.rank(k, "V100", threads=[128], folds=[(1, 1, 1)], top=3, jobs=1)
+        >>> [p.block[0] * p.block[1] * p.block[2] for p in r.predictions]
+        [128, 128, 128]
+        >>> r.predictions[0].glups >= r.predictions[-1].glups
+        True
+        >>> print(r.excluded[0].reason)
+        block y extent 128 is at least twice the domain's 64 threads: half of every block would idle
     """
     if model not in MODELS:
         raise LaunchError(f"unknown model {model!r}; the models are {', '.join(MODELS)}")

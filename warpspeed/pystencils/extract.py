@@ -119,6 +119,22 @@ def extract(
     Raises a subclass of :class:`UnsupportedKernelError` naming the
     construct the model cannot describe, :class:`MissingShapeError` for
     symbolic sizes without ``shape``.
+
+    Example: a 7-point Jacobi sweep over 32^3 interior points (no GPU
+    needed)::
+
+        >>> import pystencils as ps
+        >>> import warpspeed.pystencils as wps
+        >>> src, dst = ps.fields("src, dst: double[34, 34, 34]")
+        >>> update = ps.Assignment(dst[0, 0, 0], (src[1, 0, 0] + src[-1, 0, 0] + src[0, 1, 0]
+        ...     + src[0, -1, 0] + src[0, 0, 1] + src[0, 0, -1]) / 6)
+        >>> cfg = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)
+        >>> k = wps.extract(ps.create_kernel([update], cfg)).kernel
+        >>> k.domain, len(k.loads), len(k.stores), k.fp_work
+        ((32, 32, 32), 6, 1, {'fma': 6.0})
+        >>> import warpspeed as ws
+        >>> ws.predict(k, "V100", block=(32, 4, 2)).limiter in {"fp", "l1", "l2", "dram"}
+        True
     """
     body = _gpu_body(kernel_function)
     fields, params = _parameters(kernel_function)

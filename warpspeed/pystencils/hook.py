@@ -183,6 +183,25 @@ def create_kernel(
     docstring). ``jobs``: worker processes of the ranking (default one per
     CPU, as :func:`warpspeed.rank`); ``model``: the
     timing model.
+
+    Example: the best block of 256 threads, unfolded or folded twice along
+    z, for a 7-point Jacobi sweep (no GPU needed)::
+
+        >>> import pystencils as ps
+        >>> import warpspeed.pystencils as wps
+        >>> src, dst = ps.fields("src, dst: double[34, 34, 34]")
+        >>> update = ps.Assignment(dst[0, 0, 0], (src[1, 0, 0] + src[-1, 0, 0] + src[0, 1, 0]
+        ...     + src[0, -1, 0] + src[0, 0, 1] + src[0, 0, -1]) / 6)
+        >>> cfg = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)
+        >>> kernel, ranking = wps.create_kernel([update], cfg, machine="V100", threads=256,
+        ...                                     folds=[(1, 1, 1), (1, 1, 2)], jobs=1)
+        >>> best = ranking[0]
+        >>> best.block[0] * best.block[1] * best.block[2], best.fold in {(1, 1, 1), (1, 1, 2)}
+        (256, True)
+        >>> all(a.glups >= b.glups for a, b in zip(ranking, ranking[1:]))
+        True
+        >>> type(kernel).__name__  # the pystencils kernel of the best fold
+        'GpuKernel'
     """
     variants: dict[Fold, Extraction] = {}
     generated: dict[Fold, Any] = {}

@@ -1,0 +1,175 @@
+"""Write ``warpspeed/ACCURACY.md``, the accuracy figures of the models, from
+the validation itself (``python fits/accuracy_report.py [--check] [--out
+FILE]`` from the repository root).
+
+The figures are never typed by hand: the script runs ``warpspeed validate
+--v100 --json`` (:data:`COMMAND`, in process) and renders every table its
+JSON holds, whatever their number and shape: a list of records is one
+table, a mapping of lists or records is one table per key (the
+leave-one-set-out table and further data sets appear as they are added to
+the validation). MAPE columns (``*_mape``) and ``best_fraction`` are
+fractions and are shown in percent. MODEL.md §9 says what the columns mean.
+
+Without the reference data (``shared/`` beside the repository, or
+``WARPSPEED_SHARED``) the validation says what is missing; the script
+prints that, leaves the file as it is and exits with code 2. ``--check``
+compares a fresh rendering with the file instead of writing it (exit 1 if
+they differ; ``tests/test_docs.py`` runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+from warpspeed.cli import main as warpspeed_main
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "warpspeed" / "ACCURACY.md"
+#: The validation whose JSON is rendered.
+COMMAND = ("validate", "--v100", "--json")
+#: Column titles for the keys of the validation's records; other keys are
+#: shown with ``_`` as spaces.
+TITLES = {
+    "dataset": "data set",
+    "dram_load_mape": "DRAM load MAPE",
+    "dram_store_mape": "DRAM store MAPE",
+    "l2_load_mape": "L2 load MAPE",
+    "l2_store_mape": "L2 store MAPE",
+    "glups_mape": "GLup/s MAPE",
+    "glups_median_ratio": "median pred/meas",
+    "spearman": "Spearman",
+    "best_fraction": "best/best",
+}
+
+
+def percent(key: str) -> bool:
+    """Whether a column holds fractions shown in percent."""
+    return key.endswith("_mape") or key in ("mape", "best_fraction")
+
+
+def cell(key: str, value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool) or isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{100 * value:.1f} %" if percent(key) else f"{value:.2f}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(cell(key, v) for v in value)
+    return str(value).replace("|", "\\|")
+
+
+def flat(record: dict[str, object], prefix: str = "") -> dict[str, object]:
+    """A record with nested mappings flattened to ``outer.inner`` keys."""
+    out: dict[str, object] = {}
+    for k, v in record.items():
+        if isinstance(v, dict):
+            out.update(flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def table(records: list[dict[str, object]]) -> list[str]:
+    """A markdown table of records; columns in order of first appearance."""
+    rows = [flat(r) for r in records]
+    keys: list[str] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    head = [TITLES.get(k.rsplit(".", 1)[-1], k.replace("_", " ")) for k in keys]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(keys)]
+    for r in rows:
+        lines.append("| " + " | ".join(cell(k.rsplit(".", 1)[-1], r.get(k)) for k in keys) + " |")
+    return lines
+
+
+def records_of(value: object) -> list[dict[str, object]] | None:
+    """``value`` as a list of records: a list of mappings, or a mapping of
+    mappings (the key becomes the first column); None otherwise."""
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return value
+    if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+        if all(not isinstance(x, (dict, list)) for v in value.values() for x in v.values()):
+            return [{"": k, **v} for k, v in value.items()]
+    return None
+
+
+def sections(value: object, title: str, depth: int = 3) -> list[str]:
+    """Every table in ``value``, headed by the key path that leads to it."""
+    recs = records_of(value)
+    head = [f"{'#' * min(depth, 6)} {title}", ""] if title else []
+    if recs is not None:
+        return head + table(recs) + [""]
+    if isinstance(value, dict):
+        scalars = {k: v for k, v in value.items() if not isinstance(v, (dict, list))}
+        out = head + (table([scalars]) + [""] if scalars else [])
+        for k, v in value.items():
+            if isinstance(v, (dict, list)):
+                out += sections(v, k.replace("_", " "), depth + 1 if title else depth)
+        return out
+    return head + [cell(title, value), ""]
+
+
+def render(data: object) -> str:
+    """The whole of ACCURACY.md for the validation's JSON ``data``."""
+    lines = [
+        "# Accuracy of the models against measurements",
+        "",
+        "<!-- generated by fits/accuracy_report.py from `warpspeed "
+        + " ".join(COMMAND) + "`; do not edit: run `python fits/accuracy_report.py` -->",
+        "",
+        "Generated from the validation, never typed by hand. What the data sets are",
+        "and what the columns mean: [MODEL.md §9](MODEL.md); where the models are known",
+        "to be wrong: MODEL.md §10. MAPE: mean absolute percentage error over the rows",
+        "where the quantity was measured (an empty cell: not measured); median pred/meas:",
+        "median of predicted over measured GLup/s; Spearman: rank correlation of predicted",
+        "and measured GLup/s; best/best: measured GLup/s of the configuration the model",
+        "ranks first over the measured best.",
+        "",
+    ]
+    lines += sections(data, "scores" if records_of(data) is not None else "")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def collect() -> tuple[object | None, str]:
+    """The validation's JSON, or None and the error it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = warpspeed_main(list(COMMAND))
+    if code != 0:
+        return None, err.getvalue().strip() or f"warpspeed {' '.join(COMMAND)} exited {code}"
+    return json.loads(out.getvalue()), ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=OUT, help="the markdown file to write")
+    ap.add_argument("--check", action="store_true",
+                    help="compare with the file instead of writing it (exit 1 if it differs)")
+    args = ap.parse_args(argv)
+    data, error = collect()
+    if data is None:
+        print(f"{error}\n{args.out} left unchanged: the validation needs the reference data",
+              file=sys.stderr)
+        return 2
+    text = render(data)
+    if args.check:
+        current = args.out.read_text() if args.out.is_file() else ""
+        if current != text:
+            print(f"{args.out} is out of date: run python fits/accuracy_report.py",
+                  file=sys.stderr)
+            return 1
+        print(f"{args.out} is up to date")
+        return 0
+    args.out.write_text(text)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""The documentation inside the project: section references resolve, every
+machine-file key is documented, the public API's examples run, and the
+accuracy figures are the ones the validation computes."""
+
+import dataclasses
+import doctest
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+import warpspeed as ws
+import warpspeed.pystencils as wps
+from warpspeed.machine import Machine
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = ROOT / "warpspeed" / "MODEL.md"
+ACCURACY = ROOT / "warpspeed" / "ACCURACY.md"
+SUFFIXES = {".py", ".md", ".toml", ".ipynb"}
+SKIP_DIRS = {"__pycache__", "build", "dist", "node_modules"}
+
+#: A section number, ``§6`` or ``§ 6``, with an optional subsection ``.N``.
+SECTION = re.compile(r"§\s?(\d+(?:\.\d+)?)")
+#: ``MODEL.md`` (or ```MODEL.md```) followed by one or more section numbers,
+#: ``§4-§8 and §10`` included, or by ``section N``.
+CITATION = re.compile(
+    r"MODEL\.md`{0,2}\s*(?:section\s+(\d+(?:\.\d+)?)"
+    r"|((?:§\s?\d+(?:\.\d+)?(?:\s*(?:,|and|or|to|-|–)\s*)?)+))"
+)
+#: A bare ``§N`` preceded by one of these cites another document (the
+#: paper, an arXiv preprint), not MODEL.md.
+OTHER_DOCUMENT = re.compile(r"(paper's|paper,|arXiv|Table \d|Fig\. \d)[^§]{0,40}$")
+
+
+def project_files() -> list[Path]:
+    out = []
+    for path in sorted(ROOT.rglob("*")):
+        rel = path.relative_to(ROOT).parts
+        if any(p.startswith(".") or p in SKIP_DIRS for p in rel[:-1]):
+            continue
+        if path.suffix in SUFFIXES and path.is_file():
+            out.append(path)
+    return out
+
+
+def model_sections() -> set[str]:
+    heads = re.findall(r"^#{2,4} §(\d+(?:\.\d+)?)\b", MODEL.read_text(), re.M)
+    return set(heads)
+
+
+def references() -> list[tuple[str, str]]:
+    """Every MODEL.md section a file of the project cites, as (where, number):
+    explicit ``MODEL.md §N`` citations, and bare ``§N`` that do not name
+    another document."""
+    out = []
+    for path in project_files():
+        text = path.read_text(errors="replace")
+        where = str(path.relative_to(ROOT))
+        cited_spans = []
+        for m in CITATION.finditer(text):
+            cited_spans.append(m.span())
+            if m.group(1):
+                out.append((where, m.group(1)))
+            else:
+                out += [(where, n) for n in SECTION.findall(m.group(2))]
+        if "MODEL.md" not in text and path != MODEL:
+            continue  # a bare § in a file that never names MODEL.md cites something else
+        for m in SECTION.finditer(text):
+            if any(lo <= m.start() < hi for lo, hi in cited_spans):
+                continue
+            if OTHER_DOCUMENT.search(text[max(0, m.start() - 60):m.start()]):
+                continue
+            out.append((where, m.group(1)))
+    return out
+
+
+def test_model_md_has_the_sections_the_code_cites():
+    sections = model_sections()
+    assert {str(n) for n in range(1, 11)} <= sections
+    refs = references()
+    assert len(refs) > 150  # the code cites the model throughout
+    missing = sorted({f"{where}: §{n}" for where, n in refs if n not in sections})
+    assert not missing, "references to sections MODEL.md lacks:\n" + "\n".join(missing)
+
+
+def test_reference_scanner_sees_every_citation_form(tmp_path):
+    text = ("see MODEL.md §3 and §6, `MODEL.md` §7, §9; MODEL.md §4-§8\n    and §12;"
+            " MODEL.md section 2; the paper's rule, §4.2")
+    found = []
+    for m in CITATION.finditer(text):
+        found += [m.group(1)] if m.group(1) else SECTION.findall(m.group(2))
+    assert found == ["3", "6", "7", "9", "4", "8", "12", "2"]
+    assert OTHER_DOCUMENT.search("the paper's \"1024 B rule\", ")
+
+
+def test_links_of_the_model_description_resolve():
+    for doc in (MODEL, ROOT / "README.md"):
+        for target in re.findall(r"\]\(([^)#:]+)\)", doc.read_text()):
+            assert (doc.parent / target).exists(), f"{doc.name} links to missing {target}"
+    head = "\n".join((ROOT / "README.md").read_text().splitlines()[:30])
+    assert "(warpspeed/MODEL.md)" in head  # reachable from the README's first screen
+    assert "design documents" not in (ROOT / "README.md").read_text()
+
+
+def test_every_machine_file_key_is_documented():
+    text = MODEL.read_text()
+    section = text[text.index("## §12"):]
+    section = section[:section.index("\n## §", 1)]
+    keys = [f.name for f in dataclasses.fields(Machine) if f.name not in ("sources", "path")]
+    undocumented = [k for k in keys if not re.search(rf"^\| `{k}` \|", section, re.M)]
+    assert not undocumented, f"machine-file keys missing from MODEL.md §12: {undocumented}"
+    # and they are keys the loader really accepts: the V100 file uses them all
+    v100 = (ROOT / "warpspeed" / "machines" / "V100.toml").read_text()
+    assert all(re.search(rf"^(\[{k}\]|{k} =)", v100, re.M) for k in keys)
+
+
+# ---------------------------------------------------------------- the API at the prompt
+
+API = {
+    "ws.predict": ws.predict,
+    "ws.rank": ws.rank,
+    "ws.advise": ws.advise,
+    "ws.Kernel": ws.Kernel,
+    "ws.Field": ws.Field,
+    "wps.extract": wps.extract,
+    "wps.create_kernel": wps.create_kernel,
+}
+
+
+@pytest.mark.parametrize("name", sorted(API))
+def test_public_api_docstring_example_runs(name):
+    obj = API[name]
+    doc = obj.__doc__ or ""
+    assert ">>>" in doc, f"help({name}) shows no example"
+    test = doctest.DocTestParser().get_doctest(doc, {}, name, None, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.attempted >= 3 and result.failed == 0
+
+
+# ---------------------------------------------------------------- generated accuracy figures
+
+
+def accuracy_script():
+    spec = importlib.util.spec_from_file_location(
+        "fits_accuracy_report", ROOT / "fits" / "accuracy_report.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_accuracy_report_renders_every_table_the_validation_holds():
+    script = accuracy_script()
+    data = {
+        "scores": [{"dataset": "a", "model": "paper", "rows": 3, "glups_mape": 0.123,
+                    "spearman": 0.5, "best_fraction": None}],
+        "leave_one_set_out": {"a": {"glups_mape": 0.2, "rows": 3}},
+    }
+    text = script.render(data)
+    assert "### scores" in text and "### leave one set out" in text
+    assert "| a | paper | 3 | 12.3 % | 0.50 |  |" in text
+    assert "| a | 20.0 % | 3 |" in text
+    assert script.render([{"dataset": "a", "rows": 1}]).count("| a | 1 |") == 1
+
+
+def test_accuracy_report_without_data_says_what_is_missing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("WARPSPEED_SHARED", str(tmp_path / "nowhere"))
+    out = tmp_path / "ACCURACY.md"
+    assert accuracy_script().main(["--out", str(out)]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert "not found" in err and "WARPSPEED_SHARED" in err
+
+
+def test_accuracy_file_is_generated_and_linked():
+    text = ACCURACY.read_text()
+    assert "generated by fits/accuracy_report.py" in text
+    assert "(ACCURACY.md)" in MODEL.read_text()
+
+
+def test_accuracy_file_matches_a_fresh_validation():
+    from warpspeed.reference import data_dir
+
+    if not data_dir().is_dir():
+        pytest.skip(f"no reference data at {data_dir()} (the shared/ folder beside the repository)")
+    assert accuracy_script().main(["--check"]) == 0, (
+        "warpspeed/ACCURACY.md is out of date: run python fits/accuracy_report.py"
+    )
+
+
+def copy_kernel_prediction(model: str = ws.model.DEFAULT_MODEL) -> ws.Prediction:
+    x = ws.tidx
+    a, b = ws.Field("a", shape=(256,)), ws.Field("b", shape=(256,))
+    k = ws.Kernel(loads=[a[x]], stores=[b[x]], domain=(256,))
+    return ws.predict(k, "V100", block=(64, 1, 1), model=model)
+
+
+def test_every_prediction_output_is_explained():
+    d = copy_kernel_prediction().to_dict()
+    text = MODEL.read_text()
+    section = text[text.index("## §14"):]
+    keys = [k for k in d if k not in ("machine", "kernel", "details", "volumes")]
+    keys += [f"details.{k}" for k in d["details"]]
+    keys += [f"volumes.{k}" for k in d["volumes"]]
+    missing = [k for k in keys if not {f"`{k}`", f"`{k.split('.')[-1]}`"} & set(
+        re.findall(r"`[^`]+`", section))]
+    assert not missing, f"outputs not explained in MODEL.md §14: {missing}"
+
+
+def test_every_term_of_the_default_model_is_explained():
+    p = copy_kernel_prediction("latency")
+    text = MODEL.read_text()
+    section = text[text.index("## §11"):]
+    section = section[:section.index("\n## §", 1)]
+    missing = [k for k in p.terms if f"`{k}`" not in section]
+    assert not missing, f"terms of the default model not explained in MODEL.md §11: {missing}"
+
+
+def test_every_refusal_is_listed_in_the_limits_section():
+    import warpspeed.errors
+    import warpspeed.pystencils.unsupported as unsupported
+
+    text = MODEL.read_text()
+    section = text[text.index("## §13"):]
+    section = section[:section.index("\n## §", 1)]
+    classes = [getattr(unsupported, n) for n in unsupported.__all__]
+    classes += [c for c in vars(warpspeed.errors).values()
+                if isinstance(c, type) and issubclass(c, Exception)]
+    missing = sorted({c.__name__ for c in classes} - set(re.findall(r"`(?:\w+\.)*(\w+)`", section)))
+    assert not missing, f"error classes not listed in MODEL.md §13: {missing}"
