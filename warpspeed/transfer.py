@@ -115,7 +115,7 @@ def paper_scores(name: str, data: Sequence[Row], preds: Sequence[object]) -> Set
     g = np.array([p.glups for p in preds])  # type: ignore[attr-defined]
     m = np.array([r.glups for r in data], dtype=float)
     rho = float(spearmanr(g, m)[0]) if len(m) > 2 else None
-    return SetScore(name, float("nan"), len(m), float(np.mean(np.abs(g / m - 1))),
+    return SetScore(name, None, len(m), float(np.mean(np.abs(g / m - 1))),
                     float(np.median(g / m)), rho, float(m[np.argmax(g)] / m.max()))
 
 
@@ -154,7 +154,7 @@ def format_transfer(rep: TransferReport) -> str:
     groups = (("all sets (in sample)", rep.joint), ("the other sets (left out)", rep.left_out))
     for label, scores in groups:
         for s in scores:
-            lines.append(" | ".join((s.dataset, str(s.rows), label, f"{s.exponent:.2f}",
+            lines.append(" | ".join((s.dataset, str(s.rows), label, f(s.exponent),
                                      f(s.mape, True), f(s.median_ratio), f(s.spearman),
                                      f(s.best_fraction, True))))
     for s in rep.paper:

@@ -66,10 +66,11 @@ def fit_joint(sets: Mapping[str, Sequence[FitRow]]) -> float:
 
 @dataclass(frozen=True)
 class SetScore:
-    """How one data set is predicted with a given exponent."""
+    """How one data set is predicted with a given exponent (None: a model
+    that fits nothing)."""
 
     dataset: str
-    exponent: float
+    exponent: float | None
     rows: int
     mape: float
     median_ratio: float
