@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .reference import Row, convolution_rows, kernel_for, rows
+from .reference import Row, convolution_rows, predictions, rows
 from .timing.kernel_fit import (
     KERNEL_CONSTANTS,
     FitRow,
@@ -64,24 +64,10 @@ DEV_SETS: tuple[DevSet, ...] = (
 )
 
 
-def predict_rows(data: Sequence[Row], machine: str, model: str) -> list[object]:
-    """Every row predicted with ``model`` (kernels built once per variant)."""
-    from .model import predict
-
-    kernels: dict[tuple[object, ...], object] = {}
-    out = []
-    for r in data:
-        key = (r.kernel, r.params, r.fold)
-        if key not in kernels:
-            kernels[key] = kernel_for(r)
-        out.append(predict(kernels[key], machine, r.block, model=model))  # type: ignore[arg-type]
-    return out
-
-
 def fit_rows(dev: DevSet, preds: Sequence[object] | None = None) -> list[FitRow]:
     """The default model's terms and the measured GLup/s of every row."""
     data = dev.load()
-    preds = predict_rows(data, dev.machine, "latency") if preds is None else preds
+    preds = predictions("latency", data, dev.machine) if preds is None else preds
     return [FitRow(p.terms, float(r.glups)) for p, r in zip(preds, data)]  # type: ignore[attr-defined, arg-type]
 
 
@@ -126,8 +112,8 @@ def transfer_report(sets: Sequence[DevSet] = DEV_SETS) -> TransferReport:
     paper = []
     for dev in sets:
         data = dev.load()
-        fitted[dev.name] = fit_rows(dev, predict_rows(data, dev.machine, "latency"))
-        paper.append(paper_scores(dev.name, data, predict_rows(data, dev.machine, "paper")))
+        fitted[dev.name] = fit_rows(dev, predictions("latency", data, dev.machine))
+        paper.append(paper_scores(dev.name, data, predictions("paper", data, dev.machine)))
     usable = {k: v for k, v in fitted.items() if fit_weight(v)}
     if not usable:
         raise ValueError("no development set lies within the fit band; nothing to fit")
@@ -171,4 +157,4 @@ def format_transfer(rep: TransferReport) -> str:
 
 __all__ = ["DEV_SETS", "FIT_BAND", "DevSet", "TransferReport", "fit_rows", "fit_weight",
            "format_transfer",
-           "paper_scores", "predict_rows", "transfer_report"]
+           "paper_scores", "transfer_report"]
