@@ -197,7 +197,8 @@ def predict_time(
 
     total_lups = math.prod(kernel.domain) * lups
     waves = math.prod(launch.grid) / launch.wave_blocks
-    block_lups = math.prod(launch.block) * lups
+    # a block's working threads: threads beyond a small domain stay idle
+    block_lups = math.prod(min(b, d) for b, d in zip(launch.block, kernel.domain)) * lups
     chain = float(m.dram_latency_ns) + core * m.sms * block_lups  # type: ignore[arg-type]
     launch_ns = 1000.0 * float(m.launch_overhead_us)  # type: ignore[arg-type]
     total_ns = kernel_time_ns(t_update, total_lups, waves, chain, launch_ns)
