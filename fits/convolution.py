@@ -30,13 +30,17 @@ from warpspeed.reference import (
 
 def predict_rows(rows: Sequence[Row], model: str, jobs: int = 1) -> list[object]:
     """Predictions of every row on A100, through :func:`warpspeed.rank` with
-    the rows' blocks and foldings (one ranking, then looked up per row)."""
-    folds = sorted({r.fold for r in rows})
-    blocks = sorted({r.block for r in rows})
-    ranking = ws.rank(lambda f: convolution2d.kernel(fold=f), "A100", folds=folds,
-                      blocks=blocks, jobs=jobs, model=model)
-    by_config = {(p.fold, p.block): p for p in ranking.predictions}
-    return [by_config[(r.fold, r.block)] for r in rows]
+    the rows' kernel parameters, blocks and foldings (one ranking per set of
+    parameters, then looked up per row)."""
+    by_config = {}
+    for params in {r.params for r in rows}:
+        mine = [r for r in rows if r.params == params]
+        ranking = ws.rank(
+            lambda f, kw=dict(params): convolution2d.kernel(fold=f, **kw),  # type: ignore[misc]
+            "A100", folds=sorted({r.fold for r in mine}),
+            blocks=sorted({r.block for r in mine}), jobs=jobs, model=model)
+        by_config.update({(params, p.fold, p.block): p for p in ranking.predictions})
+    return [by_config[(r.params, r.fold, r.block)] for r in rows]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
