@@ -110,3 +110,21 @@ def test_convolution_rows_read_the_scan_and_build_their_kernels():
     assert first.glups == pytest.approx(4096**2 / 3.871744e-3 / 1e9, rel=1e-4)
     k = kernel_for(next(r for r in rows if r.fold == (2, 3, 1)))
     assert k.fold == (2, 3, 1) and len(k.loads) == 225 * 6 and k.domain == (2048, 1366, 1)
+
+
+def test_fits_script_predicts_each_row_as_predict_does():
+    import importlib.util
+
+    from warpspeed.reference import CONVOLUTION, Row, kernel_for
+
+    path = Path(__file__).resolve().parents[1] / "fits" / "convolution.py"
+    spec = importlib.util.spec_from_file_location("fits_convolution", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    params = (("filter_size", 5), ("precision", "float"), ("shape", (512, 256)))
+    rows = [Row(CONVOLUTION, "convolution2d", params, (32, 2, 1), (1, 2, 1), None, None, 1.0),
+            Row(CONVOLUTION, "convolution2d", params, (16, 4, 1), (2, 1, 1), None, None, 1.0)]
+    got = mod.predict_rows(rows, "latency")
+    for r, p in zip(rows, got):
+        q = ws.predict(kernel_for(r), "A100", r.block)
+        assert (p.block, p.fold) == (r.block, r.fold) and p.glups == pytest.approx(q.glups)

@@ -99,6 +99,18 @@ class SymForm:
     def __hash__(self) -> int:
         return self._hash
 
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, SymForm) or self._hash != other._hash:
+            return False
+        return self.terms == other.terms
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # an unpickled form (a ranking's worker) becomes the process's own
+        # object for it, so that tables keyed by form compare by identity
+        return (_interned, (self.terms,))
+
     @staticmethod
     def _make(d: dict[object, Poly]) -> SymForm:
         items = []
@@ -278,6 +290,16 @@ def parse(expr: object, what: str) -> SymForm:
 #: objects make the per-launch tables keyed by form cheap to look up (a dict
 #: compares keys by identity first). Bounded: beyond the limit, forms are
 #: parsed again but still interned.
+def _interned(terms: tuple[object, ...]) -> SymForm:
+    form = SymForm(terms)  # type: ignore[arg-type]
+    canonical = _INTERNED.get(form)
+    if canonical is None:
+        if len(_INTERNED) >= _PARSED_LIMIT:
+            return form
+        _INTERNED[form] = canonical = form
+    return canonical
+
+
 _PARSED: dict[object, SymForm] = {}
 _INTERNED: dict[SymForm, SymForm] = {}
 _PARSED_LIMIT = 100_000

@@ -102,6 +102,11 @@ class Field:
     def ndim(self) -> int:
         return len(self.shape)
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # one object per field and process once unpickled (see Access)
+        return (_interned_field, (self.name, self.shape, self.itemsize, self.strides,
+                                  self.base_offset))
+
     def __getitem__(self, index: object) -> Access:
         idx = index if isinstance(index, tuple) else (index,)
         return Access(self, idx)
@@ -123,13 +128,11 @@ class Access:
     def __hash__(self) -> int:
         return self._hash
 
-    def __getstate__(self) -> dict[str, object]:
-        # string hashes differ between processes: a worker recomputes its own
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-        object.__setattr__(self, "_hash", hash((self.field, self.forms)))
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # unpickled in a ranking's worker: one object per access and process,
+        # so that tables keyed by accesses compare by identity (and string
+        # hashes, which differ between processes, are recomputed)
+        return (_interned_access, (self.field, self.index, self.forms))
 
     def __post_init__(self) -> None:
         if not isinstance(self.field, Field):
@@ -152,6 +155,33 @@ class Access:
 
     def __str__(self) -> str:
         return f"{self.field.name}[{', '.join(str(e) for e in self.index)}]"
+
+
+_ACCESSES: dict[tuple[object, ...], Access] = {}
+_FIELDS: dict[Field, Field] = {}
+_INTERN_LIMIT = 200_000
+
+
+def _interned_field(name: str, shape: tuple[int, ...], itemsize: int,
+                    strides: tuple[int, ...], base_offset: int) -> Field:
+    f = Field(name, shape, itemsize, strides, base_offset)
+    if len(_FIELDS) < _INTERN_LIMIT:
+        f = _FIELDS.setdefault(f, f)
+    return f
+
+
+def _interned_access(field_: Field, index: tuple[object, ...],
+                     forms: tuple[SymForm, ...]) -> Access:
+    key = (field_, forms)
+    acc = _ACCESSES.get(key)
+    if acc is None:
+        acc = object.__new__(Access)
+        for name, value in (("field", field_), ("index", index), ("forms", forms),
+                            ("_hash", hash(key))):
+            object.__setattr__(acc, name, value)
+        if len(_ACCESSES) < _INTERN_LIMIT:
+            _ACCESSES[key] = acc
+    return acc
 
 
 def _dedupe(accesses: Sequence[Access], kind: str) -> tuple[Access, ...]:

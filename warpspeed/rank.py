@@ -356,7 +356,10 @@ def _evaluate(
         by_variant.setdefault(rep_variant[key][0], []).append(key)
     tasks, sizes, owners = [], [], []
     for vi, ks in by_variant.items():
-        for chunk in chunks(ks, runner.workers * 3):
+        # about three chunks per worker over all variants: every chunk ships
+        # its kernel to a worker, which costs more than a small chunk's work
+        parts = max(1, round(runner.workers * 3 * len(ks) / len(keys)))
+        for chunk in chunks(ks, parts):
             tasks.append((variants[vi][1], m, [rep_variant[k][1] for k in chunk],
                           top is not None))
             sizes.append(len(chunk))
@@ -450,7 +453,8 @@ def _compute_waves(
         kernels[id(k)] = k
     tasks, sizes, owners = [], [], []
     for kid, wks in by_kernel.items():
-        for chunk in chunks(wks, runner.workers * 2):
+        parts = max(1, round(runner.workers * 2 * len(wks) / len(todo)))
+        for chunk in chunks(wks, parts):
             tasks.append((kernels[kid], [todo[w][1] for w in chunk], address))
             sizes.append(len(chunk))
             owners.append(chunk)

@@ -272,7 +272,8 @@ def shifted_distinct_sum(
     value. Vectorised over the shifts in chunks of bounded memory."""
     lo, hi = rows[..., 0], rows[..., -1]
     dense = np.all(np.diff(rows, axis=-1) <= factor, axis=-1)
-    out = np.zeros(rows.shape[:-1], dtype=np.int64)
+    kind = np.int64 if at_least is None else np.result_type(np.int64, at_least)
+    out = np.zeros(rows.shape[:-1], dtype=kind)
     floor_all = at_least if at_least is not None else 0
     expand = (slice(None),) + (None,) * lo.ndim
     for chunk in member_chunks(shifts, lo.size):
