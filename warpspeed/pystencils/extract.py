@@ -29,6 +29,7 @@ from typing import Any
 import sympy as sp
 from pystencils.backend.ast.structural import PsBlock
 from pystencils.codegen.properties import FieldBasePtr, FieldShape, FieldStride
+from pystencils.types import PsIntegerType
 
 from ..errors import KernelError
 from ..kernel import Access, Field, Kernel
@@ -42,7 +43,7 @@ from .layouts import (
     spatial_rank,
     split,
 )
-from .poly import IntPoly
+from .poly import IntPoly, from_sympy
 from .unsupported import CpuTargetError, MissingShapeError, UnsupportedKernelError
 from .walker import Walker
 
@@ -80,12 +81,14 @@ def kernel_from_pystencils(
     fold: Triple | None = None,
     shape: ShapeSpec = None,
     layout: LayoutSpec = None,
+    params: Mapping[str, int] | None = None,
+    grid_points: Triple | None = None,
 ) -> Kernel:
     """The :class:`warpspeed.Kernel` of a pystencils GPU kernel (MODEL.md §1);
     see :func:`extract`."""
     return extract(
         kernel_function, name=name, registers=registers, base_offsets=base_offsets,
-        fold=fold, shape=shape, layout=layout,
+        fold=fold, shape=shape, layout=layout, params=params, grid_points=grid_points,
     ).kernel
 
 
@@ -98,6 +101,8 @@ def extract(
     fold: Triple | None = None,
     shape: ShapeSpec = None,
     layout: LayoutSpec = None,
+    params: Mapping[str, int] | None = None,
+    grid_points: Triple | None = None,
 ) -> Extraction:
     """Read a pystencils GPU kernel (MODEL.md §1; module docstring).
 
@@ -115,18 +120,31 @@ def extract(
     * ``layout``: memory layout of symbolic-size fields with index
       dimensions (``"fzyx"``, ``"zyxf"``, ``"c"``, ``"f"``), one for all or
       per field name; see :mod:`.layouts` for the default.
+    * ``params``: values of the kernel's integer parameters that indices,
+      guards or loop bounds depend on (symbolic iteration-slice bounds,
+      ``make_slice[sx:ex, ...]``), e.g. ``{"sx": 1, "ex": 255}``; a
+      parameter needed but not given raises :class:`MissingParameterError`
+      naming it.
+    * ``grid_points``: for a grid-strided kernel (``gridstrided_linear3d``
+      / ``gridstrided_linear1d``), the points each thread updates along the
+      thread axes x, y, z: the grid is ``ceil(extent / points)`` threads
+      along each axis and thread ``g`` updates ``g + j * grid threads``.
+      Default ``(1, 1, 1)``: pystencils' automatic launch grid, which covers
+      the domain. The kernel's fold is multiplied by it.
 
     Raises a subclass of :class:`UnsupportedKernelError` naming the
     construct the model cannot describe, :class:`MissingShapeError` for
     symbolic sizes without ``shape``.
     """
     body = _gpu_body(kernel_function)
-    fields, params = _parameters(kernel_function)
+    fields, props = _parameters(kernel_function)
     layouts = {p: resolve(f, shape, layout) for p, f in fields.items()}
     missing = [fields[p] for p, lay in layouts.items() if lay is None]
-    sizes = _sizes(params, {f.name: lay for f, lay in zip(fields.values(), layouts.values())})
-    strides = _stride_params(params)
-    walker = Walker(fields, sizes, frozenset(strides), probe=bool(missing))
+    sizes = _sizes(props, {f.name: lay for f, lay in zip(fields.values(), layouts.values())})
+    sizes.update(_given_params(kernel_function, params))
+    strides = _stride_params(props)
+    points = (1, 1, 1) if grid_points is None else _triple(grid_points, "grid_points")
+    walker = Walker(fields, sizes, frozenset(strides), probe=bool(missing), grid_points=points)
     walker.block(body)
     walker.finish()
     if missing:
@@ -146,9 +164,23 @@ def extract(
         for p in walker.itemsizes
     }
     accesses = _Accesses(ws_fields, layouts, strides)  # type: ignore[arg-type]
-    box, fixed_block = domain(walker.guards)
+    box, fixed_block, domain_notes = domain(walker.guards)
     work, bits = walker.fp.work()
-    notes = list(walker.fp.notes)
+    notes = list(walker.fp.notes) + list(domain_notes)
+    f3 = (1, 1, 1) if fold is None else fold
+    if walker.grid_spans:
+        box, f3, spans = _grid_stride(box, f3, points, walker.grid_spans)
+        walker.loads = [(p, _subs(off, spans)) for p, off in walker.loads]
+        walker.stores = [(p, _subs(off, spans)) for p, off in walker.stores]
+        notes.append(
+            f"grid-stride loops: {points} points per thread along x, y, z over a grid of "
+            f"{box} threads"
+        )
+    elif grid_points is not None and points != (1, 1, 1):
+        raise KernelError(
+            f"grid_points={points} is for grid-strided kernels; this kernel has no "
+            "grid-stride loop (its indexing scheme gives one point per thread)"
+        )
     if walker.forwarded:
         notes.append(
             f"{len(walker.forwarded)} load(s) of values the thread stored before are served "
@@ -158,7 +190,7 @@ def extract(
         loads=[accesses(p, off) for p, off in walker.loads],
         stores=[accesses(p, off) for p, off in walker.stores],
         domain=box,
-        fold=(1, 1, 1) if fold is None else fold,
+        fold=f3,
         fp_ops=work,
         fp_instructions=float(sum(work.values())),
         precision=_precision(bits, ws_fields.values()),
@@ -216,6 +248,41 @@ class _Accesses:
             rest = monomial[: found[0][0]] + monomial[found[0][0] + 1 :]
             parts[owner[1]][rest] = parts[owner[1]].get(rest, 0) + coeff
         return [IntPoly.of(p) for p in parts]
+
+
+def _triple(value: Any, what: str) -> Triple:
+    try:
+        t = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise KernelError(f"{what} must be up to three positive integers, got {value!r}") from None
+    t = t + (1,) * (3 - len(t))
+    if len(t) != 3 or min(t) < 1:
+        raise KernelError(f"{what} must be up to three positive integers, got {value!r}")
+    return t  # type: ignore[return-value]
+
+
+def _grid_stride(
+    box: Triple, fold: Triple, points: Triple, spans: Mapping[int, sp.Symbol]
+) -> tuple[Triple, Triple, dict[sp.Symbol, int]]:
+    """The thread box, fold and grid span of a grid-strided kernel (the
+    walker's ``_grid_stride``): ``ceil(extent / points)`` threads along each
+    strided axis, ``points`` times the fold."""
+    for a in range(3):
+        if points[a] > 1 and a not in spans:
+            raise KernelError(
+                f"grid_points asks for {points[a]} points along {'xyz'[a]}, but the kernel has "
+                f"no grid-stride loop along {'xyz'[a]}; its loops stride along "
+                f"{', '.join('xyz'[b] for b in sorted(spans))}"
+            )
+    threads = tuple(-(-box[a] // points[a]) for a in range(3))
+    new_fold = tuple(fold[a] * points[a] for a in range(3))
+    return threads, new_fold, {s: threads[a] for a, s in spans.items()}  # type: ignore[return-value]
+
+
+def _subs(offset: IntPoly, spans: Mapping[sp.Symbol, int]) -> IntPoly:
+    if not offset.atoms & {a for m, _ in offset.terms for a in m if a.free_symbols & set(spans)}:
+        return offset
+    return from_sympy(offset.to_sympy().xreplace({s: sp.Integer(v) for s, v in spans.items()}))
 
 
 def _precision(bits: set[int], fields: Any) -> int:
@@ -280,6 +347,31 @@ def _sizes(
                 lay = resolve(prop.field, None, None)
             if lay is not None:
                 out[name] = int(lay.sizes[prop.coordinate])
+    return out
+
+
+def _given_params(kernel_function: Any, params: Mapping[str, int] | None) -> dict[str, int]:
+    """``params`` checked against the kernel's scalar integer parameters."""
+    if not params:
+        return {}
+    if not isinstance(params, Mapping):
+        raise KernelError(f"params must be a mapping of parameter name to integer, got {params!r}")
+    scalars = {
+        p.name for p in kernel_function.parameters
+        if not p.properties and isinstance(p.dtype, PsIntegerType)
+    }
+    out: dict[str, int] = {}
+    for name, value in params.items():
+        if name not in scalars:
+            raise KernelError(
+                f"params names {name!r}, which is not an integer parameter of the kernel; its "
+                f"integer parameters are {sorted(scalars) or 'none'}"
+            )
+        if isinstance(value, bool) or not isinstance(value, int) and not hasattr(
+            value, "__index__"
+        ):
+            raise KernelError(f"params[{name!r}] must be an integer, got {value!r}")
+        out[name] = int(value)
     return out
 
 

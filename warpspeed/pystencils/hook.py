@@ -88,6 +88,8 @@ def predict(
     shape: ShapeSpec = None,
     layout: LayoutSpec = None,
     model: str = DEFAULT_MODEL,
+    params: Mapping[str, int] | None = None,
+    grid_points: Sequence[int] | None = None,
 ) -> Prediction:
     """Predict a pystencils kernel, or assignments generated with ``config``
     and folded by ``fold`` (MODEL.md §8).
@@ -99,7 +101,9 @@ def predict(
     arrays *including ghost layers*, x first (see :func:`extract`).
     A kernel whose indexing scheme fixes the block raises
     :class:`warpspeed.LaunchError` for any other block. ``model``: the
-    timing model (:data:`warpspeed.timing.MODELS`).
+    timing model (:data:`warpspeed.timing.MODELS`). ``params``: values of
+    the kernel's integer parameters (symbolic slice bounds; :func:`extract`);
+    ``grid_points``: points per thread of a grid-strided kernel (:func:`extract`).
     """
     f = _fold3(fold or (1, 1, 1))
     if _is_kernel_function(kernel_or_assignments):
@@ -108,7 +112,7 @@ def predict(
         kernel_function = generate(kernel_or_assignments, config, f, shape=shape)
     ex = extract(
         kernel_function, base_offsets=base_offsets, registers=registers, fold=f,
-        shape=shape, layout=layout,
+        shape=shape, layout=layout, params=params, grid_points=grid_points,  # type: ignore[arg-type]
     )
     b = tuple(int(v) for v in block)
     fixed = ex.kernel.fixed_block
@@ -168,6 +172,8 @@ def create_kernel(
     layout: LayoutSpec = None,
     jobs: int | None = None,
     model: str = DEFAULT_MODEL,
+    params: Mapping[str, int] | None = None,
+    grid_points: Sequence[int] | None = None,
 ) -> Ranked:
     """Generate ``assignments`` with the best block size and folding.
 
@@ -182,7 +188,9 @@ def create_kernel(
     with ``config`` unchanged is returned with an empty ranking (module
     docstring). ``jobs``: worker processes of the ranking (default one per
     CPU, as :func:`warpspeed.rank`); ``model``: the
-    timing model.
+    timing model; ``params``: values of the kernel's integer parameters
+    (symbolic slice bounds; :func:`extract`); ``grid_points``: points per
+    thread of a grid-strided kernel (:func:`extract`).
     """
     variants: dict[Fold, Extraction] = {}
     generated: dict[Fold, Any] = {}
@@ -200,7 +208,8 @@ def create_kernel(
         try:
             variants[f] = extract(
                 kernel_function, base_offsets=base_offsets, registers=registers, fold=f,
-                shape=shape, layout=layout,
+                shape=shape, layout=layout, params=params,
+                grid_points=grid_points,  # type: ignore[arg-type]
             )
         except Exception as exc:  # noqa: BLE001 - the hook must not abort (module docstring)
             skipped.append((f, _reason("it cannot be predicted", exc)))

@@ -39,7 +39,7 @@ from pystencils.types import PsIeeeFloatType, PsIntegerType
 
 from .launch import BUILTINS
 from .poly import IntPoly
-from .unsupported import GridStridedLoopError, UnsupportedConstructError
+from .unsupported import GridStridedLoopError, MissingParameterError, UnsupportedConstructError
 
 _TEXT = 160
 
@@ -188,9 +188,9 @@ class IndexReader:
             raise NotAnIndex(Opaque("data", f"the floating-point value {name}"))
         if name in self.strides or (self.probe and name.startswith("_size_")):
             return IntPoly.atom(sp.Symbol(name))
-        raise UnsupportedConstructError(
-            f"`{self._statement}` indexes with the kernel parameter {name}, whose value is "
-            "unknown at code generation; warpspeed needs index offsets as constants"
+        raise MissingParameterError(
+            f"`{self._statement}` depends on the kernel parameter {name}, whose value is "
+            f"unknown at code generation; give it: params={{{name!r}: <integer>}}"
         )
 
 
