@@ -43,9 +43,11 @@ from .layouts import (
     spatial_rank,
     split,
 )
-from .poly import IntPoly, from_sympy
+from .poly import IntPoly
 from .unsupported import CpuTargetError, MissingShapeError, UnsupportedKernelError
 from .walker import Walker
+from .wraps import resolve as resolve_wraps
+from .wraps import substitute
 
 Triple = tuple[int, int, int]
 
@@ -168,10 +170,18 @@ def extract(
     work, bits = walker.fp.work()
     notes = list(walker.fp.notes) + list(domain_notes)
     f3 = (1, 1, 1) if fold is None else fold
+    if walker.selectors:
+        wraps = resolve_wraps(walker.selectors, box)
+        walker.loads = [(p, substitute(off, wraps)) for p, off in walker.loads]
+        walker.stores = [(p, substitute(off, wraps)) for p, off in walker.stores]
+        notes.append(
+            f"{len(wraps)} periodic wrap(s) (integer selects in indices): the border threads "
+            "access the other side of the domain"
+        )
     if walker.grid_spans:
         box, f3, spans = _grid_stride(box, f3, points, walker.grid_spans)
-        walker.loads = [(p, _subs(off, spans)) for p, off in walker.loads]
-        walker.stores = [(p, _subs(off, spans)) for p, off in walker.stores]
+        walker.loads = [(p, substitute(off, spans)) for p, off in walker.loads]
+        walker.stores = [(p, substitute(off, spans)) for p, off in walker.stores]
         notes.append(
             f"grid-stride loops: {points} points per thread along x, y, z over a grid of "
             f"{box} threads"
@@ -277,12 +287,6 @@ def _grid_stride(
     threads = tuple(-(-box[a] // points[a]) for a in range(3))
     new_fold = tuple(fold[a] * points[a] for a in range(3))
     return threads, new_fold, {s: threads[a] for a, s in spans.items()}  # type: ignore[return-value]
-
-
-def _subs(offset: IntPoly, spans: Mapping[sp.Symbol, int]) -> IntPoly:
-    if not offset.atoms & {a for m, _ in offset.terms for a in m if a.free_symbols & set(spans)}:
-        return offset
-    return from_sympy(offset.to_sympy().xreplace({s: sp.Integer(v) for s, v in spans.items()}))
 
 
 def _precision(bits: set[int], fields: Any) -> int:

@@ -23,10 +23,16 @@ from pystencils.backend.ast.expressions import (
     PsCast,
     PsConstantExpr,
     PsDiv,
+    PsEq,
+    PsGe,
+    PsGt,
     PsIntDiv,
+    PsLe,
     PsLiteralExpr,
+    PsLt,
     PsMemAcc,
     PsMul,
+    PsNe,
     PsNeg,
     PsRem,
     PsSub,
@@ -40,6 +46,7 @@ from pystencils.types import PsIeeeFloatType, PsIntegerType
 from .launch import BUILTINS
 from .poly import IntPoly
 from .unsupported import GridStridedLoopError, MissingParameterError, UnsupportedConstructError
+from .wraps import Selector
 
 _TEXT = 160
 
@@ -106,6 +113,7 @@ class IndexReader:
         self.strides = strides
         self.probe = probe
         self.env: dict[str, IntPoly | Opaque | list] = {}
+        self.selectors: dict[sp.Symbol, Selector] = {}
         self._statement = ""
 
     def index(self, node: Any) -> IntPoly:
@@ -139,7 +147,7 @@ class IndexReader:
         if isinstance(node, PsMemAcc):
             raise NotAnIndex(Opaque("data", f"loaded by {short(node)}"))
         if isinstance(node, PsTernary):
-            raise NotAnIndex(Opaque("ternary", f"({short(node)})"))
+            return self._select(node)
         if isinstance(node, PsSubscript):
             return self._subscript(node)
         if isinstance(node, PsCall):
@@ -161,6 +169,32 @@ class IndexReader:
                     raise NotAnIndex(Opaque("nonaffine", f"{short(node)} (divisor {b})"))
                 return a.mod(b.constant) if isinstance(node, PsRem) else a.floordiv(b.constant)
         raise NotAnIndex(Opaque("nonaffine", f"{type(node).__name__} {short(node)}"))
+
+    def _select(self, node: PsTernary) -> IntPoly:
+        """``c ? a : b`` as ``b + s`` with a placeholder atom ``s`` for
+        ``(a - b) * [c]`` (:mod:`.wraps`), when ``c`` compares integers;
+        else :class:`NotAnIndex` (``"ternary"``)."""
+        cond = node.condition
+        opaque = NotAnIndex(Opaque("ternary", f"({short(node)})"))
+        if not isinstance(cond, (PsLt, PsLe, PsGt, PsGe, PsEq, PsNe)):
+            raise opaque
+        try:
+            x, y = self.index(cond.operand1), self.index(cond.operand2)
+            a, b = self.index(node.case_then), self.index(node.case_else)
+        except NotAnIndex:
+            raise opaque from None
+        diff = a - b
+        one = IntPoly.const(1)
+        below = {PsLt: x - y, PsLe: x - y - one, PsGt: y - x, PsGe: y - x - one}
+        if isinstance(cond, (PsEq, PsNe)):
+            sel = Selector(x - y, short(node), diff, "eq" if isinstance(cond, PsEq) else "ne")
+        else:
+            sel = Selector(below[type(cond)], short(node), diff)
+        atom = next((s for s, v in self.selectors.items() if v == sel), None)
+        if atom is None:
+            atom = sp.Symbol(f"__select_{len(self.selectors)}", integer=True)
+            self.selectors[atom] = sel
+        return b + IntPoly.atom(atom)
 
     def _subscript(self, node: PsSubscript) -> IntPoly:
         arr = node.array

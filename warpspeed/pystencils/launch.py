@@ -219,6 +219,19 @@ def _interval(e: sp.Expr, bounds: dict[sp.Symbol, tuple[int, int]]) -> tuple[int
     raise GuardError(f"cannot bound the guard term {e}")
 
 
+def global_linear(poly: IntPoly) -> tuple[int, int, int] | None:
+    """``(axis, k, c)`` when ``poly == k * g_axis + c`` in the global thread
+    coordinate ``g`` of one axis (integers, ``k != 0``), else None."""
+    g = _global(poly.to_sympy())
+    syms = g.free_symbols
+    if len(syms) != 1 or (axis := next(iter(syms))) not in _GLOBAL:
+        return None
+    lin = _linear_in(g, axis)
+    if lin is None or lin[0] == 0:
+        return None
+    return _GLOBAL.index(axis), lin[0], lin[1]
+
+
 def counter_steps(counters: dict[str, IntPoly]) -> tuple[int, int, int]:
     """Step of the iteration counters along each global thread axis (the
     stride of a strided iteration slice, or the fold of a folded kernel;
@@ -234,4 +247,4 @@ def counter_steps(counters: dict[str, IntPoly]) -> tuple[int, int, int]:
 
 
 
-__all__ = ["BUILTINS", "counter_steps", "domain"]
+__all__ = ["BUILTINS", "counter_steps", "domain", "global_linear"]

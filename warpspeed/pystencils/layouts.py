@@ -260,6 +260,10 @@ def split(offset: IntPoly, strides: Sequence[int], what: str) -> list[IntPoly]:
             const += coeff
             continue
         rest = coeff
+        exact = _exact_dim(monomial, coeff, strides, desc)
+        if exact is not None:  # a wrap term (floor / Mod atom): one dimension, exactly
+            parts[exact][monomial] = parts[exact].get(monomial, 0) + coeff // strides[exact]
+            continue
         for d in desc:
             q = _round_div(rest, strides[d])
             rest -= q * strides[d]
@@ -299,6 +303,23 @@ def split_offset(
     if len(shape) != len(strides):
         raise KernelError(f"{what}: {len(shape)} extents but {len(strides)} strides")
     return [p.to_sympy() for p in split(poly, strides, what)]
+
+
+def _exact_dim(
+    monomial: tuple, coeff: int, strides: Sequence[int], desc: list[int]
+) -> int | None:
+    """The dimension of the largest stride that divides ``coeff`` exactly,
+    for a term of ``floor`` / ``Mod`` atoms only (a periodic wrap of
+    :mod:`.wraps` jumps ``N - 2`` cells along one dimension, which rounding
+    to the nearest stride would misplace); the dimension of the thread axis
+    the atom depends on when it divides; None for other terms."""
+    if not monomial or any(isinstance(a, sp.Symbol) for a in monomial):
+        return None
+    axes = {s.name[-1] for a in monomial for s in a.free_symbols if s.name[-2:-1] == "."}
+    if len(axes) == 1 and (d := "xyz".index(axes.pop())) < len(strides):
+        if strides[d] and coeff % strides[d] == 0:  # the wrap moves along its own axis
+            return d
+    return next((d for d in desc if strides[d] and coeff % strides[d] == 0), None)
 
 
 def _round_div(a: int, b: int) -> int:
