@@ -42,13 +42,15 @@ def test_every_refusal_is_a_kernel_error():
         assert issubclass(cls, ws.KernelError)
 
 
-def test_reduction_is_refused_naming_the_reduced_symbol():
+def test_reduction_is_an_atomic_per_thread_and_an_fp_add():
+    # w += f^2: one FMA per thread, then atomicAdd(w, w_local) per thread
     f, _ = _fields()
     w = ps.TypedSymbol("w", "float64")
-    k = _cuda([ps.AddReductionAssignment(w, f.center ** 2)])
-    with pytest.raises(ReductionError, match=r"reduces into w .*atomicAdd.*not modelled yet; "
-                                              r"predict the kernel without the reduction"):
-        extract(k)
+    ex = extract(_cuda([ps.AddReductionAssignment(w, f.center ** 2)]))
+    k = ex.kernel
+    assert k.atomics == ws.Atomics(1, "thread", 1)
+    assert dict(k.fp_ops) == {"fma": 1} and not k.stores
+    assert any("reduction into w" in n for n in ex.notes)
 
 
 def test_grid_strided_loop_with_the_automatic_grid_is_the_linear_kernel():

@@ -198,3 +198,75 @@ def test_grid_points_on_the_wrong_kernel_or_axis_are_refused():
         wps.extract(_grid_strided("gridstrided_linear1d"), grid_points=(1, 1, 2))
     with pytest.raises(ws.KernelError, match=r"is for grid-strided kernels"):
         wps.extract(_grid_strided("linear3d"), grid_points=(2, 1, 1))
+
+
+# ---------------------------------------------------------------------------
+# Reductions
+
+
+def _reduction(**gpu):
+    f = ps.fields("f: double[258, 258, 258]", layout="fzyx")
+    w = ps.TypedSymbol("w", "float64")
+    cfg = ps.CreateKernelConfig(**CUDA)
+    for key, value in gpu.items():
+        setattr(cfg.gpu, key, value)
+    return ps.create_kernel([ps.AddReductionAssignment(w, f.center**2)], cfg)
+
+
+@pytest.mark.parametrize(
+    "gpu, scope, per_lup, fma",
+    [
+        # per thread: w_local += f*f (1 FMA), one atomicAdd per thread
+        ({}, "thread", 1.0, 1),
+        # warp shuffles: 5 combine steps (16, 8, 4, 2, 1), one atomic per 32 threads
+        ({"assume_warp_aligned_block_size": True, "warp_size": 32}, "warp", 1 / 32, 6),
+        # CUB block reduction with the block fixed to 64x2x2: one atomic per 256 threads
+        ({"use_cub_reductions": True, "default_block_size": (64, 2, 2)}, "block", 1 / 256, 6),
+    ],
+)
+def test_reduction_atomics_per_update_and_limit_by_hand(gpu, scope, per_lup, fma):
+    k = wps.extract(_reduction(**gpu)).kernel
+    assert k.atomics.scope == scope and dict(k.fp_ops) == {"fma": fma}
+    block = k.fixed_block or (64, 4, 2)
+    if scope == "block":
+        assert block == (64, 2, 2)
+    p = ws.predict(k, "A100", block)
+    m = ws.load_machine("A100")
+    # one same-address atomic per clock at 1.41 GHz
+    assert p.terms["atomics_per_lup"] == pytest.approx(per_lup)
+    assert p.limits["atomics"] == pytest.approx(m.clock_ghz * m.atomics_per_clock / per_lup)
+    assert p.glups <= p.limits["atomics"] * (1 + 1e-12)
+    # f read once (8 B per update), nothing stored per update
+    assert 0.97 <= p.volumes.dram_load / 8 <= 1.1 and p.volumes.dram_store == 0
+    if scope == "thread":
+        assert p.limiter == "atomics" and p.glups == pytest.approx(1.41)
+
+
+def test_explain_names_the_atomics_limiter():
+    from warpspeed.advice import explanation_lines
+
+    k = wps.extract(_reduction()).kernel
+    p = ws.predict(k, "A100", (64, 4, 2))
+    lines = explanation_lines(p, ws.advise(p, ws.load_machine("A100"), k))
+    assert lines[0].startswith("binding limiter: atomics")
+    assert any(line.startswith("atomics: 1 per update to one address") for line in lines)
+
+
+def test_two_reductions_are_two_addresses_and_cas_is_noted():
+    f = ps.fields("f: double[18, 18, 18]", layout="fzyx")
+    w, m = ps.TypedSymbol("w", "float64"), ps.TypedSymbol("m", "float64")
+    asm = [ps.AddReductionAssignment(w, f.center**2), ps.MaxReductionAssignment(m, f.center)]
+    ex = wps.extract(ps.create_kernel(asm, ps.CreateKernelConfig(**CUDA)))
+    assert ex.kernel.atomics == ws.Atomics(1, "thread", 2)
+    assert any("atomicMax" in n and "compare-and-swap" in n for n in ex.notes)
+
+
+def test_machine_without_the_atomics_rate_is_refused_for_reductions(tmp_path):
+    text = open(ws.load_machine("A100").path).read()
+    mine = tmp_path / "mine.toml"
+    mine.write_text(text[: text.index("[atomics_per_clock]")])
+    k = wps.extract(_reduction()).kernel
+    with pytest.raises(ws.MachineError, match=r"no \[atomics_per_clock\]"):
+        ws.predict(k, str(mine), (64, 4, 2))
+    stencil = ws.Kernel(loads=k.loads, stores=k.loads, domain=k.domain)
+    assert ws.predict(stencil, str(mine), (64, 4, 2)).glups > 0

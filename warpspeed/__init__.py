@@ -5,6 +5,7 @@ Reference: Ernst et al., JPDC 173 (2023); the model is restated in
 """
 
 from .advice import Advice, advise
+from .atomics import Atomics
 from .capacity import CapacityFits, Gompertz, fit_gompertz, load_fits
 from .errors import (
     FitError,
@@ -24,6 +25,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Access",
+    "Atomics",
     "Advice",
     "Ranking",
     "advise",

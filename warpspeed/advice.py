@@ -126,6 +126,12 @@ def explanation_lines(p: Prediction, a: Advice) -> list[str]:
             f"x{1 / t['wave_efficiency']:.3f}; DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s "
             f"with {t['dram_bytes_in_flight'] / 2**20:.1f} MiB in flight"
         )
+    if "atomics_per_lup" in t:
+        lines.append(
+            f"atomics: {t['atomics_per_lup']:.4g} per update to one address, serialised in the "
+            f"L2 at {t['atomics_per_clock']:g} per clock: {1000 * t['t_atomics_ns']:.1f} ps per "
+            "update"
+        )
     if a.headroom is not None:
         lines.append(f"headroom: {a.headroom:.2f}x until {a.next_limiter} binds "
                      "(speedup bound if the binding limiter were removed)")

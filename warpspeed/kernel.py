@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .atomics import Atomics
 from .errors import KernelError
 from .expr import SymForm, parse
 
@@ -171,6 +172,8 @@ class Kernel:
     * ``fixed_block``: the only block size the kernel can be launched with,
       when its code generator fixes it (pystencils' ``blockwise4d``); ``None``
       if any block size works.
+    * ``atomics``: atomic updates of single addresses (a reduction into a
+      scalar), :class:`warpspeed.atomics.Atomics`; their own limiter.
     """
 
     loads: tuple[Access, ...]
@@ -184,8 +187,13 @@ class Kernel:
     fp_ops: Mapping[str, float] | tuple[tuple[str, float], ...] | None = None
     precision: int = 64
     fixed_block: tuple[int, int, int] | None = None
+    atomics: Atomics | None = None
 
     def __post_init__(self) -> None:
+        if self.atomics is not None and not isinstance(self.atomics, Atomics):
+            raise KernelError(
+                f"atomics must be a ws.Atomics (count, scope, addresses), got {self.atomics!r}"
+            )
         loads = _dedupe(tuple(self.loads), "loads")
         stores = _dedupe(tuple(self.stores), "stores")
         if not loads and not stores:

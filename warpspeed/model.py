@@ -22,6 +22,7 @@ from .launch import Launch, make_launch
 from .machine import Machine, load_machine
 from .sampling import sample
 from .timing import DEFAULT_MODEL, MODELS, Timing, timing
+from .timing.atomics import with_atomics
 from .timing.paper import LIMITERS
 from .volumes import Volumes, level_volumes
 from .waves import WaveVolumes, wave_volumes
@@ -162,8 +163,8 @@ def finish(
     lv = level_volumes(kernel, m, launch, stage.footprint, wave, curves,
                        merged_stores=MODELS[model].merged_stores,
                        reread_evicts=MODELS[model].reread_evicts)
-    t = timing(model, kernel, m, launch, stage.l1_cycles, lv.volumes, wave,
-               stage.footprint.pages_per_block)
+    t = with_atomics(timing(model, kernel, m, launch, stage.l1_cycles, lv.volumes, wave,
+                            stage.footprint.pages_per_block), kernel, m, launch)
     return Prediction(
         machine=m.name,
         kernel=kernel.name,

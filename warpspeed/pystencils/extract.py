@@ -31,6 +31,7 @@ from pystencils.backend.ast.structural import PsBlock
 from pystencils.codegen.properties import FieldBasePtr, FieldShape, FieldStride
 from pystencils.types import PsIntegerType
 
+from ..atomics import Atomics
 from ..errors import KernelError
 from ..kernel import Access, Field, Kernel
 from .launch import counter_steps, domain
@@ -44,6 +45,7 @@ from .layouts import (
     split,
 )
 from .poly import IntPoly
+from .reductions import Reduction
 from .unsupported import CpuTargetError, MissingShapeError, UnsupportedKernelError
 from .walker import Walker
 from .wraps import resolve as resolve_wraps
@@ -165,15 +167,13 @@ def extract(
         p: layouts[p].ws_field(walker.itemsizes[p], offsets.get(fields[p].name, 0))  # type: ignore[union-attr]
         for p in walker.itemsizes
     }
-    accesses = _Accesses(ws_fields, layouts, strides)  # type: ignore[arg-type]
     box, fixed_block, domain_notes = domain(walker.guards)
+    wraps = resolve_wraps(walker.selectors, box) if walker.selectors else {}
+    accesses = _Accesses(ws_fields, layouts, strides, wraps)  # type: ignore[arg-type]
     work, bits = walker.fp.work()
     notes = list(walker.fp.notes) + list(domain_notes)
     f3 = (1, 1, 1) if fold is None else fold
-    if walker.selectors:
-        wraps = resolve_wraps(walker.selectors, box)
-        walker.loads = [(p, substitute(off, wraps)) for p, off in walker.loads]
-        walker.stores = [(p, substitute(off, wraps)) for p, off in walker.stores]
+    if wraps:
         notes.append(
             f"{len(wraps)} periodic wrap(s) (integer selects in indices): the border threads "
             "access the other side of the domain"
@@ -196,6 +196,10 @@ def extract(
             f"{len(walker.forwarded)} load(s) of values the thread stored before are served "
             "from registers and not counted"
         )
+    atomics = None
+    if walker.reductions:
+        atomics, fixed_block, more = _atomics(walker.reductions, work, fixed_block)
+        notes += more
     kernel = Kernel(
         loads=[accesses(p, off) for p, off in walker.loads],
         stores=[accesses(p, off) for p, off in walker.stores],
@@ -207,6 +211,7 @@ def extract(
         registers=registers,
         name=name or getattr(kernel_function, "name", "kernel"),
         fixed_block=fixed_block,
+        atomics=atomics,
     )
     return Extraction(kernel, counter_steps(walker.counters), tuple(notes))
 
@@ -225,7 +230,9 @@ class _Accesses:
         fields: dict[str, Field],
         layouts: dict[str, FieldLayout],
         strides: dict[str, tuple[str, int]],
+        wraps: Mapping[sp.Symbol, tuple[IntPoly, int]] | None = None,
     ) -> None:
+        self.wraps = dict(wraps or {})
         self.fields = fields
         self.layouts = layouts
         self.strides = {sp.Symbol(n): (f, d) for n, (f, d) in strides.items()}
@@ -240,7 +247,13 @@ class _Accesses:
                 index = [per_dim[d] + IntPoly.const(lay.origin[d]) for d in lay.order]
             else:
                 shifted = offset + IntPoly.const(lay.origin_offset)
-                index = split(shifted, f.strides, f.name)  # type: ignore[arg-type]
+                hints = {s: lay.order.index(a) for s, (_, a) in self.wraps.items()
+                         if a in lay.order}
+                values = {s: v for s, (v, _) in self.wraps.items()}
+                index = split(shifted, f.strides, f.name, hints, values)  # type: ignore[arg-type]
+            if self.wraps:
+                values = {s: v for s, (v, _) in self.wraps.items()}
+                index = [substitute(p, values) for p in index]
             hit = f[tuple(p.to_sympy() for p in index)]
             self.done[(ptr, offset)] = hit
         return hit
@@ -258,6 +271,46 @@ class _Accesses:
             rest = monomial[: found[0][0]] + monomial[found[0][0] + 1 :]
             parts[owner[1]][rest] = parts[owner[1]].get(rest, 0) + coeff
         return [IntPoly.of(p) for p in parts]
+
+
+def _atomics(
+    reductions: list[Reduction], work: dict[str, float], fixed_block: Triple | None
+) -> tuple[Atomics, Triple | None, list[str]]:
+    """The atomics of the reductions (:mod:`.reductions`); adds the combine
+    steps of a pre-reduction to ``work``."""
+    scopes = {r.scope for r in reductions}
+    if len(scopes) != 1:
+        raise UnsupportedKernelError(
+            f"the kernel's reductions pre-reduce differently ({sorted(scopes)}); warpspeed "
+            "models one pre-reduction per kernel"
+        )
+    scope = scopes.pop()
+    combines = sum(r.combines for r in reductions)
+    if combines:
+        work["fma"] = work.get("fma", 0.0) + combines
+    blocks = {r.block for r in reductions if r.block is not None}
+    if scope == "block":
+        if len(blocks) != 1 or (fixed_block is not None and fixed_block not in blocks):
+            raise UnsupportedKernelError(
+                "the kernel's block reductions (CUB) fix no single block size; set "
+                "cfg.gpu.default_block_size"
+            )
+        fixed_block = blocks.pop()
+    targets = sorted({r.target for r in reductions})
+    notes = [
+        f"reduction into {', '.join(targets)}: one atomic per {scope} to each scalar, "
+        "serialised in the L2 (the atomics limiter); threads whose partial value is the "
+        "neutral element skip it in pystencils' code, counted as issuing it"
+    ]
+    cas = sorted({r.atomic for r in reductions if not r.atomic.endswith("atomicAdd")})
+    if cas:
+        notes.append(
+            f"{', '.join(cas)}: compare-and-swap loops in pystencils' runtime for doubles, "
+            "counted as one atomic each (optimistic under contention)"
+        )
+    if scope == "block":
+        notes.append("CUB's block reduction: its shared-memory stage is not modelled")
+    return Atomics(1, scope, len(targets)), fixed_block, notes
 
 
 def _triple(value: Any, what: str) -> Triple:

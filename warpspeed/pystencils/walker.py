@@ -69,6 +69,7 @@ from pystencils.backend.ast.structural import (
 from .fpcount import FMA, FpCounter, call_work
 from .indices import IndexReader, NotAnIndex, Opaque, bits, is_float, is_int, short
 from .poly import IntPoly
+from .reductions import Reduction, read_reduction
 from .unsupported import (
     BranchError,
     GridStridedLoopError,
@@ -124,6 +125,7 @@ class Walker(IndexReader):
         self.grid_points = grid_points
         self.grid_spans: dict[int, sp.Symbol] = {}
         self._replica = False
+        self.reductions: list[Reduction] = []
         self.pointers = pointers
         self.counters: dict[str, IntPoly] = {}
         self.loads: list[tuple[str, IntPoly]] = []
@@ -145,6 +147,10 @@ class Walker(IndexReader):
 
     def statement(self, node: Any) -> None:
         if isinstance(node, PsBlock):
+            red = read_reduction(node) if self._guard_closed else None
+            if red is not None:  # the write-back of a reduction (.reductions)
+                self.reductions.append(red)
+                return
             self.block(node)
         elif isinstance(node, PsAssignment):  # also PsDeclaration
             self._statement = short(node)

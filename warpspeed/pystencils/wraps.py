@@ -86,12 +86,12 @@ def _check(axis: int, k: int, c: int, ind: IntPoly, extent: int, sel: Selector) 
 
 def resolve(
     selectors: Mapping[sp.Symbol, Selector], box: tuple[int, int, int]
-) -> dict[sp.Symbol, IntPoly]:
-    """Each selector's indicator over the valid threads ``box`` (module
-    docstring). A condition that depends on more than one thread
-    coordinate, or on none linearly, is refused with
-    :class:`TernaryIndexError`."""
-    out: dict[sp.Symbol, IntPoly] = {}
+) -> dict[sp.Symbol, tuple[IntPoly, int]]:
+    """Each selector's term ``diff * indicator`` over the valid threads
+    ``box`` (module docstring) and the thread axis it depends on. A
+    condition that depends on more than one thread coordinate, or on none
+    linearly, is refused with :class:`TernaryIndexError`."""
+    out: dict[sp.Symbol, tuple[IntPoly, int]] = {}
     for atom, sel in selectors.items():
         lin = global_linear(sel.cond)
         if lin is None:
@@ -115,7 +115,7 @@ def resolve(
             if sel.kind == "ne":
                 ind = IntPoly.const(1) - ind
         _check(axis, k, c, ind, extent, sel)
-        out[atom] = _times(sel, ind, axis, k, c)
+        out[atom] = _times(sel, ind, axis, k, c), axis
     return out
 
 
