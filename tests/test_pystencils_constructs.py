@@ -81,8 +81,8 @@ def _noslip_kernel():
 
 
 @pytest.mark.parametrize("shape", [None, (18, 18, 18)])
-def test_boundary_index_list_kernel_is_an_indirect_access_of_the_pdfs(shape):
-    with pytest.raises(IndirectAccessError, match=r"field pdfs .*depends on data .*indexField"):
+def test_boundary_index_list_kernel_without_its_list_is_refused_naming_the_pdfs(shape):
+    with pytest.raises(IndirectAccessError, match=r"field pdfs .*index list.*index_list="):
         extract(_noslip_kernel(), shape=shape)
 
 

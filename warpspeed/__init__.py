@@ -16,6 +16,7 @@ from .errors import (
     WarpspeedError,
 )
 from .expr import blockDim, blockIdx, threadIdx, tidx, tidy, tidz
+from .gathers import Gather
 from .kernel import Access, Field, Kernel
 from .machine import Machine, load_machine, machines
 from .model import Prediction, Volumes, predict
@@ -26,6 +27,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Access",
     "Atomics",
+    "Gather",
     "Advice",
     "Ranking",
     "advise",

@@ -174,6 +174,9 @@ class Kernel:
       if any block size works.
     * ``atomics``: atomic updates of single addresses (a reduction into a
       scalar), :class:`warpspeed.atomics.Atomics`; their own limiter.
+    * ``gathers``: indexed accesses, a field at positions read from an index
+      list (one thread per entry), :class:`warpspeed.gathers.Gather`; the
+      list itself is read by ordinary ``loads``.
     """
 
     loads: tuple[Access, ...]
@@ -188,8 +191,18 @@ class Kernel:
     precision: int = 64
     fixed_block: tuple[int, int, int] | None = None
     atomics: Atomics | None = None
+    gathers: tuple = ()
 
     def __post_init__(self) -> None:
+        if self.gathers:
+            from .gathers import Gather  # gathers imports this module
+
+            gathers = tuple(self.gathers)
+            if not all(isinstance(g, Gather) for g in gathers):
+                raise KernelError(f"gathers must be ws.Gather accesses, got {self.gathers!r}")
+            if len({g.length for g in gathers}) != 1:
+                raise KernelError("the gathers of a kernel must have the same list length")
+            object.__setattr__(self, "gathers", gathers)
         if self.atomics is not None and not isinstance(self.atomics, Atomics):
             raise KernelError(
                 f"atomics must be a ws.Atomics (count, scope, addresses), got {self.atomics!r}"

@@ -9,13 +9,14 @@ the four limits; the default adds its terms."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .capacity import CapacityFits, load_fits
 from .errors import LaunchError
 from .expr import LinForm, SymForm, bind_all
 from .footprint import Footprint, block_footprint
+from .gathers import gather_volumes, with_gathers
 from .kernel import Kernel
 from .l1 import l1_cycles_per_warp_lup
 from .launch import Launch, make_launch
@@ -163,6 +164,10 @@ def finish(
     lv = level_volumes(kernel, m, launch, stage.footprint, wave, curves,
                        merged_stores=MODELS[model].merged_stores,
                        reread_evicts=MODELS[model].reread_evicts)
+    if kernel.gathers:  # indexed accesses, counted apart (warpspeed.gathers)
+        gv = gather_volumes(kernel.gathers, m.warp_size)
+        lv = replace(lv, volumes=with_gathers(lv.volumes, gv))
+        stage = replace(stage, l1_cycles=stage.l1_cycles + gv.l1_cycles)
     t = with_atomics(timing(model, kernel, m, launch, stage.l1_cycles, lv.volumes, wave,
                             stage.footprint.pages_per_block), kernel, m, launch)
     return Prediction(

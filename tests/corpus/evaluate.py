@@ -48,7 +48,9 @@ def shape_kwargs(case: Case) -> dict[str, Any]:
     """The ``shape=`` keyword for symbolic-size cases (none otherwise, so that
     fixed-size cases also run against a frontend without the keyword), and
     the case's further options (``params``, ``grid_points``)."""
-    out: dict[str, Any] = dict(getattr(case, "options", ()))
+    out: dict[str, Any] = {
+        k: (v() if callable(v) else v) for k, v in getattr(case, "options", ())
+    }
     if case.shape is not None:
         out["shape"] = case.shape
     return out

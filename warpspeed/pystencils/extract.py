@@ -26,14 +26,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import sympy as sp
 from pystencils.backend.ast.structural import PsBlock
 from pystencils.codegen.properties import FieldBasePtr, FieldShape, FieldStride
 from pystencils.types import PsIntegerType
 
-from ..atomics import Atomics
 from ..errors import KernelError
 from ..kernel import Access, Field, Kernel
+from .indexlists import (
+    ListSpec,
+    gathers,
+    is_gather,
+    list_accesses,
+    list_length,
+    list_pointers,
+    list_sizes,
+    refuse,
+)
 from .launch import counter_steps, domain
 from .layouts import (
     FieldLayout,
@@ -45,7 +55,7 @@ from .layouts import (
     split,
 )
 from .poly import IntPoly
-from .reductions import Reduction
+from .reductions import atomics_of
 from .unsupported import CpuTargetError, MissingShapeError, UnsupportedKernelError
 from .walker import Walker
 from .wraps import resolve as resolve_wraps
@@ -107,6 +117,8 @@ def extract(
     layout: LayoutSpec = None,
     params: Mapping[str, int] | None = None,
     grid_points: Triple | None = None,
+    index_list: ListSpec = None,
+    list_order: str = "sorted",
 ) -> Extraction:
     """Read a pystencils GPU kernel (MODEL.md §1; module docstring).
 
@@ -135,6 +147,10 @@ def extract(
       along each axis and thread ``g`` updates ``g + j * grid threads``.
       Default ``(1, 1, 1)``: pystencils' automatic launch grid, which covers
       the domain. The kernel's fold is multiplied by it.
+    * ``index_list``: for an index-list (boundary) kernel, the list itself
+      (the structured NumPy array of the boundary handling: exact sector
+      counts) or its number of entries, with ``list_order`` ``"sorted"``
+      (by cell) or ``"random"`` (:mod:`warpspeed.gathers`).
 
     Raises a subclass of :class:`UnsupportedKernelError` naming the
     construct the model cannot describe, :class:`MissingShapeError` for
@@ -142,18 +158,29 @@ def extract(
     """
     body = _gpu_body(kernel_function)
     fields, props = _parameters(kernel_function)
-    layouts = {p: resolve(f, shape, layout) for p, f in fields.items()}
+    lists, length = list_pointers(fields), list_length(index_list)
+    layouts = {p: resolve(f, shape, layout) for p, f in fields.items() if p not in lists}
     missing = [fields[p] for p, lay in layouts.items() if lay is None]
-    sizes = _sizes(props, {f.name: lay for f, lay in zip(fields.values(), layouts.values())})
+    sizes = _sizes(props, {fields[p].name: lay for p, lay in layouts.items()})
+    sizes.update(list_sizes(props, fields, lists, length or 1))
     sizes.update(_given_params(kernel_function, params))
     strides = _stride_params(props)
     points = (1, 1, 1) if grid_points is None else _triple(grid_points, "grid_points")
-    walker = Walker(fields, sizes, frozenset(strides), probe=bool(missing), grid_points=points)
+    walker = Walker(fields, sizes, frozenset(strides), probe=bool(missing), grid_points=points,
+                    list_pointers=lists)
     walker.block(body)
     walker.finish()
+    data = {a for a, _ in walker.list_loads.values()} | set(walker.tables)
+    gathered = [(p, off, False) for p, off in walker.loads if is_gather(off, data)]
+    gathered += [(p, off, True) for p, off in walker.stores if is_gather(off, data)]
+    if gathered:
+        walker.loads = [(p, off) for p, off in walker.loads if not is_gather(off, data)]
+        walker.stores = [(p, off) for p, off in walker.stores if not is_gather(off, data)]
+        if length is None:
+            raise refuse(fields[gathered[0][0]].name, False)
     if missing:
         raise _missing(missing, shape)
-    if not walker.stores and not walker.loads:
+    if not walker.stores and not walker.loads and not walker.list_loads:
         raise UnsupportedKernelError("the kernel accesses no field memory")
     offsets = dict(base_offsets or {})
     names = {f.name for p, f in fields.items() if p in walker.itemsizes}
@@ -196,12 +223,29 @@ def extract(
             f"{len(walker.forwarded)} load(s) of values the thread stored before are served "
             "from registers and not counted"
         )
+    list_loads: list[Access] = []
+    gather_accesses: tuple = ()
+    if walker.list_loads:
+        entry = max(abs(c) for (_, off) in walker.list_loads for m, c in off.terms if m)
+        list_loads = list_accesses(walker.list_loads, fields, length or 1, entry)
+    if gathered:
+        stride_values = {sp.Symbol(n): layouts[_ptr(fields, f)].strides[d]  # type: ignore[union-attr]
+                         for n, (f, d) in strides.items() if _ptr(fields, f) in layouts}
+        gather_accesses = gathers(
+            gathered, ws_fields, {p: lay.origin_offset for p, lay in layouts.items() if lay},
+            stride_values, walker.list_loads, walker.tables, index_list, list_order,
+        )
+        notes.append(
+            f"{len(gathered)} indexed access(es) per entry of the index list "
+            + ("(positions from the list)" if isinstance(index_list, np.ndarray)
+               else f"({length} entries, {list_order})")
+        )
     atomics = None
     if walker.reductions:
-        atomics, fixed_block, more = _atomics(walker.reductions, work, fixed_block)
+        atomics, fixed_block, more = atomics_of(walker.reductions, work, fixed_block)
         notes += more
     kernel = Kernel(
-        loads=[accesses(p, off) for p, off in walker.loads],
+        loads=[accesses(p, off) for p, off in walker.loads] + list_loads,
         stores=[accesses(p, off) for p, off in walker.stores],
         domain=box,
         fold=f3,
@@ -212,6 +256,7 @@ def extract(
         name=name or getattr(kernel_function, "name", "kernel"),
         fixed_block=fixed_block,
         atomics=atomics,
+        gathers=gather_accesses,
     )
     return Extraction(kernel, counter_steps(walker.counters), tuple(notes))
 
@@ -273,44 +318,8 @@ class _Accesses:
         return [IntPoly.of(p) for p in parts]
 
 
-def _atomics(
-    reductions: list[Reduction], work: dict[str, float], fixed_block: Triple | None
-) -> tuple[Atomics, Triple | None, list[str]]:
-    """The atomics of the reductions (:mod:`.reductions`); adds the combine
-    steps of a pre-reduction to ``work``."""
-    scopes = {r.scope for r in reductions}
-    if len(scopes) != 1:
-        raise UnsupportedKernelError(
-            f"the kernel's reductions pre-reduce differently ({sorted(scopes)}); warpspeed "
-            "models one pre-reduction per kernel"
-        )
-    scope = scopes.pop()
-    combines = sum(r.combines for r in reductions)
-    if combines:
-        work["fma"] = work.get("fma", 0.0) + combines
-    blocks = {r.block for r in reductions if r.block is not None}
-    if scope == "block":
-        if len(blocks) != 1 or (fixed_block is not None and fixed_block not in blocks):
-            raise UnsupportedKernelError(
-                "the kernel's block reductions (CUB) fix no single block size; set "
-                "cfg.gpu.default_block_size"
-            )
-        fixed_block = blocks.pop()
-    targets = sorted({r.target for r in reductions})
-    notes = [
-        f"reduction into {', '.join(targets)}: one atomic per {scope} to each scalar, "
-        "serialised in the L2 (the atomics limiter); threads whose partial value is the "
-        "neutral element skip it in pystencils' code, counted as issuing it"
-    ]
-    cas = sorted({r.atomic for r in reductions if not r.atomic.endswith("atomicAdd")})
-    if cas:
-        notes.append(
-            f"{', '.join(cas)}: compare-and-swap loops in pystencils' runtime for doubles, "
-            "counted as one atomic each (optimistic under contention)"
-        )
-    if scope == "block":
-        notes.append("CUB's block reduction: its shared-memory stage is not modelled")
-    return Atomics(1, scope, len(targets)), fixed_block, notes
+def _ptr(fields: Mapping[str, Any], name: str) -> str | None:
+    return next((p for p, f in fields.items() if f.name == name), None)
 
 
 def _triple(value: Any, what: str) -> Triple:

@@ -43,6 +43,7 @@ from ..rank import rank as ws_rank
 from ..timing import DEFAULT_MODEL
 from .extract import Extraction, extract
 from .fold import Fold, _fold3, generate
+from .indexlists import ListSpec
 from .layouts import LayoutSpec, ShapeSpec
 
 DEFAULT_FOLDS: tuple[Fold, ...] = ((1, 1, 1), (1, 2, 1), (1, 1, 2))
@@ -90,6 +91,8 @@ def predict(
     model: str = DEFAULT_MODEL,
     params: Mapping[str, int] | None = None,
     grid_points: Sequence[int] | None = None,
+    index_list: ListSpec = None,
+    list_order: str = "sorted",
 ) -> Prediction:
     """Predict a pystencils kernel, or assignments generated with ``config``
     and folded by ``fold`` (MODEL.md §8).
@@ -103,7 +106,9 @@ def predict(
     :class:`warpspeed.LaunchError` for any other block. ``model``: the
     timing model (:data:`warpspeed.timing.MODELS`). ``params``: values of
     the kernel's integer parameters (symbolic slice bounds; :func:`extract`);
-    ``grid_points``: points per thread of a grid-strided kernel (:func:`extract`).
+    ``grid_points``: points per thread of a grid-strided kernel;
+    ``index_list`` / ``list_order``: the list of an index-list (boundary)
+    kernel or its length and order (:func:`extract`).
     """
     f = _fold3(fold or (1, 1, 1))
     if _is_kernel_function(kernel_or_assignments):
@@ -113,6 +118,7 @@ def predict(
     ex = extract(
         kernel_function, base_offsets=base_offsets, registers=registers, fold=f,
         shape=shape, layout=layout, params=params, grid_points=grid_points,  # type: ignore[arg-type]
+        index_list=index_list, list_order=list_order,
     )
     b = tuple(int(v) for v in block)
     fixed = ex.kernel.fixed_block
@@ -174,6 +180,8 @@ def create_kernel(
     model: str = DEFAULT_MODEL,
     params: Mapping[str, int] | None = None,
     grid_points: Sequence[int] | None = None,
+    index_list: ListSpec = None,
+    list_order: str = "sorted",
 ) -> Ranked:
     """Generate ``assignments`` with the best block size and folding.
 
@@ -190,7 +198,8 @@ def create_kernel(
     CPU, as :func:`warpspeed.rank`); ``model``: the
     timing model; ``params``: values of the kernel's integer parameters
     (symbolic slice bounds; :func:`extract`); ``grid_points``: points per
-    thread of a grid-strided kernel (:func:`extract`).
+    thread of a grid-strided kernel, ``index_list`` / ``list_order`` the
+    list of an index-list kernel (:func:`extract`).
     """
     variants: dict[Fold, Extraction] = {}
     generated: dict[Fold, Any] = {}
@@ -210,6 +219,7 @@ def create_kernel(
                 kernel_function, base_offsets=base_offsets, registers=registers, fold=f,
                 shape=shape, layout=layout, params=params,
                 grid_points=grid_points,  # type: ignore[arg-type]
+                index_list=index_list, list_order=list_order,
             )
         except Exception as exc:  # noqa: BLE001 - the hook must not abort (module docstring)
             skipped.append((f, _reason("it cannot be predicted", exc)))

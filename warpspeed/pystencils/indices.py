@@ -18,6 +18,7 @@ from typing import Any
 import sympy as sp
 from pystencils.backend.ast.expressions import (
     PsAdd,
+    PsAddressOf,
     PsBinOp,
     PsCall,
     PsCast,
@@ -107,8 +108,14 @@ class IndexReader:
     (symbolic sizes without a shape)."""
 
     def __init__(
-        self, sizes: Mapping[str, int], strides: frozenset[str] = frozenset(), probe: bool = False
+        self, sizes: Mapping[str, int], strides: frozenset[str] = frozenset(), probe: bool = False,
+        list_pointers: frozenset[str] = frozenset(),
     ) -> None:
+        self.list_pointers = list_pointers
+        #: index-list members read: (pointer, byte offset) -> (atom, bytes)
+        self.list_loads: dict[tuple[str, IntPoly], tuple[sp.Symbol, int]] = {}
+        #: constant tables looked up with data: atom -> (values, index)
+        self.tables: dict[sp.Symbol, tuple[tuple[int, ...], IntPoly]] = {}
         self.sizes = sizes
         self.strides = strides
         self.probe = probe
@@ -145,6 +152,9 @@ class IndexReader:
                 raise NotAnIndex(Opaque("data", f"the floating-point value {short(node)}"))
             return self.index(node.operand)
         if isinstance(node, PsMemAcc):
+            member = self.list_member(node)
+            if member is not None:
+                return IntPoly.atom(member)
             raise NotAnIndex(Opaque("data", f"loaded by {short(node)}"))
         if isinstance(node, PsTernary):
             return self._select(node)
@@ -196,12 +206,40 @@ class IndexReader:
             self.selectors[atom] = sel
         return b + IntPoly.atom(atom)
 
+    def list_member(self, node: PsMemAcc) -> sp.Symbol | None:
+        """A member of an index-list entry, ``((int32_t *) &list[off])[0]``,
+        as a data atom (:mod:`warpspeed.gathers`), or None for other loads."""
+        ptr = node.pointer
+        if not (isinstance(ptr, PsCast) and isinstance(ptr.operand, PsAddressOf)):
+            return None
+        inner = ptr.operand.operand
+        if not (isinstance(inner, PsMemAcc) and isinstance(inner.pointer, PsSymbolExpr)):
+            return None
+        name = inner.pointer.symbol.name
+        if name not in self.list_pointers:
+            return None
+        offset = self.index(inner.offset) + self.index(node.offset) * IntPoly.const(
+            int(ptr.target_type.base_type.itemsize))
+        key = (name, offset)
+        if key not in self.list_loads:
+            width = int(ptr.target_type.base_type.itemsize)
+            atom = sp.Symbol(f"__entry_{len(self.list_loads)}", integer=True)
+            self.list_loads[key] = (atom, width)
+        return self.list_loads[key][0]
+
     def _subscript(self, node: PsSubscript) -> IntPoly:
         arr = node.array
         items = self.env.get(arr.symbol.name) if isinstance(arr, PsSymbolExpr) else None
         if not isinstance(items, list) or len(node.index) != 1:
             raise NotAnIndex(Opaque("data", f"the array element {short(node)}"))
         idx = self.index(node.index[0])
+        if not idx.is_const and all(isinstance(i, IntPoly) and i.is_const for i in items):
+            values = tuple(i.constant for i in items)  # type: ignore[union-attr]
+            atom = next((a for a, t in self.tables.items() if t == (values, idx)), None)
+            if atom is None:
+                atom = sp.Symbol(f"__table_{len(self.tables)}", integer=True)
+                self.tables[atom] = (values, idx)
+            return IntPoly.atom(atom)
         if not idx.is_const or not 0 <= idx.constant < len(items):
             raise NotAnIndex(Opaque("data", f"the array element {short(node)}"))
         item = items[idx.constant]

@@ -31,7 +31,9 @@ from typing import Any
 from pystencils.backend.ast.expressions import PsCall, PsSymbolExpr
 from pystencils.backend.ast.structural import PsBlock, PsConditional, PsStatement
 
+from ..atomics import Atomics
 from .indices import short
+from .unsupported import UnsupportedKernelError
 
 _BLOCK_REDUCE = re.compile(r"block_reduce\s*<[^>]*?,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*>")
 
@@ -91,4 +93,44 @@ def read_reduction(node: PsBlock, warp_size: int = 32) -> Reduction | None:
     return Reduction(target, atomic, "thread", 0)
 
 
-__all__ = ["Reduction", "read_reduction"]
+def atomics_of(
+    reductions: list[Reduction], work: dict[str, float], fixed_block: tuple[int, int, int] | None
+) -> tuple[Atomics, tuple[int, int, int] | None, list[str]]:
+    """The atomics of the reductions (:mod:`.reductions`); adds the combine
+    steps of a pre-reduction to ``work``."""
+    scopes = {r.scope for r in reductions}
+    if len(scopes) != 1:
+        raise UnsupportedKernelError(
+            f"the kernel's reductions pre-reduce differently ({sorted(scopes)}); warpspeed "
+            "models one pre-reduction per kernel"
+        )
+    scope = scopes.pop()
+    combines = sum(r.combines for r in reductions)
+    if combines:
+        work["fma"] = work.get("fma", 0.0) + combines
+    blocks = {r.block for r in reductions if r.block is not None}
+    if scope == "block":
+        if len(blocks) != 1 or (fixed_block is not None and fixed_block not in blocks):
+            raise UnsupportedKernelError(
+                "the kernel's block reductions (CUB) fix no single block size; set "
+                "cfg.gpu.default_block_size"
+            )
+        fixed_block = blocks.pop()
+    targets = sorted({r.target for r in reductions})
+    notes = [
+        f"reduction into {', '.join(targets)}: one atomic per {scope} to each scalar, "
+        "serialised in the L2 (the atomics limiter); threads whose partial value is the "
+        "neutral element skip it in pystencils' code, counted as issuing it"
+    ]
+    cas = sorted({r.atomic for r in reductions if not r.atomic.endswith("atomicAdd")})
+    if cas:
+        notes.append(
+            f"{', '.join(cas)}: compare-and-swap loops in pystencils' runtime for doubles, "
+            "counted as one atomic each (optimistic under contention)"
+        )
+    if scope == "block":
+        notes.append("CUB's block reduction: its shared-memory stage is not modelled")
+    return Atomics(1, scope, len(targets)), fixed_block, notes
+
+
+__all__ = ["Reduction", "atomics_of", "read_reduction"]

@@ -120,8 +120,9 @@ class Walker(IndexReader):
         strides: frozenset[str] = frozenset(),
         probe: bool = False,
         grid_points: tuple[int, int, int] = (1, 1, 1),
+        list_pointers: frozenset[str] = frozenset(),
     ) -> None:
-        super().__init__(sizes, strides, probe)
+        super().__init__(sizes, strides, probe, list_pointers)
         self.grid_points = grid_points
         self.grid_spans: dict[int, sp.Symbol] = {}
         self._replica = False
@@ -423,6 +424,9 @@ class Walker(IndexReader):
         if isinstance(ptr, PsCast) and isinstance(ptr.operand, PsAddressOf):
             inner = ptr.operand.operand
             if isinstance(inner, PsMemAcc) and isinstance(inner.pointer, PsSymbolExpr):
+                member = self.list_member(node)
+                if member is not None:  # an index-list entry (warpspeed.gathers)
+                    return self.fp.leaf(("entry", member.name))
                 field = self.pointers.get(inner.pointer.symbol.name)
                 name = field.name if field is not None else inner.pointer.symbol.name
                 self._struct_loads.append(name)
