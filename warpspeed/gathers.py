@@ -27,7 +27,6 @@ Volumes are per lattice update, here per list entry.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -68,13 +67,6 @@ class Gather:
             raise KernelError(
                 f"a gather needs a positive number of list entries, got {self.length!r}"
             )
-
-    def key(self) -> str:
-        """A digest of the access (for caching and equality of kernels)."""
-        h = hashlib.sha1(f"{self.field}{self.store}{self.length}{self.order}".encode())
-        if self.positions is not None:
-            h.update(self.positions.tobytes())
-        return h.hexdigest()
 
 
 @dataclass(frozen=True)
