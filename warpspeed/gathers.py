@@ -16,8 +16,11 @@ e.g. lbmpy's boundary handling) or the order of the list:
   true for boundary lists, whose sectors are a small part of the L2), and
   the L1 cycles those of the half warps (the bank conflicts and the 1 KiB
   rule of MODEL.md §4);
-* ``order="random"``: every position is a sector of its own (32 B at every
-  level; a half warp's 16 positions lie in 16 1 KiB regions: 16 cycles);
+* ``order="random"``: the entries scattered over the domain, every
+  position a sector of its own (32 B at every level; a half warp's 16
+  positions lie in 16 1 KiB regions: 16 cycles). An upper bound when the
+  list holds neighbouring cells in random order: their sectors then merge
+  in the L2 before DRAM, which only the list itself shows;
 * ``order="sorted"``: consecutive entries are neighbouring cells of the
   contiguous dimension, merged into whole sectors (``itemsize`` bytes per
   entry, the limit of long rows of wall cells).
@@ -28,12 +31,15 @@ Volumes are per lattice update, here per list entry.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import KernelError
-from .kernel import Field
-from .volumes import Volumes
+
+if TYPE_CHECKING:  # kernel.py imports this module; no import cycle at run time
+    from .kernel import Field
+    from .volumes import Volumes
 
 ORDERS = ("sorted", "random")
 SECTOR = 32
@@ -53,7 +59,7 @@ class Gather:
     order: str = "sorted"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.field, Field):
+        if not all(hasattr(self.field, a) for a in ("name", "itemsize", "base_offset")):
             raise KernelError(f"a gather needs a ws.Field, got {self.field!r}")
         if self.positions is not None:
             pos = np.asarray(self.positions, dtype=np.int64).ravel()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from .atomics import Atomics
 from .errors import KernelError
 from .expr import SymForm, parse
+from .gathers import Gather
 
 ITEMSIZES = (1, 2, 4, 8, 16)
 
@@ -191,12 +192,10 @@ class Kernel:
     precision: int = 64
     fixed_block: tuple[int, int, int] | None = None
     atomics: Atomics | None = None
-    gathers: tuple = ()
+    gathers: tuple[Gather, ...] = ()
 
     def __post_init__(self) -> None:
         if self.gathers:
-            from .gathers import Gather  # gathers imports this module
-
             gathers = tuple(self.gathers)
             if not all(isinstance(g, Gather) for g in gathers):
                 raise KernelError(f"gathers must be ws.Gather accesses, got {self.gathers!r}")

@@ -80,8 +80,11 @@ def _check(axis: int, k: int, c: int, ind: IntPoly, extent: int, sel: Selector) 
     })
     f = sp.lambdify(gsym, expr, modules=[{"floor": np.floor}, "numpy"])
     got = np.broadcast_to(np.asarray(f(g)), g.shape).astype(int)
-    if not np.array_equal(got, want):  # a bug, not bad input: say so loudly
-        raise AssertionError(f"the indicator of `{sel.text}` is wrong over 0 <= g < {extent}")
+    if not np.array_equal(got, want):  # never expected; refuse rather than guess
+        raise TernaryIndexError(
+            f"the select `{sel.text}` could not be written as a quasi-affine indicator over the "
+            f"{extent} threads of its axis; predict the kernel without it"
+        )
 
 
 def resolve(
