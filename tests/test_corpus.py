@@ -47,6 +47,9 @@ CLASSES = {
     "periodicity copy",
     "strided / red-black",
     "reduction",
+    "symbolic parameters",
+    "grid-stride loops",
+    "built-in periodicity",
 }
 
 

@@ -9,6 +9,8 @@ import subprocess
 
 import pystencils as ps
 import pytest
+import sympy as sp
+from pystencils.sympyextensions.integer_functions import int_rem
 
 import warpspeed as ws
 import warpspeed.pystencils as wps
@@ -123,16 +125,21 @@ def test_hook_skips_a_fold_that_does_not_divide_the_interior_and_keeps_the_best_
 
 
 def test_hook_never_aborts_and_returns_the_users_kernel_when_nothing_can_be_predicted():
-    # a reduction: every variant is refused (or cannot be folded); no exception
+    # a red-black sweep written as a parity branch: every variant is refused (or cannot be
+    # folded); no exception
     f = ps.fields("f: double[34, 34, 34]", layout="fzyx")
-    w = ps.TypedSymbol("w", "float64")
-    asm = [ps.AddReductionAssignment(w, f.center * f.center)]
-    ranked = wps.create_kernel(asm, CFG, machine="A100", threads=256)
+    x, y, z = ps.DEFAULTS.spatial_counters
+
+    @ps.flow.guarded_block(sp.Eq(int_rem(x + y + z, 2), 0))
+    def red(b):
+        b.store[f.center] = (f[1, 0, 0] + f[-1, 0, 0]) / 2
+
+    ranked = wps.create_kernel(red, CFG, machine="A100", threads=256)
     kernel, ranking = ranked
     assert ranking == []
     assert [f for f, _ in ranked.skipped] == list(wps.DEFAULT_FOLDS)
-    assert "ReductionError" in ranked.skipped[0][1]
-    assert "atomicAdd" in kernel.get_c_code()  # the kernel pystencils made of the user's config
+    assert "RedBlackError" in ranked.skipped[0][1]
+    assert "% 2" in kernel.get_c_code()  # the kernel pystencils made of the user's config
 
 
 def test_folding_a_kernel_that_rereads_its_own_store_works_and_drops_the_reload():

@@ -5,6 +5,7 @@ default model work: ``MODEL.md`` in this package.
 """
 
 from .advice import Advice, advise
+from .atomics import Atomics
 from .capacity import CapacityFits, Gompertz, fit_gompertz, load_fits
 from .errors import (
     FitError,
@@ -15,6 +16,7 @@ from .errors import (
     WarpspeedError,
 )
 from .expr import blockDim, blockIdx, threadIdx, tidx, tidy, tidz
+from .gathers import Gather
 from .kernel import Access, Field, Kernel
 from .machine import Machine, load_machine, machines
 from .model import Prediction, Volumes, predict
@@ -24,6 +26,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Access",
+    "Atomics",
+    "Gather",
     "Advice",
     "Ranking",
     "advise",

@@ -150,6 +150,12 @@ def explanation_lines(p: Prediction, a: Advice) -> list[str]:
             f"a block's own latency chain {t['block_chain_us']:.2f} us) "
             f"+ launch {t['launch_us']:.2f} us"
         )
+    if "atomics_per_lup" in t:
+        lines.append(
+            f"atomics: {t['atomics_per_lup']:.4g} per update to one address, serialised in the "
+            f"L2 at {t['atomics_per_clock']:g} per clock: {1000 * t['t_atomics_ns']:.1f} ps per "
+            "update"
+        )
     if a.headroom is not None:
         lines.append(f"headroom: {a.headroom:.2f}x until {a.next_limiter} binds "
                      "(speedup bound if the binding limiter were removed)")

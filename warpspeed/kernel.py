@@ -13,8 +13,10 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from .atomics import Atomics
 from .errors import KernelError, NonAffineError
 from .expr import LinForm, SymForm, parse
+from .gathers import Gather
 
 ITEMSIZES = (1, 2, 4, 8, 16)
 
@@ -242,6 +244,12 @@ class Kernel:
       overlap). True keeps every access, for code where the compiler cannot
       merge them (aliasing pointers, ``volatile``, loads across barriers).
 
+    * ``atomics``: atomic updates of single addresses (a reduction into a
+      scalar), :class:`warpspeed.atomics.Atomics`; their own limiter.
+    * ``gathers``: indexed accesses, a field at positions read from an index
+      list (one thread per entry), :class:`warpspeed.gathers.Gather`; the
+      list itself is read by ordinary ``loads``.
+
     Example: a 3-point stencil along x over 64^3 points, and an index the
     model refuses (MODEL.md §13)::
 
@@ -275,6 +283,8 @@ class Kernel:
     precision: int = 64
     fixed_block: tuple[int, int, int] | None = None
     reload_repeated: bool = False
+    atomics: Atomics | None = None
+    gathers: tuple[Gather, ...] = ()
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
@@ -293,6 +303,17 @@ class Kernel:
         object.__setattr__(self, "_hash", None)
 
     def __post_init__(self) -> None:
+        if self.gathers:
+            gathers = tuple(self.gathers)
+            if not all(isinstance(g, Gather) for g in gathers):
+                raise KernelError(f"gathers must be ws.Gather accesses, got {self.gathers!r}")
+            if len({g.length for g in gathers}) != 1:
+                raise KernelError("the gathers of a kernel must have the same list length")
+            object.__setattr__(self, "gathers", gathers)
+        if self.atomics is not None and not isinstance(self.atomics, Atomics):
+            raise KernelError(
+                f"atomics must be a ws.Atomics (count, scope, addresses), got {self.atomics!r}"
+            )
         loads = _dedupe(tuple(self.loads), "loads")
         stores = _dedupe(tuple(self.stores), "stores")
         if not loads and not stores:

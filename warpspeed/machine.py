@@ -69,6 +69,9 @@ class Machine:
     launch_overhead_us: float | None = None
     fp64_cost: tuple[tuple[str, float], ...] = ()
     fp32_cost: tuple[tuple[str, float], ...] = ()
+    # Atomics to one address per core clock (warpspeed.atomics, the reduction
+    # limiter); None when a user's file lacks it (kernels without atomics).
+    atomics_per_clock: float | None = None
 
     def source(self, parameter: str) -> str:
         """Where the value of ``parameter`` comes from."""
@@ -77,16 +80,19 @@ class Machine:
 
 _TEXT = ("name", "description", "validated", "fits", "arch", "sources", "path")
 _COSTS = ("fp64_cost", "fp32_cost")
+#: Optional parameters of single constructs (atomics: warpspeed.atomics).
+OPTIONAL_PARAMETERS = {"atomics_per_clock": "float"}
 #: Parameters only the default timing model needs, with their types.
 LATENCY_PARAMETERS = {
     f.name: f.type.split(" |")[0]
     for f in fields(Machine)
-    if f.default is None
+    if f.default is None and f.name not in OPTIONAL_PARAMETERS
 }
 _NUMERIC = {
     f.name: f.type
     for f in fields(Machine)
     if f.name not in _TEXT + _COSTS and f.name not in LATENCY_PARAMETERS
+    and f.name not in OPTIONAL_PARAMETERS
 }
 
 
@@ -102,9 +108,9 @@ def _parse(path: Path) -> Machine:
             raise MachineError(f"machine file {path}: '{key}' must be a string")
     values: dict[str, object] = {}
     sources = []
-    for key, typ in {**_NUMERIC, **LATENCY_PARAMETERS}.items():
+    for key, typ in {**_NUMERIC, **LATENCY_PARAMETERS, **OPTIONAL_PARAMETERS}.items():
         entry = data.get(key)
-        if entry is None and key in LATENCY_PARAMETERS:
+        if entry is None and (key in LATENCY_PARAMETERS or key in OPTIONAL_PARAMETERS):
             continue
         if not isinstance(entry, dict) or "value" not in entry or "source" not in entry:
             raise MachineError(
@@ -128,6 +134,7 @@ def _parse(path: Path) -> Machine:
         values[key] = _costs(path, key, data.get(key))
     unknown = (
         set(data) - set(_NUMERIC) - set(LATENCY_PARAMETERS) - set(_COSTS)
+        - set(OPTIONAL_PARAMETERS)
         - {"name", "description", "validated", "fits", "arch"}
     )
     if unknown & set(_REMOVED):

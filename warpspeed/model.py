@@ -9,19 +9,21 @@ the four limits; the default adds its terms."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .capacity import CapacityFits, load_fits
 from .errors import LaunchError
 from .expr import LinForm, SymForm, bind_all
 from .footprint import Footprint, block_footprint
+from .gathers import gather_volumes, with_gathers
 from .kernel import Kernel, kernel_forms, thread_accesses
 from .l1 import l1_cycles_per_warp_lup
 from .launch import Launch, make_launch
 from .machine import Machine, load_machine
 from .sampling import sample
 from .timing import DEFAULT_MODEL, MODELS, Timing, timing
+from .timing.atomics import with_atomics
 from .timing.paper import LIMITERS
 from .volumes import Volumes, level_volumes
 from .waves import WaveVolumes, wave_volumes
@@ -184,7 +186,12 @@ def finish(
     lv = level_volumes(kernel, m, launch, stage.footprint, wave, curves,
                        merged_stores=MODELS[model].merged_stores,
                        reread_evicts=MODELS[model].reread_evicts)
-    t = timing(model, kernel, m, launch, stage.l1_cycles, lv.volumes, wave)
+    if kernel.gathers:  # indexed accesses, counted apart (warpspeed.gathers)
+        gv = gather_volumes(kernel.gathers, m.warp_size)
+        lv = replace(lv, volumes=with_gathers(lv.volumes, gv))
+        stage = replace(stage, l1_cycles=stage.l1_cycles + gv.l1_cycles)
+    t = with_atomics(timing(model, kernel, m, launch, stage.l1_cycles, lv.volumes, wave),
+                     kernel, m, launch)
     return Prediction(
         machine=m.name,
         kernel=kernel.name,

@@ -14,9 +14,10 @@ from ._base import LOWER, UPPER, Built, Case, HandCount, strided
 from .fd import CASES as _FD
 from .fvm import CASES as _FVM
 from .lbm import CASES as _LBM
+from .sim import CASES as _SIM
 
 #: Every corpus case, in a stable order.
-CASES: tuple[Case, ...] = (*_FD, *_FVM, *_LBM)
+CASES: tuple[Case, ...] = (*_FD, *_FVM, *_LBM, *_SIM)
 
 #: Cases by name.
 BY_NAME: dict[str, Case] = {c.name: c for c in CASES}

@@ -87,7 +87,9 @@ class Case:
     of the ratio band when it is above :data:`UPPER`, with the ``reason``.
     ``hook``: whether the kernel is made from assignments, so that the
     generation hook ``warpspeed.pystencils.create_kernel`` can regenerate it
-    (lbmpy's index-list boundary kernels are not).
+    (lbmpy's index-list boundary kernels are not). ``options``: further
+    keywords of ``extract`` and the hook (``params`` of symbolic slice
+    bounds, ``grid_points`` of grid-stride loops), as sorted pairs.
     """
 
     name: str
@@ -100,6 +102,7 @@ class Case:
     upper: float = UPPER
     reason: str = ""
     hook: bool = True
+    options: tuple[tuple[str, Any], ...] = ()
 
 
 def cuda(**options: Any) -> ps.CreateKernelConfig:
@@ -130,9 +133,14 @@ def registrar(
         upper: float = UPPER,
         reason: str = "",
         hook: bool = True,
+        options: dict[str, Any] | None = None,
     ) -> Callable[[Callable[[], Built]], Callable[[], Built]]:
+        opts = tuple(sorted((options or {}).items()))
+
         def register(build: Callable[[], Built]) -> Callable[[], Built]:
-            cases.append(Case(name, klass, build, hand, block, shape, refusal, upper, reason, hook))
+            cases.append(
+                Case(name, klass, build, hand, block, shape, refusal, upper, reason, hook, opts)
+            )
             return build
 
         return register

@@ -46,8 +46,14 @@ def describe(exc: BaseException) -> str:
 
 def shape_kwargs(case: Case) -> dict[str, Any]:
     """The ``shape=`` keyword for symbolic-size cases (none otherwise, so that
-    fixed-size cases also run against a frontend without the keyword)."""
-    return {} if case.shape is None else {"shape": case.shape}
+    fixed-size cases also run against a frontend without the keyword), and
+    the case's further options (``params``, ``grid_points``)."""
+    out: dict[str, Any] = {
+        k: (v() if callable(v) else v) for k, v in getattr(case, "options", ())
+    }
+    if case.shape is not None:
+        out["shape"] = case.shape
+    return out
 
 
 def extract(case: Case, built: Built) -> Any:

@@ -404,8 +404,6 @@ def red_black_gs_parity_branch_3d_f64() -> Built:
         F64, 0, "r: 1 field x 8 B read; the sum is one atomic per thread (no per-update store)"
     ),
     klass="reduction",
-    refusal="ReductionError",
-    reason="a reduction (atomic update of one scalar) is outside the model",
 )
 def reduction_sum_of_squares_3d_f64() -> Built:
     r = ps.fields(f"r: double[{A3}, {A3}, {A3}]", layout="fzyx")

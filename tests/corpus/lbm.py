@@ -17,8 +17,10 @@ the neighbours). Velocity and force fields add ``D`` values, density one.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+import numpy as np
 import pystencils as ps
 import sympy as sp
 from lbmpy import (
@@ -38,7 +40,9 @@ from lbmpy.macroscopic_value_kernels import macroscopic_values_getter, macroscop
 from lbmpy.phasefield_allen_cahn.kernel_equations import interface_tracking_force
 from lbmpy.phasefield_allen_cahn.parameter_calculation import AllenCahnParameters
 from lbmpy.updatekernels import create_stream_only_kernel
-from pystencils.boundaries.createindexlist import numpy_data_type_for_boundary_object
+from pystencils.boundaries.createindexlist import (
+    numpy_data_type_for_boundary_object,
+)
 
 from ._base import (
     A2,
@@ -509,17 +513,45 @@ def _boundary_kernel(boundary: Any, stencil: str, q: int) -> Built:
     return Built(kernel)
 
 
+@functools.cache
+def channel_list(stencil: str, extent: int, dim: int) -> np.ndarray:
+    """The index list lbmpy's boundary handling makes for a channel: walls
+    at y = 0 and y = extent - 1 of an ``extent``^dim array with one ghost
+    layer. One entry per link from an interior fluid cell next to a wall
+    into it, in pystencils' order (``create_boundary_index_list``: cells with
+    x fastest, then y, then z; the directions of a cell in stencil order),
+    built with NumPy because pystencils' pure-Python fallback takes minutes
+    at this size (``tests/test_gathers.py`` checks they agree)."""
+    dirs = np.array([tuple(d) for d in LBStencil(getattr(Stencil, stencil))])
+    names = ["x", "y", "z"][:dim] + ["dir"]
+    inner = np.arange(1, extent - 1)
+    zs = inner if dim == 3 else np.zeros(1, dtype=np.int64)
+    columns: list[list[np.ndarray]] = [[] for _ in names]
+    for z in zs:
+        for y, dy in ((1, -1), (extent - 2, 1)):
+            links = np.flatnonzero(dirs[:, 1] == dy)  # the directions into the wall
+            x = np.repeat(inner, links.size)
+            values = [x, np.full_like(x, y), np.full_like(x, z), np.tile(links, inner.size)]
+            for c, v in zip(columns, values[:dim] + values[3:]):
+                c.append(v)
+    out = np.empty(sum(v.size for v in columns[0]), dtype=[(n, "<i4") for n in names])
+    for n, c in zip(names, columns):
+        out[n] = np.concatenate(c)
+    return out
+
+
 @bounds(
     "lbm_d3q19_noslip_index_list_f64",
     HandCount(
         4 * I32 + F64,
         F64,
-        "per boundary link: index entry (x, y, z, dir) 4 x 4 B and one PDF 8 B read; one PDF 8 B "
-        "written",
+        "per boundary link of a channel (walls at y = 0 and y = N + 1, the list sorted by cell): "
+        "index entry (x, y, z, dir) 4 x 4 B and one PDF 8 B read (the links of one direction "
+        "form whole rows along x: whole sectors); one PDF 8 B written",
     ),
-    refusal="IndirectAccessError",
-    reason="the PDF addresses are read from the index list",
+    block=(256, 1, 1),
     hook=False,
+    options={"index_list": lambda: channel_list("D3Q19", A3, 3)},
 )
 def lbm_d3q19_noslip_index_list_f64() -> Built:
     return _boundary_kernel(NoSlip(), "D3Q19", 19)
@@ -530,13 +562,13 @@ def lbm_d3q19_noslip_index_list_f64() -> Built:
     HandCount(
         3 * I32 + F64,
         F64,
-        "per boundary link: index entry (x, y, dir) 3 x 4 B and one PDF 8 B read; one PDF 8 B "
-        "written (the wall velocity is a constant)",
+        "per boundary link of a channel (moving walls at y = 0 and y = N + 1, sorted by cell): "
+        "index entry (x, y, dir) 3 x 4 B and one PDF 8 B read; one PDF 8 B written (the wall "
+        "velocity is a constant)",
     ),
-    refusal="IndirectAccessError",
-    reason="the PDF addresses are read from the index list",
-    block=BLOCK_2D,
+    block=(256, 1, 1),
     hook=False,
+    options={"index_list": lambda: channel_list("D2Q9", A2, 2)},
 )
 def lbm_d2q9_ubb_index_list_f64() -> Built:
     return _boundary_kernel(UBB((0.05, 0)), "D2Q9", 9)

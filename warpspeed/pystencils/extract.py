@@ -26,12 +26,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import sympy as sp
 from pystencils.backend.ast.structural import PsBlock
 from pystencils.codegen.properties import FieldBasePtr, FieldShape, FieldStride
+from pystencils.types import PsIntegerType
 
 from ..errors import KernelError
 from ..kernel import Access, Field, Kernel
+from .indexlists import (
+    ListSpec,
+    gathers,
+    is_gather,
+    list_accesses,
+    list_length,
+    list_pointers,
+    list_sizes,
+    refuse,
+)
 from .launch import counter_steps, domain
 from .layouts import (
     FieldLayout,
@@ -43,8 +55,11 @@ from .layouts import (
     split,
 )
 from .poly import IntPoly
+from .reductions import atomics_of
 from .unsupported import CpuTargetError, MissingShapeError, UnsupportedKernelError
 from .walker import Walker
+from .wraps import resolve as resolve_wraps
+from .wraps import substitute
 
 Triple = tuple[int, int, int]
 
@@ -80,12 +95,14 @@ def kernel_from_pystencils(
     fold: Triple | None = None,
     shape: ShapeSpec = None,
     layout: LayoutSpec = None,
+    params: Mapping[str, int] | None = None,
+    grid_points: Triple | None = None,
 ) -> Kernel:
     """The :class:`warpspeed.Kernel` of a pystencils GPU kernel (MODEL.md §1);
     see :func:`extract`."""
     return extract(
         kernel_function, name=name, registers=registers, base_offsets=base_offsets,
-        fold=fold, shape=shape, layout=layout,
+        fold=fold, shape=shape, layout=layout, params=params, grid_points=grid_points,
     ).kernel
 
 
@@ -98,6 +115,10 @@ def extract(
     fold: Triple | None = None,
     shape: ShapeSpec = None,
     layout: LayoutSpec = None,
+    params: Mapping[str, int] | None = None,
+    grid_points: Triple | None = None,
+    index_list: ListSpec = None,
+    list_order: str = "sorted",
 ) -> Extraction:
     """Read a pystencils GPU kernel (MODEL.md §1; module docstring).
 
@@ -115,6 +136,21 @@ def extract(
     * ``layout``: memory layout of symbolic-size fields with index
       dimensions (``"fzyx"``, ``"zyxf"``, ``"c"``, ``"f"``), one for all or
       per field name; see :mod:`.layouts` for the default.
+    * ``params``: values of the kernel's integer parameters that indices,
+      guards or loop bounds depend on (symbolic iteration-slice bounds,
+      ``make_slice[sx:ex, ...]``), e.g. ``{"sx": 1, "ex": 255}``; a
+      parameter needed but not given raises :class:`MissingParameterError`
+      naming it.
+    * ``grid_points``: for a grid-strided kernel (``gridstrided_linear3d``
+      / ``gridstrided_linear1d``), the points each thread updates along the
+      thread axes x, y, z: the grid is ``ceil(extent / points)`` threads
+      along each axis and thread ``g`` updates ``g + j * grid threads``.
+      Default ``(1, 1, 1)``: pystencils' automatic launch grid, which covers
+      the domain. The kernel's fold is multiplied by it.
+    * ``index_list``: for an index-list (boundary) kernel, the list itself
+      (the structured NumPy array of the boundary handling: exact sector
+      counts) or its number of entries, with ``list_order`` ``"sorted"``
+      (by cell) or ``"random"`` (:mod:`warpspeed.gathers`).
 
     Raises a subclass of :class:`UnsupportedKernelError` naming the
     construct the model cannot describe, :class:`MissingShapeError` for
@@ -137,17 +173,30 @@ def extract(
         True
     """
     body = _gpu_body(kernel_function)
-    fields, params = _parameters(kernel_function)
-    layouts = {p: resolve(f, shape, layout) for p, f in fields.items()}
+    fields, props = _parameters(kernel_function)
+    lists, length = list_pointers(fields), list_length(index_list)
+    layouts = {p: resolve(f, shape, layout) for p, f in fields.items() if p not in lists}
     missing = [fields[p] for p, lay in layouts.items() if lay is None]
-    sizes = _sizes(params, {f.name: lay for f, lay in zip(fields.values(), layouts.values())})
-    strides = _stride_params(params)
-    walker = Walker(fields, sizes, frozenset(strides), probe=bool(missing))
+    sizes = _sizes(props, {fields[p].name: lay for p, lay in layouts.items()})
+    sizes.update(list_sizes(props, fields, lists, length or 1))
+    sizes.update(_given_params(kernel_function, params))
+    strides = _stride_params(props)
+    points = (1, 1, 1) if grid_points is None else _triple(grid_points, "grid_points")
+    walker = Walker(fields, sizes, frozenset(strides), probe=bool(missing), grid_points=points,
+                    list_pointers=lists)
     walker.block(body)
     walker.finish()
+    data = {a for a, _ in walker.list_loads.values()} | set(walker.tables)
+    gathered = [(p, off, False) for p, off in walker.loads if is_gather(off, data)]
+    gathered += [(p, off, True) for p, off in walker.stores if is_gather(off, data)]
+    if gathered:
+        walker.loads = [(p, off) for p, off in walker.loads if not is_gather(off, data)]
+        walker.stores = [(p, off) for p, off in walker.stores if not is_gather(off, data)]
+        if length is None:
+            raise refuse(fields[gathered[0][0]].name, False)
     if missing:
         raise _missing(missing, shape)
-    if not walker.stores and not walker.loads:
+    if not walker.stores and not walker.loads and not walker.list_loads:
         raise UnsupportedKernelError("the kernel accesses no field memory")
     offsets = dict(base_offsets or {})
     names = {f.name for p, f in fields.items() if p in walker.itemsizes}
@@ -161,26 +210,69 @@ def extract(
         p: layouts[p].ws_field(walker.itemsizes[p], offsets.get(fields[p].name, 0))  # type: ignore[union-attr]
         for p in walker.itemsizes
     }
-    accesses = _Accesses(ws_fields, layouts, strides)  # type: ignore[arg-type]
-    box, fixed_block = domain(walker.guards)
+    box, fixed_block, domain_notes = domain(walker.guards)
+    wraps = resolve_wraps(walker.selectors, box) if walker.selectors else {}
+    accesses = _Accesses(ws_fields, layouts, strides, wraps)  # type: ignore[arg-type]
     work, bits = walker.fp.work()
-    notes = list(walker.fp.notes)
+    notes = list(walker.fp.notes) + list(domain_notes)
+    f3 = (1, 1, 1) if fold is None else fold
+    if wraps:
+        notes.append(
+            f"{len(wraps)} periodic wrap(s) (integer selects in indices): the border threads "
+            "access the other side of the domain"
+        )
+    if walker.grid_spans:
+        box, f3, spans = _grid_stride(box, f3, points, walker.grid_spans)
+        walker.loads = [(p, substitute(off, spans)) for p, off in walker.loads]
+        walker.stores = [(p, substitute(off, spans)) for p, off in walker.stores]
+        notes.append(
+            f"grid-stride loops: {points} points per thread along x, y, z over a grid of "
+            f"{box} threads"
+        )
+    elif grid_points is not None and points != (1, 1, 1):
+        raise KernelError(
+            f"grid_points={points} is for grid-strided kernels; this kernel has no "
+            "grid-stride loop (its indexing scheme gives one point per thread)"
+        )
     if walker.forwarded:
         notes.append(
             f"{len(walker.forwarded)} load(s) of values the thread stored before are served "
             "from registers and not counted"
         )
+    list_loads: list[Access] = []
+    gather_accesses: tuple = ()
+    if walker.list_loads:
+        entry = max(abs(c) for (_, off) in walker.list_loads for m, c in off.terms if m)
+        list_loads = list_accesses(walker.list_loads, fields, length or 1, entry)
+    if gathered:
+        stride_values = {sp.Symbol(n): layouts[_ptr(fields, f)].strides[d]  # type: ignore[union-attr]
+                         for n, (f, d) in strides.items() if _ptr(fields, f) in layouts}
+        gather_accesses = gathers(
+            gathered, ws_fields, {p: lay.origin_offset for p, lay in layouts.items() if lay},
+            stride_values, walker.list_loads, walker.tables, index_list, list_order,
+        )
+        notes.append(
+            f"{len(gathered)} indexed access(es) per entry of the index list "
+            + ("(positions from the list)" if isinstance(index_list, np.ndarray)
+               else f"({length} entries, {list_order})")
+        )
+    atomics = None
+    if walker.reductions:
+        atomics, fixed_block, more = atomics_of(walker.reductions, work, fixed_block)
+        notes += more
     kernel = Kernel(
-        loads=[accesses(p, off) for p, off in walker.loads],
+        loads=[accesses(p, off) for p, off in walker.loads] + list_loads,
         stores=[accesses(p, off) for p, off in walker.stores],
         domain=box,
-        fold=(1, 1, 1) if fold is None else fold,
+        fold=f3,
         fp_ops=work,
         fp_instructions=float(sum(work.values())),
         precision=_precision(bits, ws_fields.values()),
         registers=registers,
         name=name or getattr(kernel_function, "name", "kernel"),
         fixed_block=fixed_block,
+        atomics=atomics,
+        gathers=gather_accesses,
     )
     return Extraction(kernel, counter_steps(walker.counters), tuple(notes))
 
@@ -199,7 +291,9 @@ class _Accesses:
         fields: dict[str, Field],
         layouts: dict[str, FieldLayout],
         strides: dict[str, tuple[str, int]],
+        wraps: Mapping[sp.Symbol, tuple[IntPoly, int]] | None = None,
     ) -> None:
+        self.wraps = dict(wraps or {})
         self.fields = fields
         self.layouts = layouts
         self.strides = {sp.Symbol(n): (f, d) for n, (f, d) in strides.items()}
@@ -214,7 +308,13 @@ class _Accesses:
                 index = [per_dim[d] + IntPoly.const(lay.origin[d]) for d in lay.order]
             else:
                 shifted = offset + IntPoly.const(lay.origin_offset)
-                index = split(shifted, f.strides, f.name)  # type: ignore[arg-type]
+                hints = {s: lay.order.index(a) for s, (_, a) in self.wraps.items()
+                         if a in lay.order}
+                values = {s: v for s, (v, _) in self.wraps.items()}
+                index = split(shifted, f.strides, f.name, hints, values)  # type: ignore[arg-type]
+            if self.wraps:
+                values = {s: v for s, (v, _) in self.wraps.items()}
+                index = [substitute(p, values) for p in index]
             hit = f[tuple(p.to_sympy() for p in index)]
             self.done[(ptr, offset)] = hit
         return hit
@@ -232,6 +332,39 @@ class _Accesses:
             rest = monomial[: found[0][0]] + monomial[found[0][0] + 1 :]
             parts[owner[1]][rest] = parts[owner[1]].get(rest, 0) + coeff
         return [IntPoly.of(p) for p in parts]
+
+
+def _ptr(fields: Mapping[str, Any], name: str) -> str | None:
+    return next((p for p, f in fields.items() if f.name == name), None)
+
+
+def _triple(value: Any, what: str) -> Triple:
+    try:
+        t = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise KernelError(f"{what} must be up to three positive integers, got {value!r}") from None
+    t = t + (1,) * (3 - len(t))
+    if len(t) != 3 or min(t) < 1:
+        raise KernelError(f"{what} must be up to three positive integers, got {value!r}")
+    return t  # type: ignore[return-value]
+
+
+def _grid_stride(
+    box: Triple, fold: Triple, points: Triple, spans: Mapping[int, sp.Symbol]
+) -> tuple[Triple, Triple, dict[sp.Symbol, int]]:
+    """The thread box, fold and grid span of a grid-strided kernel (the
+    walker's ``_grid_stride``): ``ceil(extent / points)`` threads along each
+    strided axis, ``points`` times the fold."""
+    for a in range(3):
+        if points[a] > 1 and a not in spans:
+            raise KernelError(
+                f"grid_points asks for {points[a]} points along {'xyz'[a]}, but the kernel has "
+                f"no grid-stride loop along {'xyz'[a]}; its loops stride along "
+                f"{', '.join('xyz'[b] for b in sorted(spans))}"
+            )
+    threads = tuple(-(-box[a] // points[a]) for a in range(3))
+    new_fold = tuple(fold[a] * points[a] for a in range(3))
+    return threads, new_fold, {s: threads[a] for a, s in spans.items()}  # type: ignore[return-value]
 
 
 def _precision(bits: set[int], fields: Any) -> int:
@@ -296,6 +429,31 @@ def _sizes(
                 lay = resolve(prop.field, None, None)
             if lay is not None:
                 out[name] = int(lay.sizes[prop.coordinate])
+    return out
+
+
+def _given_params(kernel_function: Any, params: Mapping[str, int] | None) -> dict[str, int]:
+    """``params`` checked against the kernel's scalar integer parameters."""
+    if not params:
+        return {}
+    if not isinstance(params, Mapping):
+        raise KernelError(f"params must be a mapping of parameter name to integer, got {params!r}")
+    scalars = {
+        p.name for p in kernel_function.parameters
+        if not p.properties and isinstance(p.dtype, PsIntegerType)
+    }
+    out: dict[str, int] = {}
+    for name, value in params.items():
+        if name not in scalars:
+            raise KernelError(
+                f"params names {name!r}, which is not an integer parameter of the kernel; its "
+                f"integer parameters are {sorted(scalars) or 'none'}"
+            )
+        if isinstance(value, bool) or not isinstance(value, int) and not hasattr(
+            value, "__index__"
+        ):
+            raise KernelError(f"params[{name!r}] must be an integer, got {value!r}")
+        out[name] = int(value)
     return out
 
 

@@ -43,6 +43,7 @@ from ..rank import rank as ws_rank
 from ..timing import DEFAULT_MODEL
 from .extract import Extraction, extract
 from .fold import Fold, _fold3, generate
+from .indexlists import ListSpec
 from .layouts import LayoutSpec, ShapeSpec
 
 DEFAULT_FOLDS: tuple[Fold, ...] = ((1, 1, 1), (1, 2, 1), (1, 1, 2))
@@ -88,6 +89,10 @@ def predict(
     shape: ShapeSpec = None,
     layout: LayoutSpec = None,
     model: str = DEFAULT_MODEL,
+    params: Mapping[str, int] | None = None,
+    grid_points: Sequence[int] | None = None,
+    index_list: ListSpec = None,
+    list_order: str = "sorted",
 ) -> Prediction:
     """Predict a pystencils kernel, or assignments generated with ``config``
     and folded by ``fold`` (MODEL.md §8).
@@ -99,7 +104,11 @@ def predict(
     arrays *including ghost layers*, x first (see :func:`extract`).
     A kernel whose indexing scheme fixes the block raises
     :class:`warpspeed.LaunchError` for any other block. ``model``: the
-    timing model (:data:`warpspeed.timing.MODELS`).
+    timing model (:data:`warpspeed.timing.MODELS`). ``params``: values of
+    the kernel's integer parameters (symbolic slice bounds; :func:`extract`);
+    ``grid_points``: points per thread of a grid-strided kernel;
+    ``index_list`` / ``list_order``: the list of an index-list (boundary)
+    kernel or its length and order (:func:`extract`).
     """
     f = _fold3(fold or (1, 1, 1))
     if _is_kernel_function(kernel_or_assignments):
@@ -108,7 +117,8 @@ def predict(
         kernel_function = generate(kernel_or_assignments, config, f, shape=shape)
     ex = extract(
         kernel_function, base_offsets=base_offsets, registers=registers, fold=f,
-        shape=shape, layout=layout,
+        shape=shape, layout=layout, params=params, grid_points=grid_points,  # type: ignore[arg-type]
+        index_list=index_list, list_order=list_order,
     )
     b = tuple(int(v) for v in block)
     fixed = ex.kernel.fixed_block
@@ -168,6 +178,10 @@ def create_kernel(
     layout: LayoutSpec = None,
     jobs: int | None = None,
     model: str = DEFAULT_MODEL,
+    params: Mapping[str, int] | None = None,
+    grid_points: Sequence[int] | None = None,
+    index_list: ListSpec = None,
+    list_order: str = "sorted",
 ) -> Ranked:
     """Generate ``assignments`` with the best block size and folding.
 
@@ -182,7 +196,10 @@ def create_kernel(
     with ``config`` unchanged is returned with an empty ranking (module
     docstring). ``jobs``: worker processes of the ranking (default one per
     CPU, as :func:`warpspeed.rank`); ``model``: the
-    timing model.
+    timing model; ``params``: values of the kernel's integer parameters
+    (symbolic slice bounds; :func:`extract`); ``grid_points``: points per
+    thread of a grid-strided kernel, ``index_list`` / ``list_order`` the
+    list of an index-list kernel (:func:`extract`).
 
     Example: the best block of 256 threads, unfolded or folded twice along
     z, for a 7-point Jacobi sweep (no GPU needed)::
@@ -219,7 +236,9 @@ def create_kernel(
         try:
             variants[f] = extract(
                 kernel_function, base_offsets=base_offsets, registers=registers, fold=f,
-                shape=shape, layout=layout,
+                shape=shape, layout=layout, params=params,
+                grid_points=grid_points,  # type: ignore[arg-type]
+                index_list=index_list, list_order=list_order,
             )
         except Exception as exc:  # noqa: BLE001 - the hook must not abort (module docstring)
             skipped.append((f, _reason("it cannot be predicted", exc)))

@@ -18,15 +18,22 @@ from typing import Any
 import sympy as sp
 from pystencils.backend.ast.expressions import (
     PsAdd,
+    PsAddressOf,
     PsBinOp,
     PsCall,
     PsCast,
     PsConstantExpr,
     PsDiv,
+    PsEq,
+    PsGe,
+    PsGt,
     PsIntDiv,
+    PsLe,
     PsLiteralExpr,
+    PsLt,
     PsMemAcc,
     PsMul,
+    PsNe,
     PsNeg,
     PsRem,
     PsSub,
@@ -39,7 +46,8 @@ from pystencils.types import PsIeeeFloatType, PsIntegerType
 
 from .launch import BUILTINS
 from .poly import IntPoly
-from .unsupported import GridStridedLoopError, UnsupportedConstructError
+from .unsupported import GridStridedLoopError, MissingParameterError, UnsupportedConstructError
+from .wraps import Selector
 
 _TEXT = 160
 
@@ -100,12 +108,19 @@ class IndexReader:
     (symbolic sizes without a shape)."""
 
     def __init__(
-        self, sizes: Mapping[str, int], strides: frozenset[str] = frozenset(), probe: bool = False
+        self, sizes: Mapping[str, int], strides: frozenset[str] = frozenset(), probe: bool = False,
+        list_pointers: frozenset[str] = frozenset(),
     ) -> None:
+        self.list_pointers = list_pointers
+        #: index-list members read: (pointer, byte offset) -> (atom, bytes)
+        self.list_loads: dict[tuple[str, IntPoly], tuple[sp.Symbol, int]] = {}
+        #: constant tables looked up with data: atom -> (values, index)
+        self.tables: dict[sp.Symbol, tuple[tuple[int, ...], IntPoly]] = {}
         self.sizes = sizes
         self.strides = strides
         self.probe = probe
         self.env: dict[str, IntPoly | Opaque | list] = {}
+        self.selectors: dict[sp.Symbol, Selector] = {}
         self._statement = ""
 
     def index(self, node: Any) -> IntPoly:
@@ -137,9 +152,12 @@ class IndexReader:
                 raise NotAnIndex(Opaque("data", f"the floating-point value {short(node)}"))
             return self.index(node.operand)
         if isinstance(node, PsMemAcc):
+            member = self.list_member(node)
+            if member is not None:
+                return IntPoly.atom(member)
             raise NotAnIndex(Opaque("data", f"loaded by {short(node)}"))
         if isinstance(node, PsTernary):
-            raise NotAnIndex(Opaque("ternary", f"({short(node)})"))
+            return self._select(node)
         if isinstance(node, PsSubscript):
             return self._subscript(node)
         if isinstance(node, PsCall):
@@ -162,12 +180,66 @@ class IndexReader:
                 return a.mod(b.constant) if isinstance(node, PsRem) else a.floordiv(b.constant)
         raise NotAnIndex(Opaque("nonaffine", f"{type(node).__name__} {short(node)}"))
 
+    def _select(self, node: PsTernary) -> IntPoly:
+        """``c ? a : b`` as ``b + s`` with a placeholder atom ``s`` for
+        ``(a - b) * [c]`` (:mod:`.wraps`), when ``c`` compares integers;
+        else :class:`NotAnIndex` (``"ternary"``)."""
+        cond = node.condition
+        opaque = NotAnIndex(Opaque("ternary", f"({short(node)})"))
+        if not isinstance(cond, (PsLt, PsLe, PsGt, PsGe, PsEq, PsNe)):
+            raise opaque
+        try:
+            x, y = self.index(cond.operand1), self.index(cond.operand2)
+            a, b = self.index(node.case_then), self.index(node.case_else)
+        except NotAnIndex:
+            raise opaque from None
+        diff = a - b
+        one = IntPoly.const(1)
+        below = {PsLt: x - y, PsLe: x - y - one, PsGt: y - x, PsGe: y - x - one}
+        if isinstance(cond, (PsEq, PsNe)):
+            sel = Selector(x - y, short(node), diff, "eq" if isinstance(cond, PsEq) else "ne")
+        else:
+            sel = Selector(below[type(cond)], short(node), diff)
+        atom = next((s for s, v in self.selectors.items() if v == sel), None)
+        if atom is None:
+            atom = sp.Symbol(f"__select_{len(self.selectors)}", integer=True)
+            self.selectors[atom] = sel
+        return b + IntPoly.atom(atom)
+
+    def list_member(self, node: PsMemAcc) -> sp.Symbol | None:
+        """A member of an index-list entry, ``((int32_t *) &list[off])[0]``,
+        as a data atom (:mod:`warpspeed.gathers`), or None for other loads."""
+        ptr = node.pointer
+        if not (isinstance(ptr, PsCast) and isinstance(ptr.operand, PsAddressOf)):
+            return None
+        inner = ptr.operand.operand
+        if not (isinstance(inner, PsMemAcc) and isinstance(inner.pointer, PsSymbolExpr)):
+            return None
+        name = inner.pointer.symbol.name
+        if name not in self.list_pointers:
+            return None
+        offset = self.index(inner.offset) + self.index(node.offset) * IntPoly.const(
+            int(ptr.target_type.base_type.itemsize))
+        key = (name, offset)
+        if key not in self.list_loads:
+            width = int(ptr.target_type.base_type.itemsize)
+            atom = sp.Symbol(f"__entry_{len(self.list_loads)}", integer=True)
+            self.list_loads[key] = (atom, width)
+        return self.list_loads[key][0]
+
     def _subscript(self, node: PsSubscript) -> IntPoly:
         arr = node.array
         items = self.env.get(arr.symbol.name) if isinstance(arr, PsSymbolExpr) else None
         if not isinstance(items, list) or len(node.index) != 1:
             raise NotAnIndex(Opaque("data", f"the array element {short(node)}"))
         idx = self.index(node.index[0])
+        if not idx.is_const and all(isinstance(i, IntPoly) and i.is_const for i in items):
+            values = tuple(i.constant for i in items)  # type: ignore[union-attr]
+            atom = next((a for a, t in self.tables.items() if t == (values, idx)), None)
+            if atom is None:
+                atom = sp.Symbol(f"__table_{len(self.tables)}", integer=True)
+                self.tables[atom] = (values, idx)
+            return IntPoly.atom(atom)
         if not idx.is_const or not 0 <= idx.constant < len(items):
             raise NotAnIndex(Opaque("data", f"the array element {short(node)}"))
         item = items[idx.constant]
@@ -188,9 +260,9 @@ class IndexReader:
             raise NotAnIndex(Opaque("data", f"the floating-point value {name}"))
         if name in self.strides or (self.probe and name.startswith("_size_")):
             return IntPoly.atom(sp.Symbol(name))
-        raise UnsupportedConstructError(
-            f"`{self._statement}` indexes with the kernel parameter {name}, whose value is "
-            "unknown at code generation; warpspeed needs index offsets as constants"
+        raise MissingParameterError(
+            f"`{self._statement}` depends on the kernel parameter {name}, whose value is "
+            f"unknown at code generation; give it: params={{{name!r}: <integer>}}"
         )
 
 

@@ -56,10 +56,11 @@ def _linear_in(expr: sp.Expr, var: sp.Symbol) -> tuple[int, int] | None:
 
 def domain(
     guard_polys: list[tuple[IntPoly, str]],
-) -> tuple[tuple[int, int, int], tuple[int, int, int] | None]:
-    """The box of valid thread coordinates and, for block-indexed schemes,
-    the block size the box assumes (module docstring). Each guard is
-    ``(e, text)`` meaning ``e < 0``."""
+) -> tuple[tuple[int, int, int], tuple[int, int, int] | None, tuple[str, ...]]:
+    """The box of valid thread coordinates, for block-indexed schemes the
+    block size the box assumes (module docstring), and notes on the
+    approximations made (a checkerboard guard). Each guard is ``(e, text)``
+    meaning ``e < 0``."""
     if not guard_polys:
         raise GuardError(
             "the kernel has no guard `if (ctr < N ...)`; the domain of valid threads is unknown"
@@ -68,13 +69,42 @@ def domain(
     global_exprs = [(_global(e), t) for e, t in guards]
     builtins = set(BUILTINS.values())
     if all(not (e.free_symbols & builtins) for e, _ in global_exprs):
-        return _global_domain(global_exprs), None
-    return _blockwise_domain(guards)
+        notes: list[str] = []
+        return _global_domain(global_exprs, notes), None, tuple(notes)
+    box, block = _blockwise_domain(guards)
+    return box, block, ()
 
 
-def _global_domain(guards: list[tuple[sp.Expr, str]]) -> tuple[int, int, int]:
+def _shifted(e: sp.Expr) -> tuple[int, int, int, sp.Expr] | None:
+    """``(axis, k, c, r)`` when ``e == k * g_axis + c + r`` with ``k > 0``
+    and ``r`` a sum of ``floor`` / ``Mod`` terms of the other axes (the
+    guard of a checkerboard slice whose start is ``1 + (y + z) % 2``)."""
+    terms = sp.expand(e).as_coefficients_dict()
+    lin = [(t, k) for t, k in terms.items() if t in _GLOBAL]
+    rest = sp.Add(*(k * t for t, k in terms.items() if t not in _GLOBAL and t != 1))
+    if len(lin) != 1 or not lin[0][1].is_Integer or lin[0][1] <= 0 or rest == 0:
+        return None
+    g, k = lin[0]
+    if g in rest.free_symbols or not all(
+        isinstance(t, (sp.floor, sp.Mod)) for t in sp.Add.make_args(rest) for t in [
+            t.as_coeff_Mul()[1]]
+    ):
+        return None
+    c = terms.get(sp.Integer(1), sp.Integer(0))
+    if not c.is_Integer:
+        return None
+    return _GLOBAL.index(g), int(k), int(c), rest
+
+
+def _global_domain(guards: list[tuple[sp.Expr, str]], notes: list[str]) -> tuple[int, int, int]:
+    """The box of valid global thread coordinates. A guard whose bound
+    shifts with a parity term of the other axes (a checkerboard slice,
+    ``x = 1 + (y + z) % 2 + 2 g``) bounds its axis by the largest extent any
+    row has; the rows with fewer points have one idle thread at the end,
+    counted as active (noted; exact when the interior is even)."""
     ext: list[float] = [math.inf] * 3
     rest: list[tuple[sp.Expr, str]] = []
+    shifted: list[tuple[tuple[int, int, int, sp.Expr], str]] = []
     for e, text in guards:
         syms = e.free_symbols
         if len(syms) == 1 and (g := next(iter(syms))) in _GLOBAL:
@@ -88,7 +118,25 @@ def _global_domain(guards: list[tuple[sp.Expr, str]]) -> tuple[int, int, int]:
             if int(e) >= 0:
                 raise GuardError(f"the guard {text} switches every thread off")
             continue
+        sh = _shifted(e)
+        if sh is not None:
+            shifted.append((sh, text))
+            continue
         rest.append((e, text))
+    for (a, k, c, r), text in shifted:
+        others = {g: (0, int(ext[b]) - 1) for b, g in enumerate(_GLOBAL) if ext[b] != math.inf}
+        try:
+            rlo, rhi = _interval(r, others)
+        except GuardError:
+            rest.append((k * _GLOBAL[a] + c + r, text))
+            continue
+        most, least = -((c + rlo) // k), -((c + rhi) // k)
+        ext[a] = min(ext[a], most)
+        if least < most:
+            notes.append(
+                f"the guard {text} gives some rows {most - least} point(s) fewer along "
+                f"{'xyz'[a]} (a checkerboard start); their idle thread is counted as active"
+            )
     used = {a for a in range(3) for e, _ in guards if _GLOBAL[a] in e.free_symbols}
     for a in range(3):
         if ext[a] == math.inf:
@@ -171,6 +219,19 @@ def _interval(e: sp.Expr, bounds: dict[sp.Symbol, tuple[int, int]]) -> tuple[int
     raise GuardError(f"cannot bound the guard term {e}")
 
 
+def global_linear(poly: IntPoly) -> tuple[int, int, int] | None:
+    """``(axis, k, c)`` when ``poly == k * g_axis + c`` in the global thread
+    coordinate ``g`` of one axis (integers, ``k != 0``), else None."""
+    g = _global(poly.to_sympy())
+    syms = g.free_symbols
+    if len(syms) != 1 or (axis := next(iter(syms))) not in _GLOBAL:
+        return None
+    lin = _linear_in(g, axis)
+    if lin is None or lin[0] == 0:
+        return None
+    return _GLOBAL.index(axis), lin[0], lin[1]
+
+
 def counter_steps(counters: dict[str, IntPoly]) -> tuple[int, int, int]:
     """Step of the iteration counters along each global thread axis (the
     stride of a strided iteration slice, or the fold of a folded kernel;
@@ -186,4 +247,4 @@ def counter_steps(counters: dict[str, IntPoly]) -> tuple[int, int, int]:
 
 
 
-__all__ = ["BUILTINS", "counter_steps", "domain"]
+__all__ = ["BUILTINS", "counter_steps", "domain", "global_linear"]

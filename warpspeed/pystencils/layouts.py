@@ -52,6 +52,7 @@ from ..errors import KernelError
 from ..kernel import Field
 from .poly import ONE, IntPoly, from_sympy
 from .unsupported import MissingShapeError, UnsupportedKernelError
+from .wraps import substitute
 
 ShapeSpec = Sequence[int] | Mapping[str, Sequence[int]] | None
 LayoutSpec = str | Mapping[str, str] | None
@@ -247,10 +248,17 @@ def missing_shape(fields: Sequence[Any]) -> MissingShapeError:
     )
 
 
-def split(offset: IntPoly, strides: Sequence[int], what: str) -> list[IntPoly]:
+def split(
+    offset: IntPoly, strides: Sequence[int], what: str,
+    hints: Mapping[sp.Symbol, int] | None = None,
+    values: Mapping[sp.Symbol, IntPoly] | None = None,
+) -> list[IntPoly]:
     """Split a linear element offset into one index per dimension (MODEL.md
     §1, "Accesses"; module docstring). ``strides`` in warpspeed order (contiguous first); the
-    result satisfies ``sum(index_d * strides_d) == offset`` exactly."""
+    result satisfies ``sum(index_d * strides_d) == offset`` exactly. ``hints``:
+    atoms whose terms belong to a known dimension (periodic wraps), replaced
+    by ``values`` before the constant is placed."""
+    hints = hints or {}
     n = len(strides)
     desc = sorted(range(n), key=lambda d: -strides[d])
     parts: list[dict] = [{} for _ in range(n)]
@@ -260,6 +268,10 @@ def split(offset: IntPoly, strides: Sequence[int], what: str) -> list[IntPoly]:
             const += coeff
             continue
         rest = coeff
+        exact = _hinted_dim(monomial, coeff, strides, hints)
+        if exact is not None:  # a periodic wrap: along its own dimension, exactly
+            parts[exact][monomial] = parts[exact].get(monomial, 0) + coeff // strides[exact]
+            continue
         for d in desc:
             q = _round_div(rest, strides[d])
             rest -= q * strides[d]
@@ -271,6 +283,8 @@ def split(offset: IntPoly, strides: Sequence[int], what: str) -> list[IntPoly]:
                 f"strides {tuple(strides)}"
             )
     polys = [IntPoly.of(p) for p in parts]
+    if values:
+        polys = [substitute(p, values) for p in polys]
     at_zero = [p.at_zero() for p in polys]
     total = const + sum(v * s for v, s in zip(at_zero, strides))
     digits = [0] * n
@@ -299,6 +313,20 @@ def split_offset(
     if len(shape) != len(strides):
         raise KernelError(f"{what}: {len(shape)} extents but {len(strides)} strides")
     return [p.to_sympy() for p in split(poly, strides, what)]
+
+
+def _hinted_dim(
+    monomial: tuple, coeff: int, strides: Sequence[int], hints: Mapping[sp.Symbol, int]
+) -> int | None:
+    """The dimension ``hints`` gives an atom of ``monomial`` (a periodic wrap
+    of :mod:`.wraps` moves ``N - 2`` cells along its own dimension, which
+    rounding to the nearest stride would misplace), when its stride divides
+    ``coeff``; None for other terms."""
+    for atom in monomial:
+        d = hints.get(atom)
+        if d is not None and d < len(strides) and strides[d] and coeff % strides[d] == 0:
+            return d
+    return None
 
 
 def _round_div(a: int, b: int) -> int:

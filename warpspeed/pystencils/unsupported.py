@@ -63,6 +63,12 @@ class GridStridedLoopError(UnsupportedKernelError):
     how many points a thread updates depends on the launch grid."""
 
 
+class MissingParameterError(UnsupportedKernelError):
+    """An index, a guard or a loop bound depends on a kernel parameter (a
+    symbolic iteration-slice bound such as ``make_slice[sx:ex, ...]``) whose
+    value was not given: pass ``params={"sx": 1, ...}``."""
+
+
 class LoopError(UnsupportedKernelError):
     """A loop with bounds that are not constants, or too many iterations
     to unroll."""
@@ -84,6 +90,7 @@ __all__ = [
     "GuardError",
     "IndirectAccessError",
     "LoopError",
+    "MissingParameterError",
     "MissingShapeError",
     "NonAffineIndexError",
     "RedBlackError",

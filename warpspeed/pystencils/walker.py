@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import sympy as sp
 from pystencils.backend.ast.expressions import (
     PsAdd,
     PsAddressOf,
@@ -68,6 +69,7 @@ from pystencils.backend.ast.structural import (
 from .fpcount import FMA, FpCounter, call_work
 from .indices import IndexReader, NotAnIndex, Opaque, bits, is_float, is_int, short
 from .poly import IntPoly
+from .reductions import Reduction, read_reduction
 from .unsupported import (
     BranchError,
     GridStridedLoopError,
@@ -117,8 +119,14 @@ class Walker(IndexReader):
         sizes: Mapping[str, int],
         strides: frozenset[str] = frozenset(),
         probe: bool = False,
+        grid_points: tuple[int, int, int] = (1, 1, 1),
+        list_pointers: frozenset[str] = frozenset(),
     ) -> None:
-        super().__init__(sizes, strides, probe)
+        super().__init__(sizes, strides, probe, list_pointers)
+        self.grid_points = grid_points
+        self.grid_spans: dict[int, sp.Symbol] = {}
+        self._replica = False
+        self.reductions: list[Reduction] = []
         self.pointers = pointers
         self.counters: dict[str, IntPoly] = {}
         self.loads: list[tuple[str, IntPoly]] = []
@@ -140,6 +148,10 @@ class Walker(IndexReader):
 
     def statement(self, node: Any) -> None:
         if isinstance(node, PsBlock):
+            red = read_reduction(node) if self._guard_closed else None
+            if red is not None:  # the write-back of a reduction (.reductions)
+                self.reductions.append(red)
+                return
             self.block(node)
         elif isinstance(node, PsAssignment):  # also PsDeclaration
             self._statement = short(node)
@@ -208,6 +220,7 @@ class Walker(IndexReader):
     def conditional(self, node: PsConditional) -> None:
         """The guard around the body (MODEL.md §1, "Iteration domain")."""
         cond_text = short(node.condition)
+        self._statement = f"if ({cond_text})"
         if node.branch_false is not None:
             self._check_reduction(node)
             raise BranchError(
@@ -215,6 +228,9 @@ class Walker(IndexReader):
                 "guard `if (ctr < N && ...)` that switches threads off, not branches: write "
                 "the branch as a select (sp.Piecewise) in the assignments"
             )
+        if self._replica:  # a later grid-stride point: the first one's guard holds
+            self.block(node.branch_true)
+            return
         for cond in _conjuncts(node.condition):
             self.guards.append(self.guard(cond, node))
         self.block(node.branch_true)
@@ -237,8 +253,9 @@ class Walker(IndexReader):
                 raise RedBlackError(
                     f"the condition `{text}` switches every second thread off (a red-black "
                     "sweep written as a branch), which the model cannot express; generate "
-                    "each colour's sub-lattices with a stride-2 iteration slice "
-                    "(ps.make_slice[1:-1:2, ...]), which is modelled, or predict the full sweep"
+                    "the colour with a checkerboard iteration slice, which is modelled: "
+                    "ps.make_slice[1 + int_rem(y + z, 2):-1:2, 1:-1, 1:-1] with "
+                    "cfg.gpu.manual_launch_grid = True"
                 )
             raise BranchError(
                 f"the condition `{text}` selects threads by an equality; warpspeed models "
@@ -289,11 +306,8 @@ class Walker(IndexReader):
         name = node.counter.symbol.name
         parts = (node.start, node.stop, node.step)
         if any("gridDim" in str(e) for e in parts):
-            raise GridStridedLoopError(
-                f"the loop over {name} steps by `{short(node.step)}` (a grid-strided "
-                "indexing scheme): how many points a thread updates depends on the launch "
-                "grid; generate with cfg.gpu.indexing_scheme = 'linear3d' or 'blockwise4d'"
-            )
+            self._grid_stride(node)
+            return
         try:
             start, stop, step = (self.index(e) for e in parts)
         except NotAnIndex as exc:
@@ -316,10 +330,48 @@ class Walker(IndexReader):
             self.env[name] = IntPoly.const(v)
             self.block(node.body)
 
+    def _grid_stride(self, node: PsLoop) -> None:
+        """A grid-stride loop ``for (c = blockIdx * blockDim; c < N; c +=
+        gridDim * blockDim)`` (MODEL.md §1, work per thread): with
+        ``grid_points[a] = p`` points per thread along the loop's axis,
+        thread ``g`` updates ``g + j * S`` for ``j < p``, ``S`` the threads
+        of the grid along the axis. ``S`` is the atom ``grid_spans[a]``
+        until the domain is known (``S = ceil(extent / p)``, set by
+        :mod:`.extract`); the guard is read from the first point. ``p = 1``
+        is pystencils' automatic launch grid, which covers the domain."""
+        name = node.counter.symbol.name
+        step = short(node.step)
+        axes = [a for a, c in enumerate("xyz") if f"gridDim.{c}" in step]
+        if len(axes) != 1 or "gridDim" in short(node.start) + short(node.stop):
+            raise GridStridedLoopError(
+                f"the loop over {name} steps by `{step}`, not by gridDim * blockDim of one "
+                "axis; warpspeed models grid-stride loops of pystencils' gridstrided schemes"
+            )
+        a = axes[0]
+        try:
+            start, stop = self.index(node.start), self.index(node.stop)
+        except NotAnIndex as exc:
+            raise LoopError(
+                f"the loop over {name} has data-dependent bounds ({exc.opaque.what})"
+            ) from None
+        if not stop.is_const or stop.constant <= 0:
+            raise GridStridedLoopError(
+                f"the grid-stride loop over {name} ends at {short(node.stop)}, not a positive "
+                "constant; give the kernel's parameters (params=...)"
+            )
+        points = self.grid_points[a]
+        span = self.grid_spans.setdefault(a, sp.Symbol(f"__grid_span_{'xyz'[a]}", integer=True))
+        replica = self._replica
+        for j in range(points):
+            self.env[name] = start + IntPoly.const(j) * IntPoly.atom(span)
+            self._replica = replica or j > 0
+            self.block(node.body)
+        self._replica = replica
+
     # -- memory ---------------------------------------------------------
 
     def _guarded_access(self) -> None:
-        if self._guard_closed:
+        if self._guard_closed and not self._replica:
             raise BranchError(
                 f"`{self._statement}` accesses memory after the guard block, for every "
                 "thread of the grid; warpspeed models one guard around the whole body"
@@ -372,6 +424,9 @@ class Walker(IndexReader):
         if isinstance(ptr, PsCast) and isinstance(ptr.operand, PsAddressOf):
             inner = ptr.operand.operand
             if isinstance(inner, PsMemAcc) and isinstance(inner.pointer, PsSymbolExpr):
+                member = self.list_member(node)
+                if member is not None:  # an index-list entry (warpspeed.gathers)
+                    return self.fp.leaf(("entry", member.name))
                 field = self.pointers.get(inner.pointer.symbol.name)
                 name = field.name if field is not None else inner.pointer.symbol.name
                 self._struct_loads.append(name)

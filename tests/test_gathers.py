@@ -1,0 +1,150 @@
+"""Index-list (boundary) kernels: gathers from a list of cells (issue 20).
+
+The list is read contiguously, the PDFs at the cells it names. Checked
+against hand counts of 32 B sectors on a channel (walls at y = 0 and
+y = n - 1), whose list is lbmpy's own, and against the positions evaluated
+by hand for a hand-written ``ws.Kernel`` (MODEL.md §1, §4-§6)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pystencils as ps
+import pytest
+from lbmpy import LBMConfig, LBStencil, Stencil, create_lb_method
+from lbmpy.boundaries import UBB, NoSlip
+from lbmpy.boundaries.boundaryhandling import create_lattice_boltzmann_boundary_kernel
+from pystencils.boundaries.boundaryconditions import Neumann
+from pystencils.boundaries.boundaryhandling import create_boundary_kernel
+from pystencils.boundaries.createindexlist import (
+    create_boundary_index_list,
+    numpy_data_type_for_boundary_object,
+)
+
+import warpspeed as ws
+import warpspeed.pystencils as wps
+from tests.corpus.lbm import channel_list
+from warpspeed.gathers import Gather, gather_volumes
+
+N = 66  # array extent: 64 interior cells and one ghost layer each side
+
+
+def _boundary_kernel(boundary, stencil: Stencil, dim: int, n: int = N):
+    method = create_lb_method(LBMConfig(stencil=LBStencil(stencil)))
+    q = len(LBStencil(stencil))
+    pdfs = ps.fields(f"pdfs({q}): double[{', '.join([str(n)] * dim)}]", layout="fzyx")
+    index_field = ps.Field.create_generic(
+        "indexField", spatial_dimensions=1, field_type=ps.FieldType.INDEXED,
+        dtype=numpy_data_type_for_boundary_object(boundary, dim),
+    )
+    return create_lattice_boltzmann_boundary_kernel(
+        pdfs, index_field, method, boundary, target=ps.Target.CUDA, jit=ps.no_jit
+    )
+
+
+def _channel(stencil: Stencil, dim: int, n: int = N) -> np.ndarray:
+    flag = np.ones((n,) * dim, dtype=np.uint32)
+    flag[:, 0] = 2
+    flag[:, n - 1] = 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pure-Python fallback, "consider cython"
+        return create_boundary_index_list(flag, LBStencil(stencil), 2, 1, 1)
+
+
+@pytest.mark.parametrize("stencil, dim", [(Stencil.D3Q19, 3), (Stencil.D2Q9, 2)])
+def test_corpus_channel_list_is_lbmpys_own(stencil, dim):
+    n = 10
+    assert np.array_equal(channel_list(stencil.name, n, dim), _channel(stencil, dim, n))
+
+
+def test_noslip_on_a_channel_matches_the_sector_hand_count():
+    # 2 walls x 64 x 64 cells x 5 links into the wall (D3Q19 directions with d_y = -+1).
+    # Per entry: the list entry (x, y, z, dir) 16 B. The PDF read pdfs[x, 1, z, dir]: the
+    # links of one direction are a whole row of 64 doubles starting at x = 1, bytes 8..519:
+    # 17 sectors per 64 entries. The write goes to the inverse direction at the neighbour in
+    # that direction: 3 of the 5 rows start at x = 1 (17 sectors), one at x = 0 (bytes
+    # 0..511, 16 sectors), one at x = 2 (17 sectors).
+    lst = _channel(Stencil.D3Q19, 3)
+    assert lst.size == 2 * 64 * 64 * 5
+    k = wps.extract(_boundary_kernel(NoSlip(), Stencil.D3Q19, 3), index_list=lst).kernel
+    assert k.domain == (lst.size, 1, 1)
+    p = ws.predict(k, "A100", (256, 1, 1))
+    hand_load = 16 + 17 * 32 / 64
+    hand_store = (16 + 4 * 17) * 32 / (5 * 64)
+    assert p.volumes.dram_load == pytest.approx(hand_load, rel=1e-3)
+    assert p.volumes.dram_store == pytest.approx(hand_store, rel=1e-3)
+
+
+def test_ubb_on_a_channel_matches_the_sector_hand_count():
+    # D2Q9, 2 walls x 64 cells x 3 links; entry (x, y, dir) 12 B; one row of 64 doubles per
+    # direction from x = 1: 17 sectors per 64 entries read; written rows: inverse
+    # directions at x - 1, x, x + 1 neighbours: 16, 17, 17 sectors per 64 entries.
+    lst = _channel(Stencil.D2Q9, 2)
+    k = wps.extract(_boundary_kernel(UBB((0.05, 0)), Stencil.D2Q9, 2), index_list=lst).kernel
+    p = ws.predict(k, "A100", (128, 1, 1))
+    assert p.volumes.dram_load == pytest.approx(12 + 17 * 32 / 64, rel=2e-3)
+    assert p.volumes.dram_store == pytest.approx((16 + 17 + 17) * 32 / (3 * 64), rel=2e-3)
+
+
+def test_list_order_without_the_list_by_hand():
+    k = _boundary_kernel(NoSlip(), Stencil.D3Q19, 3)
+    sorted_ = ws.predict(wps.extract(k, index_list=40960).kernel, "A100", (256, 1, 1))
+    random = ws.predict(wps.extract(k, index_list=40960, list_order="random").kernel, "A100",
+                        (256, 1, 1))
+    # the list 16 B; sorted: 8 B per PDF access (whole rows), random: a 32 B sector each
+    assert sorted_.volumes.dram_load == pytest.approx(16 + 8, rel=1e-3)
+    assert sorted_.volumes.dram_store == pytest.approx(8)
+    assert random.volumes.dram_load == pytest.approx(16 + 32, rel=1e-3)
+    assert random.volumes.dram_store == pytest.approx(32)
+    assert random.limits["dram"] < sorted_.limits["dram"]
+
+
+def test_pystencils_neumann_boundary_kernel_is_a_gather():
+    # Neumann: f[cell] = f[cell + offset(dir)], one link per cell (single_link)
+    f = ps.fields(f"f: double[{N}, {N}, {N}]", layout="fzyx")
+    index_field = ps.Field.create_generic(
+        "indexField", spatial_dimensions=1, field_type=ps.FieldType.INDEXED,
+        dtype=numpy_data_type_for_boundary_object(Neumann(), 3),
+    )
+    cfg = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)
+    k = create_boundary_kernel(f, index_field, LBStencil(Stencil.D3Q7), Neumann(), cfg)
+    n = 64 * 64
+    ex = wps.extract(k, index_list=n, list_order="random")
+    assert len(ex.kernel.gathers) == 2
+    assert {g.store for g in ex.kernel.gathers} == {False, True}
+    p = ws.predict(ex.kernel, "A100", (256, 1, 1))
+    assert p.volumes.dram_load == pytest.approx(16 + 32, rel=1e-3)
+
+
+def test_a_gather_needs_the_list_or_its_length():
+    k = _boundary_kernel(NoSlip(), Stencil.D3Q19, 3)
+    with pytest.raises(wps.IndirectAccessError, match=r"field pdfs .*index_list=<entries>"):
+        wps.extract(k)
+    with pytest.raises(ws.KernelError, match=r"list_order must be one of"):
+        wps.extract(k, index_list=10, list_order="zigzag")
+    with pytest.raises(ws.KernelError, match=r"structured NumPy array"):
+        wps.extract(k, index_list=np.zeros(10))
+    with pytest.raises(ws.KernelError, match=r"do not match the kernel's reads"):
+        wps.extract(k, index_list=_channel(Stencil.D2Q9, 2))
+
+
+def test_hand_written_gathers_count_sectors_per_warp_and_whole_list():
+    f = ws.Field("f", shape=(4096,), itemsize=8)
+    # contiguous positions: 8 B per entry at every level, 1 cycle per half warp
+    contiguous = gather_volumes((Gather(f, positions=np.arange(1024)),))
+    assert contiguous.l1_load == 8 and contiguous.dram_load == 8
+    assert contiguous.l1_cycles == 2
+    # stride 4 doubles: a sector per entry; words 0, 4, 8, ... of a half warp fall in banks
+    # 0, 4, 8, 12, four each: 4 cycles per half warp; stride 16: one bank, 16 cycles
+    # (MODEL.md §4: B[2*tid] 2, D[16*tid] 16)
+    strided = gather_volumes((Gather(f, positions=4 * np.arange(1024)),))
+    assert strided.l1_load == 32 and strided.dram_load == 32
+    assert strided.l1_cycles == 2 * 4
+    wide = ws.Field("w", shape=(1 << 16,), itemsize=8)
+    assert gather_volumes((Gather(wide, positions=16 * np.arange(1024)),)).l1_cycles == 2 * 16
+    # every entry twice the same cell: the whole list reads each sector once, DRAM 4 B
+    twice = gather_volumes((Gather(f, positions=np.repeat(np.arange(512), 2)),))
+    assert twice.dram_load == 4 and twice.l1_load == 4
+    with pytest.raises(ws.KernelError, match=r"order in"):
+        Gather(f, length=10, order="zigzag")

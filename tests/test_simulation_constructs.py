@@ -1,0 +1,272 @@
+"""The constructs whole pystencils / lbmpy simulations need next to their
+stencil kernel (issue 20): symbolic slice bounds, checkerboard (red-black)
+sweeps, grid-stride loops. Each is checked against an independent truth: the
+cells a brute-force enumeration of every thread updates, and a hand count of
+the DRAM bytes per update (MODEL.md §1, §6)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pystencils as ps
+import pytest
+import sympy as sp
+from pystencils.sympyextensions.integer_functions import int_rem
+
+import warpspeed as ws
+import warpspeed.pystencils as wps
+from warpspeed.expr import blockDim, blockIdx, threadIdx
+
+CUDA = dict(target=ps.Target.CUDA, jit=ps.no_jit)
+X, Y, Z = ps.DEFAULTS.spatial_counters
+NEIGHBOURS = [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]
+
+
+def cells(access: ws.Access, domain, block) -> set[tuple[int, ...]]:
+    """Every cell ``access`` touches over all threads of ``domain`` launched
+    with ``block``: the index expressions evaluated thread by thread."""
+    g = np.meshgrid(*(np.arange(d) for d in domain), indexing="ij")
+    values = {}
+    for a, axis in enumerate("xyz"):
+        values[getattr(blockIdx, axis)] = g[a] // block[a]
+        values[getattr(threadIdx, axis)] = g[a] % block[a]
+        values[getattr(blockDim, axis)] = np.full_like(g[a], block[a])
+    syms = list(values)
+    out = []
+    for e in access.index:
+        f = sp.lambdify(syms, sp.sympify(e), modules=[{"Mod": np.mod, "floor": np.floor}, "numpy"])
+        out.append(np.broadcast_to(f(*(values[s] for s in syms)), g[0].shape).ravel())
+    return set(zip(*(v.astype(int).tolist() for v in out)))
+
+
+def _dram(p: ws.Prediction) -> tuple[float, float]:
+    return p.volumes.dram_load, p.volumes.dram_store
+
+
+# ---------------------------------------------------------------------------
+# Symbolic parameters
+
+
+def _param_kernel():
+    f, g = ps.fields("f, g: double[20, 12, 14]", layout="fzyx")
+    sx, ex = ps.TypedSymbol("sx", "int64"), ps.TypedSymbol("ex", "int64")
+    cfg = ps.CreateKernelConfig(**CUDA, iteration_slice=ps.make_slice[sx:ex, 1:-1, 1:-1])
+    return ps.create_kernel([ps.Assignment(g.center, f[1, 0, 0])], cfg)
+
+
+def test_missing_parameter_is_refused_naming_it():
+    with pytest.raises(wps.MissingParameterError, match=r"parameter sx.*params=\{'sx'"):
+        wps.extract(_param_kernel())
+    with pytest.raises(wps.MissingParameterError, match=r"parameter ex.*params=\{'ex'"):
+        wps.extract(_param_kernel(), params={"sx": 2})
+
+
+def test_unknown_or_non_integer_parameter_is_a_kernel_error():
+    with pytest.raises(ws.KernelError, match=r"'sy'.*integer parameters are \['ex', 'sx'\]"):
+        wps.extract(_param_kernel(), params={"sx": 2, "sy": 1})
+    with pytest.raises(ws.KernelError, match=r"params\['sx'\] must be an integer"):
+        wps.extract(_param_kernel(), params={"sx": 2.5, "ex": 8})
+
+
+def test_given_parameters_fix_the_slice():
+    # x from sx = 3 to ex = 17: 14 threads; g[x] = f[x + 1]
+    k = wps.extract(_param_kernel(), params={"sx": 3, "ex": 17}).kernel
+    assert k.domain == (14, 10, 12)
+    (load,), (store,) = k.loads, k.stores
+    got = cells(load, k.domain, (8, 2, 2))
+    assert {c[0] for c in got} == set(range(4, 18))
+    assert {c[0] for c in cells(store, k.domain, (8, 2, 2))} == set(range(3, 17))
+    p = wps.predict(_param_kernel(), "A100", (16, 2, 2), params={"sx": 3, "ex": 17})
+    assert p.volumes.dram_store > 0
+
+
+def test_hook_ranks_a_kernel_with_parameters():
+    sx = ps.TypedSymbol("sx", "int64")
+    f, g = ps.fields("f, g: double[66, 66, 66]", layout="fzyx")
+    asm = [ps.Assignment(g.center, f[1, 0, 0] + f[-1, 0, 0])]
+    cfg = ps.CreateKernelConfig(**CUDA, iteration_slice=ps.make_slice[sx:-1, 1:-1, 1:-1])
+    ranked = wps.create_kernel(asm, cfg, threads=64, folds=[(1, 1, 1)], jobs=1,
+                               params={"sx": 1})
+    assert ranked.ranking and ranked.ranking[0].kernel == "kernel"
+    without = wps.create_kernel(asm, cfg, threads=64, folds=[(1, 1, 1)], jobs=1)
+    assert not without.ranking and "MissingParameterError" in without.skipped[0][1]
+
+
+# ---------------------------------------------------------------------------
+# Checkerboard (red-black) sweeps
+
+
+def _red_black(n: int, colour: int):
+    a = n + 2
+    u, rhs = ps.fields(f"u, rhs: double[{a}, {a}, {a}]", layout="fzyx")
+    h = sp.Symbol("h")
+    update = (sum(u[o] for o in NEIGHBOURS) - h**2 * rhs.center) / 6
+    start = 1 + int_rem(Y + Z + colour, 2)
+    cfg = ps.CreateKernelConfig(**CUDA, iteration_slice=ps.make_slice[start:-1:2, 1:-1, 1:-1])
+    cfg.gpu.manual_launch_grid = True
+    return ps.create_kernel([ps.Assignment(u.center, update)], cfg)
+
+
+@pytest.mark.parametrize("colour", [0, 1])
+def test_checkerboard_threads_update_exactly_one_colour(colour):
+    # x = 1 + (y + z + colour) % 2 + 2 g: the cells with x + y + z + colour odd
+    n = 8
+    k = wps.extract(_red_black(n, colour)).kernel
+    assert k.domain == (n // 2, n, n)
+    (store,) = k.stores
+    want = {(x, y, z) for x in range(1, n + 1) for y in range(1, n + 1) for z in range(1, n + 1)
+            if (x + y + z + colour) % 2 == 1}
+    got = cells(store, k.domain, (2, 2, 2))
+    assert got == want
+    # the six neighbours are the other colour
+    neighbours = set().union(*(cells(a, k.domain, (2, 2, 2)) for a in k.loads
+                               if a.field.name == "u"))
+    assert all((x + y + z + colour) % 2 == 0 for x, y, z in neighbours)
+
+
+def test_odd_interior_checkerboard_notes_the_idle_threads():
+    ex = wps.extract(_red_black(7, 1))
+    assert ex.kernel.domain == (4, 7, 7)
+    assert any("checkerboard" in n for n in ex.notes)
+
+
+def test_checkerboard_dram_volume_matches_a_hand_count():
+    # per red update (half the cells): every row of u is read whole, 8 B per cell = 16 B per
+    # update; rhs is read and u written at every second cell, whole 32 B sectors: 16 B each.
+    hand_load, hand_store = 16 + 16, 16
+    k = wps.extract(_red_black(256, 0)).kernel
+    load, store = _dram(ws.predict(k, "A100", (64, 4, 2)))
+    assert 0.97 <= load / hand_load <= 1.1
+    assert 0.97 <= store / hand_store <= 1.1
+
+
+def test_parity_branch_points_to_the_checkerboard_slice():
+    u = ps.fields("u: double[10, 10, 10]", layout="fzyx")
+
+    @ps.flow.guarded_block(sp.Eq(int_rem(X + Y + Z, 2), 0))
+    def red(b):
+        b.store[u.center] = u[1, 0, 0] + u[-1, 0, 0]
+
+    with pytest.raises(wps.RedBlackError, match=r"checkerboard iteration slice.*manual_launch"):
+        wps.extract(ps.create_kernel(red, ps.CreateKernelConfig(**CUDA)))
+
+
+# ---------------------------------------------------------------------------
+# Grid-stride loops
+
+
+def _grid_strided(scheme: str, a: int = 18):
+    f, g = ps.fields(f"f, g: double[{a}, {a}, {a}]", layout="fzyx")
+    cfg = ps.CreateKernelConfig(**CUDA)
+    cfg.gpu.indexing_scheme = scheme
+    asm = [ps.Assignment(g.center, f[1, 0, 0] + f[0, 1, 0] + f[0, 0, -1])]
+    return ps.create_kernel(asm, cfg)
+
+
+@pytest.mark.parametrize(
+    "scheme, points, domain",
+    [
+        ("gridstrided_linear3d", (1, 1, 1), (16, 16, 16)),
+        ("gridstrided_linear3d", (2, 1, 1), (8, 16, 16)),
+        ("gridstrided_linear3d", (1, 2, 4), (16, 8, 4)),
+        ("gridstrided_linear1d", (4, 1, 1), (1024, 1, 1)),
+    ],
+)
+def test_grid_stride_threads_cover_the_interior_once(scheme, points, domain):
+    ex = wps.extract(_grid_strided(scheme), grid_points=points)
+    k = ex.kernel
+    assert k.domain == domain
+    assert k.lups_per_thread == np.prod(points)
+    interior = {(x, y, z) for x in range(1, 17) for y in range(1, 17) for z in range(1, 17)}
+    block = (8, 2, 2) if scheme.endswith("3d") else (64, 1, 1)
+    stored = [cells(s, k.domain, block) for s in k.stores]
+    assert len(stored) == np.prod(points)
+    assert set().union(*stored) == interior
+    assert sum(len(s) for s in stored) == len(interior)  # each cell once
+
+
+def test_grid_stride_dram_volume_matches_a_hand_count():
+    # f read once (8 B), g written once (8 B) per update, whatever the points per thread
+    k1 = wps.extract(_grid_strided("gridstrided_linear3d", 258)).kernel
+    k4 = wps.extract(_grid_strided("gridstrided_linear3d", 258), grid_points=(1, 1, 4)).kernel
+    for k in (k1, k4):
+        load, store = _dram(ws.predict(k, "A100", (64, 4, 2)))
+        assert 0.97 <= load / 8 <= 1.1 and 0.97 <= store / 8 <= 1.1
+
+
+def test_grid_points_on_the_wrong_kernel_or_axis_are_refused():
+    with pytest.raises(ws.KernelError, match=r"no grid-stride loop along z"):
+        wps.extract(_grid_strided("gridstrided_linear1d"), grid_points=(1, 1, 2))
+    with pytest.raises(ws.KernelError, match=r"is for grid-strided kernels"):
+        wps.extract(_grid_strided("linear3d"), grid_points=(2, 1, 1))
+
+
+# ---------------------------------------------------------------------------
+# Reductions
+
+
+def _reduction(**gpu):
+    f = ps.fields("f: double[258, 258, 258]", layout="fzyx")
+    w = ps.TypedSymbol("w", "float64")
+    cfg = ps.CreateKernelConfig(**CUDA)
+    for key, value in gpu.items():
+        setattr(cfg.gpu, key, value)
+    return ps.create_kernel([ps.AddReductionAssignment(w, f.center**2)], cfg)
+
+
+@pytest.mark.parametrize(
+    "gpu, scope, per_lup, fma",
+    [
+        # per thread: w_local += f*f (1 FMA), one atomicAdd per thread
+        ({}, "thread", 1.0, 1),
+        # warp shuffles: 5 combine steps (16, 8, 4, 2, 1), one atomic per 32 threads
+        ({"assume_warp_aligned_block_size": True, "warp_size": 32}, "warp", 1 / 32, 6),
+        # CUB block reduction with the block fixed to 64x2x2: one atomic per 256 threads
+        ({"use_cub_reductions": True, "default_block_size": (64, 2, 2)}, "block", 1 / 256, 6),
+    ],
+)
+def test_reduction_atomics_per_update_and_limit_by_hand(gpu, scope, per_lup, fma):
+    k = wps.extract(_reduction(**gpu)).kernel
+    assert k.atomics.scope == scope and dict(k.fp_ops) == {"fma": fma}
+    block = k.fixed_block or (64, 4, 2)
+    if scope == "block":
+        assert block == (64, 2, 2)
+    p = ws.predict(k, "A100", block)
+    m = ws.load_machine("A100")
+    # one same-address atomic per clock at 1.41 GHz
+    assert p.terms["atomics_per_lup"] == pytest.approx(per_lup)
+    assert p.limits["atomics"] == pytest.approx(m.clock_ghz * m.atomics_per_clock / per_lup)
+    assert p.glups <= p.limits["atomics"] * (1 + 1e-12)
+    # f read once (8 B per update), nothing stored per update
+    assert 0.97 <= p.volumes.dram_load / 8 <= 1.1 and p.volumes.dram_store == 0
+    if scope == "thread":
+        assert p.limiter == "atomics" and p.glups == pytest.approx(1.41)
+
+
+def test_explain_names_the_atomics_limiter():
+    from warpspeed.advice import explanation_lines
+
+    k = wps.extract(_reduction()).kernel
+    p = ws.predict(k, "A100", (64, 4, 2))
+    lines = explanation_lines(p, ws.advise(p, ws.load_machine("A100"), k))
+    assert lines[0].startswith("binding limiter: atomics")
+    assert any(line.startswith("atomics: 1 per update to one address") for line in lines)
+
+
+def test_two_reductions_are_two_addresses_and_cas_is_noted():
+    f = ps.fields("f: double[18, 18, 18]", layout="fzyx")
+    w, m = ps.TypedSymbol("w", "float64"), ps.TypedSymbol("m", "float64")
+    asm = [ps.AddReductionAssignment(w, f.center**2), ps.MaxReductionAssignment(m, f.center)]
+    ex = wps.extract(ps.create_kernel(asm, ps.CreateKernelConfig(**CUDA)))
+    assert ex.kernel.atomics == ws.Atomics(1, "thread", 2)
+    assert any("atomicMax" in n and "compare-and-swap" in n for n in ex.notes)
+
+
+def test_machine_without_the_atomics_rate_is_refused_for_reductions(tmp_path):
+    text = open(ws.load_machine("A100").path).read()
+    mine = tmp_path / "mine.toml"
+    mine.write_text(text[: text.index("[atomics_per_clock]")])
+    k = wps.extract(_reduction()).kernel
+    with pytest.raises(ws.MachineError, match=r"no \[atomics_per_clock\]"):
+        ws.predict(k, str(mine), (64, 4, 2))
+    stencil = ws.Kernel(loads=k.loads, stores=k.loads, domain=k.domain)
+    assert ws.predict(stencil, str(mine), (64, 4, 2)).glups > 0
