@@ -16,10 +16,6 @@ from .sampling import (
 
 SECTOR = 32
 LINE = 128
-#: The page size of the GPU's TLBs for large allocations: the CUDA driver
-#: maps device memory in 2 MiB pages (Jia et al., "Dissecting the NVIDIA
-#: Volta GPU Architecture via Microbenchmarking", arXiv:1804.06826, §3).
-PAGE = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -36,9 +32,6 @@ class Footprint:
       partial writes of the block (arrays of structures write one 8 B
       component per instruction, but a cell's components fill its sectors);
     * ``alloc_per_block``: unique 128 B lines of the loads of a block, bytes;
-    * ``pages_per_block``: distinct 2 MiB pages the loads and stores of a
-      block touch, summed over fields (fields never share pages), for the
-      TLB term of the default timing model.
 
     Averages over the sampled blocks, weighted by the blocks each stands for.
     """
@@ -47,7 +40,6 @@ class Footprint:
     l2_load_v1: float
     l2_store: float
     alloc_per_block: float
-    pages_per_block: float = 0.0
     l2_store_v1: float = 0.0
 
 
@@ -109,7 +101,6 @@ def block_footprint(s: Sample, n_loads: int) -> Footprint:
     per_field: dict[str, list[list[int]]] = {}  # loads, stores
     for k, acc in enumerate(s.accesses):
         per_field.setdefault(acc.field.name, [[], []])[k >= n_loads].append(k)
-    pages = np.zeros(nb)
     for loads, stores in per_field.values():
         ld = _block_sectors(s, loads) if loads else [np.zeros(0, np.int64)] * nb
         st = _block_sectors(s, stores) if stores else [np.zeros(0, np.int64)] * nb
@@ -118,7 +109,6 @@ def block_footprint(s: Sample, n_loads: int) -> Footprint:
             if len(ld[i]):
                 lines[i] += 1 + np.count_nonzero(np.diff(ld[i] // (LINE // SECTOR)))
             sv1[i] += len(st[i])
-            pages[i] += len(np.unique(np.concatenate([ld[i], st[i]]) // (PAGE // SECTOR)))
     blocks_active = s.active.any(axis=1)
     alloc = float(np.sum(lines * w) / np.sum(w * blocks_active)) * LINE
     return Footprint(
@@ -126,6 +116,5 @@ def block_footprint(s: Sample, n_loads: int) -> Footprint:
         l2_load_v1=float(np.sum(v1 * w)) * SECTOR / lups,
         l2_store=l2_store,
         alloc_per_block=alloc,
-        pages_per_block=float(np.sum(pages * w) / np.sum(w * blocks_active)),
         l2_store_v1=float(np.sum(sv1 * w)) * SECTOR / lups,
     )
