@@ -453,30 +453,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             raise UsageError("give either a measurements CSV or --v100, not both")
         if not args.v100:
             raise UsageError("give a measurements CSV, or --v100 for the public V100 data")
-        from .reference import format_report, report
-        from .regression import BAND, CASES, TINY, format_outcomes, run
-        from .transfer import format_transfer, transfer_report
+        from .transfer import reference_validation
 
-        scores = report()
-        transfer = transfer_report()
-        outcomes = [run(c) for c in CASES + TINY]
-        if args.json:
-            print(json.dumps({
-                "datasets": [dataclasses.asdict(s) for s in scores],
-                "leave_one_set_out": dataclasses.asdict(transfer),
-                "regression_kernels": [{**dataclasses.asdict(o), "default_over_paper": o.ratio}
-                                       for o in outcomes],
-            }, indent=2))
-        else:
-            print(format_report(scores))
-            print(f"\nDefault model's L1 overlap exponent fitted jointly on every development "
-                  f"set: {transfer.exponent:.2f}; each set predicted with the exponent fitted "
-                  "on the others:")
-            print(format_transfer(transfer))
-            print(f"\nBuilt-in regression kernels, both models (default/paper must lie in "
-                  f"{BAND[0]}-{BAND[1]} for grids of many waves; tiny grids within 1.5x of one "
-                  "launch):")
-            print(format_outcomes(outcomes))
+        print(reference_validation(as_json=args.json))
         return 0
     from .validate import validate_command
 

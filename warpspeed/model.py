@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from .addresses import kernel_forms, thread_accesses
 from .capacity import CapacityFits, load_fits
 from .errors import LaunchError
 from .expr import LinForm, SymForm, bind_all
 from .footprint import Footprint, block_footprint
 from .gathers import gather_volumes, with_gathers
-from .kernel import Kernel, kernel_forms, thread_accesses
+from .kernel import Kernel
 from .l1 import l1_cycles_per_warp_lup
 from .launch import Launch, make_launch
 from .machine import Machine, load_machine
@@ -156,7 +157,7 @@ def _model(name: str) -> Timing:
 def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> BlockStage:
     """Occupancy, L1 cycles and block footprints (MODEL.md §3-§5) of the
     accesses a thread issues once the block is bound
-    (:func:`warpspeed.kernel.thread_accesses`: repeats count once unless
+    (:func:`warpspeed.addresses.thread_accesses`: repeats count once unless
     ``kernel.reload_repeated``)."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"predict() needs a ws.Kernel, got {type(kernel).__name__}")

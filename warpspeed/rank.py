@@ -37,6 +37,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .addresses import kernel_forms
 from .capacity import CapacityFits, load_fits
 from .design_space import (
     DEFAULT_FOLDS,
@@ -52,7 +53,7 @@ from .errors import LaunchError
 from .executor import Runner, chunks, mp_context
 from .expr import bind_all
 from .footprint import Footprint
-from .kernel import Kernel, kernel_forms
+from .kernel import Kernel
 from .launch import Launch, make_launch
 from .machine import Machine, load_machine
 from .model import BlockStage, Prediction, block_stage, finish

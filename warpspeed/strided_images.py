@@ -29,9 +29,10 @@ import itertools
 
 import numpy as np
 
+from .addresses import access_terms
 from .counting import box_volumes
 from .expr import LinForm, SymForm
-from .kernel import Access, access_terms
+from .kernel import Access
 from .launch import BlockBox
 
 SECTOR = 32

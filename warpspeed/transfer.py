@@ -155,6 +155,38 @@ def format_transfer(rep: TransferReport) -> str:
     return "\n".join(lines)
 
 
+def reference_validation(as_json: bool = False) -> str:
+    """What ``warpspeed validate --v100`` prints: both models on the public
+    data sets (:func:`warpspeed.reference.report`), the leave-one-set-out
+    table and the regression kernels (:mod:`warpspeed.regression`), as text
+    or JSON."""
+    import dataclasses
+    import json
+
+    from .reference import format_report, report
+    from .regression import BAND, CASES, TINY, format_outcomes, run
+
+    scores = report()
+    transfer = transfer_report()
+    outcomes = [run(c) for c in CASES + TINY]
+    if as_json:
+        return json.dumps({
+            "datasets": [dataclasses.asdict(s) for s in scores],
+            "leave_one_set_out": dataclasses.asdict(transfer),
+            "regression_kernels": [{**dataclasses.asdict(o), "default_over_paper": o.ratio}
+                                   for o in outcomes],
+        }, indent=2)
+    return "\n".join((
+        format_report(scores),
+        f"\nDefault model's L1 overlap exponent fitted jointly on every development set: "
+        f"{transfer.exponent:.2f}; each set predicted with the exponent fitted on the others:",
+        format_transfer(transfer),
+        f"\nBuilt-in regression kernels, both models (default/paper must lie in "
+        f"{BAND[0]}-{BAND[1]} for grids of many waves; tiny grids within 1.5x of one launch):",
+        format_outcomes(outcomes),
+    ))
+
+
 __all__ = ["DEV_SETS", "FIT_BAND", "DevSet", "TransferReport", "fit_rows", "fit_weight",
            "format_transfer",
-           "paper_scores", "transfer_report"]
+           "paper_scores", "reference_validation", "transfer_report"]
