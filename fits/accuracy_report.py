@@ -1,27 +1,42 @@
 """Write ``warpspeed/ACCURACY.md``, the accuracy figures of the models, from
-the validation itself (``python fits/accuracy_report.py [--check] [--out
-FILE]`` from the repository root).
+the validation itself (``python fits/accuracy_report.py`` from the
+repository root; the validation takes a while: every data set is predicted).
 
 The figures are never typed by hand: the script runs ``warpspeed validate
---v100 --json`` (:data:`COMMAND`, in process) and renders every table its
-JSON holds, whatever their number and shape: a list of records is one
-table, a mapping of lists or records is one table per key (the
-leave-one-set-out table and further data sets appear as they are added to
-the validation). MAPE columns (``*_mape``) and ``best_fraction`` are
+--v100 --json`` (:data:`COMMAND`, in process), keeps its JSON in
+``warpspeed/ACCURACY.json`` and renders every table that JSON holds,
+whatever their number and shape: a list of records is one table, a mapping
+of records is one table with a row per key, other mappings are walked key
+by key (so the leave-one-set-out table and further data sets appear as the
+validation adds them). MAPE columns (``*_mape``) and ``best_fraction`` are
 fractions and are shown in percent. MODEL.md §9 says what the columns mean.
+
+Both files record a fingerprint of what the figures depend on: the code of
+the package and of ``stencils/`` (docstrings and comments left out), the
+machine files and ``fits/*.toml``. ``--check`` verifies, without running
+the validation, that the markdown is the rendering of the recorded JSON and
+that the fingerprint is the current one (``tests/test_docs.py`` runs it);
+after a change to the model it fails until the script is run again.
+
+* ``--from-json FILE`` renders the output of ``warpspeed validate --v100
+  --json`` saved in FILE instead of running the validation again (it must
+  come from the current tree: the fingerprint is taken now);
+* ``--rerun`` with ``--check`` also runs the validation and compares its
+  numbers with the recorded ones.
 
 Without the reference data (``shared/`` beside the repository, or
 ``WARPSPEED_SHARED``) the validation says what is missing; the script
-prints that, leaves the file as it is and exits with code 2. ``--check``
-compares a fresh rendering with the file instead of writing it (exit 1 if
-they differ; ``tests/test_docs.py`` runs it).
+prints that, leaves the files as they are and exits with code 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import hashlib
 import io
 import json
+import math
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -32,6 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "warpspeed" / "ACCURACY.md"
 #: The validation whose JSON is rendered.
 COMMAND = ("validate", "--v100", "--json")
+#: Parts of the package that cannot change a predicted number.
+NOT_MODEL = ("web", "plot.py", "__pycache__")
 #: Column titles for the keys of the validation's records; other keys are
 #: shown with ``_`` as spaces.
 TITLES = {
@@ -42,9 +59,56 @@ TITLES = {
     "l2_store_mape": "L2 store MAPE",
     "glups_mape": "GLup/s MAPE",
     "glups_median_ratio": "median pred/meas",
+    "mape": "GLup/s MAPE",
+    "median_ratio": "median pred/meas",
     "spearman": "Spearman",
     "best_fraction": "best/best",
 }
+#: Headings for the tables of known keys of the validation's JSON.
+HEADINGS = {
+    "datasets": "Scores per data set and model",
+    "leave_one_set_out": "Leave one set out: the default model's kernel-fitted constant",
+    "joint": "Fitted on all development sets (in sample)",
+    "left_out": "Each set predicted with the constant fitted on the other sets",
+    "paper": "The paper model on the same sets (nothing fitted)",
+}
+
+
+# ---------------------------------------------------------------- what the figures depend on
+
+
+def _code(path: Path) -> str:
+    """A module's syntax tree without docstrings: a change to a comment or a
+    docstring does not change a number."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
+    return ast.dump(tree)
+
+
+def inputs(root: Path = ROOT) -> list[Path]:
+    """The files the validation's numbers depend on."""
+    package = [p for p in (root / "warpspeed").rglob("*.py")
+               if not set(p.relative_to(root / "warpspeed").parts) & set(NOT_MODEL)]
+    return sorted(package + list((root / "stencils").rglob("*.py"))
+                  + list((root / "warpspeed" / "machines").glob("*.toml"))
+                  + list((root / "fits").glob("*.toml")))
+
+
+def fingerprint(root: Path = ROOT) -> str:
+    """A hash of :func:`inputs`, Python files by their code only."""
+    h = hashlib.sha256()
+    for p in inputs(root):
+        h.update(str(p.relative_to(root)).encode())
+        h.update((_code(p) if p.suffix == ".py" else p.read_text()).encode())
+    return h.hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- rendering
 
 
 def percent(key: str) -> bool:
@@ -58,10 +122,12 @@ def cell(key: str, value: object) -> str:
     if isinstance(value, bool) or isinstance(value, int):
         return str(value)
     if isinstance(value, float):
+        if math.isnan(value):
+            return ""
         return f"{100 * value:.1f} %" if percent(key) else f"{value:.2f}"
     if isinstance(value, (list, tuple)):
         return ", ".join(cell(key, v) for v in value)
-    return str(value).replace("|", "\\|")
+    return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def flat(record: dict[str, object], prefix: str = "") -> dict[str, object]:
@@ -90,7 +156,7 @@ def table(records: list[dict[str, object]]) -> list[str]:
 
 def records_of(value: object) -> list[dict[str, object]] | None:
     """``value`` as a list of records: a list of mappings, or a mapping of
-    mappings (the key becomes the first column); None otherwise."""
+    flat mappings (the key becomes the first column); None otherwise."""
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         return value
     if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
@@ -100,7 +166,7 @@ def records_of(value: object) -> list[dict[str, object]] | None:
 
 
 def sections(value: object, title: str, depth: int = 3) -> list[str]:
-    """Every table in ``value``, headed by the key path that leads to it."""
+    """Every table in ``value``, headed by the key that leads to it."""
     recs = records_of(value)
     head = [f"{'#' * min(depth, 6)} {title}", ""] if title else []
     if recs is not None:
@@ -110,13 +176,17 @@ def sections(value: object, title: str, depth: int = 3) -> list[str]:
         out = head + (table([scalars]) + [""] if scalars else [])
         for k, v in value.items():
             if isinstance(v, (dict, list)):
-                out += sections(v, k.replace("_", " "), depth + 1 if title else depth)
+                out += sections(v, HEADINGS.get(k, k.replace("_", " ")),
+                                depth + 1 if title else depth)
         return out
+    if isinstance(value, list):
+        return head + [cell(title, value), ""] if value else []
     return head + [cell(title, value), ""]
 
 
-def render(data: object) -> str:
-    """The whole of ACCURACY.md for the validation's JSON ``data``."""
+def render(data: object, stamp: str = "") -> str:
+    """The whole of ACCURACY.md for the validation's JSON ``data``;
+    ``stamp``: the fingerprint the figures were computed for."""
     lines = [
         "# Accuracy of the models against measurements",
         "",
@@ -133,7 +203,13 @@ def render(data: object) -> str:
         "",
     ]
     lines += sections(data, "scores" if records_of(data) is not None else "")
+    if stamp:
+        lines += [f"Model inputs fingerprint: `{stamp}` (the raw numbers: "
+                  "[ACCURACY.json](ACCURACY.json)).", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# ---------------------------------------------------------------- running and checking
 
 
 def collect() -> tuple[object | None, str]:
@@ -143,31 +219,63 @@ def collect() -> tuple[object | None, str]:
         code = warpspeed_main(list(COMMAND))
     if code != 0:
         return None, err.getvalue().strip() or f"warpspeed {' '.join(COMMAND)} exited {code}"
-    return json.loads(out.getvalue()), ""
+    try:
+        return json.loads(out.getvalue()), ""
+    except json.JSONDecodeError as exc:
+        return None, f"warpspeed {' '.join(COMMAND)} printed no JSON: {exc}"
+
+
+def _canonical(data: object) -> str:
+    """``data`` as comparable text (NaN equals NaN)."""
+    return json.dumps(data, sort_keys=True)
+
+
+def check(md: Path, rerun: bool) -> tuple[int, str]:
+    """Exit code and message of ``--check`` (module docstring)."""
+    raw = md.with_suffix(".json")
+    if not (md.is_file() and raw.is_file()):
+        return 1, f"{md} or {raw} is missing: run python fits/accuracy_report.py"
+    record = json.loads(raw.read_text())
+    if md.read_text() != render(record["validation"], record["inputs"]):
+        return 1, f"{md} is not the rendering of {raw}: run python fits/accuracy_report.py"
+    if record["inputs"] != fingerprint():
+        return 1, (f"the model changed since {md.name} was generated (fingerprint "
+                   f"{record['inputs']}, now {fingerprint()}): run python fits/accuracy_report.py")
+    if rerun:
+        data, error = collect()
+        if data is None:
+            return 2, error
+        if _canonical(data) != _canonical(record["validation"]):
+            return 1, f"a fresh validation differs from {raw}: run python fits/accuracy_report.py"
+    return 0, f"{md} is up to date"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT, help="the markdown file to write")
+    ap.add_argument("--from-json", type=Path,
+                    help="render this saved output of 'warpspeed validate --v100 --json'")
     ap.add_argument("--check", action="store_true",
-                    help="compare with the file instead of writing it (exit 1 if it differs)")
+                    help="check the files instead of writing them (exit 1 if stale)")
+    ap.add_argument("--rerun", action="store_true", help="with --check: rerun the validation")
     args = ap.parse_args(argv)
-    data, error = collect()
+    if args.check:
+        code, message = check(args.out, args.rerun)
+        print(message, file=sys.stderr if code else sys.stdout)
+        return code
+    if args.from_json:
+        data, error = json.loads(args.from_json.read_text()), ""
+    else:
+        data, error = collect()
     if data is None:
         print(f"{error}\n{args.out} left unchanged: the validation needs the reference data",
               file=sys.stderr)
         return 2
-    text = render(data)
-    if args.check:
-        current = args.out.read_text() if args.out.is_file() else ""
-        if current != text:
-            print(f"{args.out} is out of date: run python fits/accuracy_report.py",
-                  file=sys.stderr)
-            return 1
-        print(f"{args.out} is up to date")
-        return 0
-    args.out.write_text(text)
-    print(f"wrote {args.out}")
+    stamp = fingerprint()
+    record = {"command": list(COMMAND), "inputs": stamp, "validation": data}
+    args.out.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
+    args.out.write_text(render(data, stamp))
+    print(f"wrote {args.out} and {args.out.with_suffix('.json').name}")
     return 0
 
 
