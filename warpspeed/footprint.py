@@ -58,7 +58,9 @@ def _per_warp_sectors(s: Sample, indices: range) -> np.ndarray:
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
-    """Sorted distinct values; a bitmap when their range is small."""
+    """Sorted distinct values; a bitmap when their range is small, else a
+    stable sort (merges the already sorted runs of shifted instructions;
+    much faster than ``np.unique``'s hash table on these arrays)."""
     if values.size == 0:
         return values
     lo, hi = int(values.min()), int(values.max())
@@ -66,7 +68,8 @@ def _distinct(values: np.ndarray) -> np.ndarray:
         mask = np.zeros(hi - lo + 1, dtype=bool)
         mask[values - lo] = True
         return np.flatnonzero(mask) + lo
-    return np.unique(values)
+    x = np.sort(values, kind="stable")
+    return x[np.concatenate(([True], x[1:] != x[:-1]))]
 
 
 def _block_sectors(s: Sample, indices: list[int]) -> list[np.ndarray]:
