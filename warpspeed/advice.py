@@ -135,7 +135,7 @@ def explanation_lines(p: Prediction, a: Advice) -> list[str]:
     lines = [f"binding limiter: {a.limiter} ({p.model} model)"]
     t = p.terms
     if "roofline_glups" in t:
-        updates = t["kernel_time_us"] * p.glups * 1000.0
+        updates = t["updates"]
         body = t["kernel_time_us"] - t["launch_us"]
         lines.append(
             f"roofline {t['roofline_glups']:.2f} GLup/s; SM work (FP {1000 * t['t_fp_ns']:.1f}, "

@@ -107,19 +107,23 @@ def fp_slots(kernel: Kernel, m: Machine) -> float:
     )
 
 
+def waves(launch: Launch) -> float:
+    """The grid's blocks in waves (a fraction for a partial last wave)."""
+    return math.prod(launch.grid) / launch.wave_blocks
+
+
 def resident_threads(kernel: Kernel, launch: Launch) -> float:
     """Working threads resident on the whole GPU at once: the threads inside
     the domain, times the share of the grid's blocks one wave holds (idle
     threads of partial blocks issue no loads)."""
-    share = min(1.0, launch.wave_blocks / math.prod(launch.grid))
-    return math.prod(kernel.domain) * share
+    return math.prod(kernel.domain) * min(1.0, 1.0 / waves(launch))
 
 
 def wave_efficiency(launch: Launch) -> float:
     """``w / ceil(w)`` with ``w`` the grid's blocks in waves: the share of
     the last wave's slots that do work, spread over all waves (reported as
     information; the time uses :func:`kernel_time_ns`)."""
-    w = math.prod(launch.grid) / launch.wave_blocks
+    w = waves(launch)
     return w / math.ceil(w)
 
 
@@ -132,29 +136,32 @@ def overlap(core: float, memory: float, p: float) -> float:
     return worst * ((core / worst) ** p + (memory / worst) ** p) ** (1.0 / p)
 
 
-def kernel_time_ns(t_update: float, lups: float, waves: float, chain_ns: float,
+def update_time(t_fp: float, t_l1: float, memory: float, p_fp: float, p_l1: float) -> float:
+    """Time per update: FP and L1 work each overlapping with the memory
+    stream, the larger of the two (module docstring, "Overlap")."""
+    return max(overlap(t_fp, memory, p_fp), overlap(t_l1, memory, p_l1))
+
+
+def kernel_time_ns(t_update: float, lups: float, n_waves: float, chain_ns: float,
                    launch_ns: float) -> float:
     """The kernel's wall time: launch overhead, full waves at ``t_update``
     ns per update, and the last partial wave at the longer of its share and
     one block's latency chain (module docstring, "Waves and launch")."""
-    per_wave = lups / waves * t_update
-    full = math.floor(waves)
-    rest = waves - full
+    per_wave = lups / n_waves * t_update
+    full = math.floor(n_waves)
+    rest = n_waves - full
     last = max(chain_ns, rest * per_wave) if rest > 1e-12 else 0.0
     return launch_ns + full * per_wave + last
 
 
-def glups_from_terms(terms: Mapping[str, float], l1_exponent: float | None = None,
-                     fp_exponent: float | None = None) -> float:
+def glups_from_terms(terms: Mapping[str, float], l1_exponent: float | None = None) -> float:
     """GLup/s recombined from a prediction's ``terms``, optionally with
-    other overlap exponents: the same arithmetic as :func:`predict_time`,
-    so that fitting an exponent needs no new prediction
+    another L1 overlap exponent: the same functions as :func:`predict_time`,
+    so that fitting the exponent needs no new prediction
     (:mod:`warpspeed.timing.kernel_fit`)."""
     p_l1 = terms["l1_overlap_exponent"] if l1_exponent is None else l1_exponent
-    p_fp = terms["fp_overlap_exponent"] if fp_exponent is None else fp_exponent
-    memory = terms["t_memory_ns"]
-    t_update = max(overlap(terms["t_fp_ns"], memory, p_fp),
-                   overlap(terms["t_l1_ns"], memory, p_l1))
+    t_update = update_time(terms["t_fp_ns"], terms["t_l1_ns"], terms["t_memory_ns"],
+                           terms["fp_overlap_exponent"], p_l1)
     updates = terms["updates"]
     total = kernel_time_ns(t_update, updates, terms["waves"], 1000.0 * terms["block_chain_us"],
                            1000.0 * terms["launch_us"])
@@ -190,18 +197,17 @@ def predict_time(
 
     times = {"fp": t_fp, "l1": t_l1, "l2": t_l2, "dram": t_dram}
     core, memory = max(t_fp, t_l1), max(t_l2, t_dram)
-    with_fp = overlap(t_fp, memory, float(m.fp_overlap_exponent))  # type: ignore[arg-type]
-    with_l1 = overlap(t_l1, memory, float(m.overlap_exponent))  # type: ignore[arg-type]
-    t_update = max(with_fp, with_l1)
+    p_fp, p_l1 = float(m.fp_overlap_exponent), float(m.overlap_exponent)  # type: ignore[arg-type]
+    t_update = update_time(t_fp, t_l1, memory, p_fp, p_l1)
     worst = max(times.values())
 
     total_lups = math.prod(kernel.domain) * lups
-    waves = math.prod(launch.grid) / launch.wave_blocks
+    n_waves = waves(launch)
     # a block's working threads: threads beyond a small domain stay idle
     block_lups = math.prod(min(b, d) for b, d in zip(launch.block, kernel.domain)) * lups
     chain = float(m.dram_latency_ns) + core * m.sms * block_lups  # type: ignore[arg-type]
     launch_ns = 1000.0 * float(m.launch_overhead_us)  # type: ignore[arg-type]
-    total_ns = kernel_time_ns(t_update, total_lups, waves, chain, launch_ns)
+    total_ns = kernel_time_ns(t_update, total_lups, n_waves, chain, launch_ns)
     limiter = max(times, key=times.__getitem__)
     limits = {k: (1.0 / t if t > 0 else None) for k, t in times.items()}
     terms = {
@@ -217,10 +223,10 @@ def predict_time(
         "dram_bytes_in_flight": dram_flight,
         "l2_bandwidth_achieved": l2_bw,
         "overlap_factor": t_update / worst,
-        "fp_overlap_exponent": float(m.fp_overlap_exponent),  # type: ignore[arg-type]
-        "l1_overlap_exponent": float(m.overlap_exponent),  # type: ignore[arg-type]
+        "fp_overlap_exponent": p_fp,
+        "l1_overlap_exponent": p_l1,
         "updates": float(total_lups),
-        "waves": waves,
+        "waves": n_waves,
         "wave_efficiency": wave_efficiency(launch),
         "block_chain_us": chain / 1000.0,
         "launch_us": launch_ns / 1000.0,
@@ -231,4 +237,5 @@ def predict_time(
 
 
 __all__ = ["fp_slots", "glups_from_terms", "kernel_time_ns", "memory_params", "overlap",
-           "predict_time", "require", "resident_threads", "wave_efficiency"]
+           "predict_time", "require", "resident_threads", "update_time", "wave_efficiency",
+           "waves"]
