@@ -36,8 +36,10 @@ from .timing.kernel_fit import (
     FitRow,
     SetScore,
     fit_joint,
+    leave_one_set_out,
     row_glups,
     score_set,
+    scores,
 )
 
 #: The median predicted/measured band inside which a set can inform the fit.
@@ -64,10 +66,9 @@ DEV_SETS: tuple[DevSet, ...] = (
 )
 
 
-def fit_rows(dev: DevSet, preds: Sequence[object] | None = None) -> list[FitRow]:
-    """The default model's terms and the measured GLup/s of every row."""
-    data = dev.load()
-    preds = predictions("latency", data, dev.machine) if preds is None else preds
+def fit_rows(data: Sequence[Row], preds: Sequence[object]) -> list[FitRow]:
+    """The default model's terms (``preds``) and the measured GLup/s of
+    every row."""
     return [FitRow(p.terms, float(r.glups)) for p, r in zip(preds, data)]  # type: ignore[attr-defined, arg-type]
 
 
@@ -96,35 +97,33 @@ class TransferReport:
 
 def paper_scores(name: str, data: Sequence[Row], preds: Sequence[object]) -> SetScore:
     """The paper model's GLup/s scores on a set (nothing is fitted)."""
-    from scipy.stats import spearmanr
-
-    g = np.array([p.glups for p in preds])  # type: ignore[attr-defined]
-    m = np.array([r.glups for r in data], dtype=float)
-    rho = float(spearmanr(g, m)[0]) if len(m) > 2 else None
-    return SetScore(name, None, len(m), float(np.mean(np.abs(g / m - 1))),
-                    float(np.median(g / m)), rho, float(m[np.argmax(g)] / m.max()))
+    return scores(name, None, np.array([p.glups for p in preds]),  # type: ignore[attr-defined]
+                  np.array([r.glups for r in data], dtype=float))
 
 
-def transfer_report(sets: Sequence[DevSet] = DEV_SETS) -> TransferReport:
-    """Predict every development set with both models, fit the exponent
-    jointly, and leave each set out once."""
+Predict = Callable[[str, Sequence[Row], str], list[object]]
+
+
+def transfer_report(sets: Sequence[DevSet] = DEV_SETS, predict: Predict = predictions
+                    ) -> TransferReport:
+    """Predict every development set with both models (``predict(model,
+    rows, machine)``, :func:`warpspeed.reference.predictions` by default),
+    fit the exponent jointly on the sets inside the fit band, and leave each
+    set out once."""
     fitted: dict[str, list[FitRow]] = {}
     paper = []
     for dev in sets:
         data = dev.load()
-        fitted[dev.name] = fit_rows(dev, predictions("latency", data, dev.machine))
-        paper.append(paper_scores(dev.name, data, predictions("paper", data, dev.machine)))
-    usable = {k: v for k, v in fitted.items() if fit_weight(v)}
+        fitted[dev.name] = fit_rows(data, predict("latency", data, dev.machine))
+        paper.append(paper_scores(dev.name, data, predict("paper", data, dev.machine)))
+    usable = [k for k, v in fitted.items() if fit_weight(v)]
     if not usable:
         raise ValueError("no development set lies within the fit band; nothing to fit")
-    p = fit_joint(usable)
+    p = fit_joint({k: fitted[k] for k in usable})
     joint = tuple(score_set(k, v, p) for k, v in fitted.items())
-    left_out = []
-    for name, data in fitted.items():
-        others = {k: v for k, v in usable.items() if k != name}
-        left_out.append(score_set(name, data, fit_joint(others) if others else p))
+    left_out = tuple(leave_one_set_out(fitted, usable))
     skipped = tuple(k for k in fitted if k not in usable)
-    return TransferReport(p, joint, tuple(left_out), tuple(paper), skipped)
+    return TransferReport(p, joint, left_out, tuple(paper), skipped)
 
 
 def format_transfer(rep: TransferReport) -> str:
@@ -138,8 +137,8 @@ def format_transfer(rep: TransferReport) -> str:
             "Spearman", "best/best")
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
     groups = (("all sets (in sample)", rep.joint), ("the other sets (left out)", rep.left_out))
-    for label, scores in groups:
-        for s in scores:
+    for label, group in groups:
+        for s in group:
             lines.append(" | ".join((s.dataset, str(s.rows), label, f(s.exponent),
                                      f(s.mape, True), f(s.median_ratio), f(s.spearman),
                                      f(s.best_fraction, True))))
@@ -166,18 +165,27 @@ def reference_validation(as_json: bool = False) -> str:
     from .reference import format_report, report
     from .regression import BAND, CASES, TINY, format_outcomes, run
 
-    scores = report()
-    transfer = transfer_report()
+    # the V100 sets are both reported and development sets: predict them once
+    memo: dict[tuple[object, ...], list[object]] = {}
+
+    def predict(model: str, data: Sequence[Row], machine: str) -> list[object]:
+        key = (model, machine, tuple(data))
+        if key not in memo:
+            memo[key] = predictions(model, data, machine)
+        return memo[key]
+
+    v100_scores = report(predict=predict)
+    transfer = transfer_report(predict=predict)
     outcomes = [run(c) for c in CASES + TINY]
     if as_json:
         return json.dumps({
-            "datasets": [dataclasses.asdict(s) for s in scores],
+            "datasets": [dataclasses.asdict(s) for s in v100_scores],
             "leave_one_set_out": dataclasses.asdict(transfer),
             "regression_kernels": [{**dataclasses.asdict(o), "default_over_paper": o.ratio}
                                    for o in outcomes],
         }, indent=2)
     return "\n".join((
-        format_report(scores),
+        format_report(v100_scores),
         f"\nDefault model's L1 overlap exponent fitted jointly on every development set: "
         f"{transfer.exponent:.2f}; each set predicted with the exponent fitted on the others:",
         format_transfer(transfer),

@@ -78,29 +78,39 @@ class SetScore:
     best_fraction: float
 
 
-def score_set(name: str, rows: Sequence[FitRow], p: float) -> SetScore:
+def scores(name: str, exponent: float | None, predicted: np.ndarray, measured: np.ndarray
+           ) -> SetScore:
     """MAPE, median predicted/measured, Spearman and the measured GLup/s of
-    the predicted best over the measured best, with exponent ``p``."""
+    the predicted best over the measured best of one set's GLup/s."""
     from scipy.stats import spearmanr
 
-    g = row_glups(rows, p)
-    meas = np.array([r.measured for r in rows])
-    rho = float(spearmanr(g, meas)[0]) if len(rows) > 2 else None
-    return SetScore(name, p, len(rows), float(np.mean(np.abs(g / meas - 1))),
-                    float(np.median(g / meas)), rho, float(meas[np.argmax(g)] / meas.max()))
+    rho = float(spearmanr(predicted, measured)[0]) if len(measured) > 2 else None
+    ratio = predicted / measured
+    return SetScore(name, exponent, len(measured), float(np.mean(np.abs(ratio - 1))),
+                    float(np.median(ratio)), rho,
+                    float(measured[np.argmax(predicted)] / measured.max()))
 
 
-def leave_one_set_out(sets: Mapping[str, Sequence[FitRow]]) -> list[SetScore]:
-    """For every data set: the exponent fitted on all the others, and the
-    scores of the set left out with it. Needs two sets or more."""
+def score_set(name: str, rows: Sequence[FitRow], p: float) -> SetScore:
+    """:func:`scores` of the default model's GLup/s with exponent ``p``."""
+    return scores(name, p, row_glups(rows, p), np.array([r.measured for r in rows]))
+
+
+def leave_one_set_out(sets: Mapping[str, Sequence[FitRow]],
+                      fitted: Sequence[str] | None = None) -> list[SetScore]:
+    """For every data set: the exponent fitted on the others, and the scores
+    of the set left out with it. ``fitted`` names the sets that may inform
+    a fit (default: all); a set with no other such set is scored with the
+    exponent fitted on all of them. Needs two sets or more."""
     if len(sets) < 2:
         raise ValueError("leave one set out needs at least two data sets")
+    usable = {k: v for k, v in sets.items() if fitted is None or k in fitted}
     out = []
     for name, rows in sets.items():
-        p = fit_joint({k: v for k, v in sets.items() if k != name})
-        out.append(score_set(name, rows, p))
+        others = {k: v for k, v in usable.items() if k != name}
+        out.append(score_set(name, rows, fit_joint(others or usable)))
     return out
 
 
 __all__ = ["KERNEL_CONSTANTS", "FitRow", "SetScore", "fit_joint", "leave_one_set_out",
-           "row_glups", "score_set", "set_error"]
+           "row_glups", "score_set", "scores", "set_error"]
