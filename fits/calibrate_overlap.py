@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from warpspeed.timing.latency import overlap
+
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "microbench"
 NVIDIA_ROOFLINE = ("a100_40", "a40", "h200", "l40")
 NVIDIA_LAUNCH = ("a100_80", "a40", "h200", "l40")
@@ -63,12 +65,6 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def pnorm(a: np.ndarray, b: np.ndarray, p: float) -> np.ndarray:
-    """``(a^p + b^p)^(1/p)``, computed without overflow."""
-    w = np.maximum(a, b)
-    return w * ((a / w) ** p + (b / w) ** p) ** (1.0 / p)
-
-
 def fp_overlap(gpu: str, data: Path = DATA) -> Overlap:
     """The exponent ``p`` of one GPU's roofline table (module docstring)."""
     from scipy.optimize import minimize_scalar
@@ -83,7 +79,8 @@ def fp_overlap(gpu: str, data: Path = DATA) -> Overlap:
     keep = (t_fp > 0.25 * t_mem) & (t_mem > 0.25 * t_fp)
 
     def err(p: float) -> float:
-        return float(np.mean(np.abs(pnorm(t_fp[keep], t_mem[keep], p) / meas[keep] - 1)))
+        model = np.array([overlap(f, t, p) for f, t in zip(t_fp[keep], t_mem[keep])])
+        return float(np.mean(np.abs(model / meas[keep] - 1)))
 
     res = minimize_scalar(err, bounds=(1.0, 16.0), method="bounded")
     return Overlap(gpu, float(res.x), int(keep.sum()), float(res.fun))
