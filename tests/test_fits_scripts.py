@@ -2,6 +2,7 @@
 that the figures they print keep describing the model they claim to."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ needs_shared = pytest.mark.skipif(
 def script(name: str):
     spec = importlib.util.spec_from_file_location(f"fits_{name}", FITS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
@@ -136,3 +138,32 @@ def test_a_set_missed_beyond_the_band_at_every_exponent_does_not_steer_the_fit()
     # measured at half of what the model gives at any exponent: 2x too fast
     off = [FitRow(r.terms, r.measured / 2.5) for r in good]
     assert not fit_weight(off)
+
+
+def test_l1_evidence_counts_the_box_by_hand():
+    # box (64, 16, 1) of doubles: a warp reads 32 contiguous doubles, 256 B,
+    # two passes of 16 lanes with one wavefront each, and two or three
+    # 128 B lines (1 + 0.28 * 2 < 2 tag cycles): 2 cycles per instruction,
+    # 225 loads and one store (the guard's partial warps at the domain's
+    # edge add a little)
+    ev = script("l1_evidence")
+    from warpspeed.reference import Row
+
+    row = Row("box2d_r7", "box2d", (("radius", 7), ("n", 15000)), (64, 16, 1), (1, 1, 1),
+              None, None, 6.59)
+    c = ev.count_row(row, "V100")
+    assert c.warp_pipe == pytest.approx(226 * 2, rel=1e-3)
+    assert c.measured == pytest.approx(80 * 1.38 * 32 / 6.59)
+    assert 0 < c.memory < c.measured
+
+
+def test_l1_evidence_transfer_of_one_constant():
+    ev = script("l1_evidence")
+    mk = lambda ds, meas, cnt: ev.Counted(ds, (32, 1, 1), (1, 1, 1), meas, cnt, cnt, 0.0)  # noqa: E731
+    sets = {"a": [mk("a", 2.0 * n, n) for n in (10, 20, 30)],
+            "b": [mk("b", 1.0 * n, n) for n in (10, 40)]}
+    got = {(a, b): (c, err) for a, b, c, err in ev.transfer(sets, "warp_pipe")}
+    assert got[("a", "b")] == pytest.approx((2.0, 100.0))  # twice the cycles of b
+    assert got[("b", "a")] == pytest.approx((1.0, 50.0))
+    med, lo, hi, rho = ev.ratio_summary(sets["a"], "half_warp")
+    assert (med, lo, hi) == pytest.approx((2.0, 2.0, 2.0)) and rho == pytest.approx(1.0)
