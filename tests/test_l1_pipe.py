@@ -51,7 +51,7 @@ def test_a_warp_costs_its_wavefronts_or_its_lines():
         1 + 31 * TAG_CYCLES_PER_LINE)
 
 
-def _copy2d(block, nx=4096, ny=64):
+def _copy2d(block, nx=4096, ny=64, **kw):
     # rows of 4096 floats start on 128 B lines and in the same banks
     a = ws.Field("a", shape=(nx, ny), itemsize=4)
     b = ws.Field("b", shape=(nx, ny), itemsize=4)
@@ -59,7 +59,16 @@ def _copy2d(block, nx=4096, ny=64):
                   domain=(nx, ny), precision=32)
     launch = make_launch(k, ws.load_machine("A100"), block)
     bound = bind_all([k.loads[0].forms, k.stores[0].forms], launch.block)
-    return l1_pipe_cycles_per_warp_lup(sample(k, launch, k.loads + k.stores, bound))
+    return l1_pipe_cycles_per_warp_lup(sample(k, launch, k.loads + k.stores, bound), **kw)
+
+
+def test_the_cost_per_further_line_is_a_parameter():
+    # blocks 4 wide: a warp reads 8 rows of 16 B, 8 lines; rows 4096 floats
+    # apart share their banks, so 8 wavefronts as well: the data stage binds
+    # until a line costs more than one cycle
+    assert _copy2d((4, 8, 1)) == pytest.approx(2 * 8.0)
+    assert _copy2d((4, 8, 1), tag_cycles=1.0) == pytest.approx(2 * 8.0)
+    assert _copy2d((4, 8, 1), tag_cycles=1.5) == pytest.approx(2 * (1 + 1.5 * 7))
 
 
 def test_partial_warps_cost_a_whole_warp():

@@ -113,13 +113,14 @@ def pass_wavefronts(addresses: np.ndarray, active: np.ndarray, itemsize: int) ->
     return np.where(active.any(axis=-1), conflicts, 0)
 
 
-def warp_pipe_cycles(lines: np.ndarray, wavefronts: np.ndarray) -> np.ndarray:
+def warp_pipe_cycles(lines: np.ndarray, wavefronts: np.ndarray,
+                     tag_cycles: float = TAG_CYCLES_PER_LINE) -> np.ndarray:
     """Cycles of one warp instruction: its data wavefronts or its tag
-    lookups, ``1 + TAG_CYCLES_PER_LINE * (lines - 1)``, whichever is more."""
-    return np.maximum(wavefronts, 1.0 + TAG_CYCLES_PER_LINE * (lines - 1))
+    lookups, ``1 + tag_cycles * (lines - 1)``, whichever is more."""
+    return np.maximum(wavefronts, 1.0 + tag_cycles * (lines - 1))
 
 
-def l1_pipe_cycles_per_warp_lup(s: Sample) -> float:
+def l1_pipe_cycles_per_warp_lup(s: Sample, tag_cycles: float = TAG_CYCLES_PER_LINE) -> float:
     """L1 cycles per 32 lattice updates from what each warp issues
     (issue 21, part 2; an alternative to MODEL.md §4's half-warp count):
     per warp instruction :func:`warp_pipe_cycles` of its distinct 128 B
@@ -132,7 +133,9 @@ def l1_pipe_cycles_per_warp_lup(s: Sample) -> float:
     is the half-speed of half-warp blocks that the 1 KiB rule of §4 cannot
     see for 4 B elements. Instructions one multiple of 4 B apart share
     their wavefronts (the banks are permuted); lines are counted per
-    instruction (:func:`warpspeed.sampling.shifted_distinct_sum`)."""
+    instruction (:func:`warpspeed.sampling.shifted_distinct_sum`).
+    ``tag_cycles`` is the cost of each further line (the micro-benchmark's
+    slope by default; ``fits/l1_evidence.py`` scans it)."""
     nb, threads = s.active.shape
     warps = threads // WARP
     act = s.active.reshape(nb, warps, WARP)
@@ -149,10 +152,10 @@ def l1_pipe_cycles_per_warp_lup(s: Sample) -> float:
         wf = pass_wavefronts(a, act.reshape(a.shape), itemsize).sum(axis=-1)  # (nb, warps)
         rows = sorted_rows(rep.reshape(nb, warps, WARP), act)
         # max(wf, 1 + t (n - 1)) = 1 + t (max(n, 1 + (wf - 1) / t) - 1)
-        floor = 1.0 + (wf - 1.0) / TAG_CYCLES_PER_LINE
+        floor = 1.0 + (wf - 1.0) / tag_cycles
         n_sum = shifted_distinct_sum(rows, any_active, shifts, LINE, at_least=floor)
         members = len(shifts) * any_active
-        total += (members + TAG_CYCLES_PER_LINE * (n_sum - members)).sum(axis=1)
+        total += (members + tag_cycles * (n_sum - members)).sum(axis=1)
     threads_active = s.active.sum(axis=1)
     return float(np.sum(total * s.weights) / np.sum(threads_active * s.weights)
                  * WARP / s.lups_per_thread)
