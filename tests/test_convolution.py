@@ -9,7 +9,7 @@ import pytest
 
 import warpspeed as ws
 from stencils import convolution2d
-from warpspeed.expr import bind_all
+from warpspeed.input.expr import bind_all
 from warpspeed.launch import make_launch
 from warpspeed.model import block_stage
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import warpspeed as ws
-from warpspeed.expr import bind_all
+from warpspeed.input.expr import bind_all
 from warpspeed.l1 import (
     TAG_CYCLES_PER_LINE,
     l1_pipe_cycles_per_warp_lup,

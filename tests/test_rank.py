@@ -10,7 +10,7 @@ import pytest
 
 import warpspeed as ws
 from stencils import star3d_by_hand
-from warpspeed.expr import bind_all
+from warpspeed.input.expr import bind_all
 from warpspeed.model import block_stage
 from warpspeed.rank import (
     DEFAULT_FOLDS,

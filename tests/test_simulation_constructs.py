@@ -14,7 +14,7 @@ from pystencils.sympyextensions.integer_functions import int_rem
 
 import warpspeed as ws
 import warpspeed.pystencils as wps
-from warpspeed.expr import blockDim, blockIdx, threadIdx
+from warpspeed.input.expr import blockDim, blockIdx, threadIdx
 
 CUDA = dict(target=ps.Target.CUDA, jit=ps.no_jit)
 X, Y, Z = ps.DEFAULTS.spatial_counters

@@ -7,7 +7,7 @@ import pytest
 
 import warpspeed as ws
 from stencils import convolution2d
-from warpspeed.expr import bind_all
+from warpspeed.input.expr import bind_all
 from warpspeed.launch import make_launch, wave_sets
 from warpspeed.strided_images import strided_volumes
 from warpspeed.waves import wave_volumes

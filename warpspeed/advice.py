@@ -37,9 +37,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .addresses import thread_accesses
-from .expr import bind_all
-from .kernel import Kernel
+from .input.addresses import thread_accesses
+from .input.expr import bind_all
+from .input.kernel import Kernel
 from .machine import Machine
 from .model import LIMITERS, Prediction
 

@@ -19,11 +19,11 @@ import typing
 from collections.abc import Callable, Sequence
 
 from .errors import WarpspeedError
-from .kernel import Kernel
+from .input.kernel import Kernel
+from .input.stencil_spec import UsageError, load_stencil, parse_params
 from .machine import load_machine, machine_files
 from .model import Prediction, predict
 from .rank import DEFAULT_FOLDS, Ranking, rank
-from .stencil_spec import UsageError, load_stencil, parse_params
 from .timing import DEFAULT_MODEL, MODELS
 
 

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from .errors import LaunchError
-from .kernel import Kernel
+from .input.kernel import Kernel
 from .machine import Machine
 
 Range = tuple[int, int]  # half-open range of block indices

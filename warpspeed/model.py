@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .addresses import kernel_forms, thread_accesses
 from .capacity import CapacityFits, load_fits
 from .errors import LaunchError
-from .expr import LinForm, SymForm, bind_all
 from .footprint import Footprint, block_footprint
-from .gathers import gather_volumes, with_gathers
-from .kernel import Kernel
+from .input.addresses import kernel_forms, thread_accesses
+from .input.expr import LinForm, SymForm, bind_all
+from .input.gathers import gather_volumes, with_gathers
+from .input.kernel import Kernel
 from .l1 import l1_cycles_per_warp_lup
 from .launch import Launch, make_launch
 from .machine import Machine, load_machine
@@ -157,7 +157,7 @@ def _model(name: str) -> Timing:
 def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> BlockStage:
     """Occupancy, L1 cycles and block footprints (MODEL.md §3-§5) of the
     accesses a thread issues once the block is bound
-    (:func:`warpspeed.addresses.thread_accesses`: repeats count once unless
+    (:func:`warpspeed.input.addresses.thread_accesses`: repeats count once unless
     ``kernel.reload_repeated``)."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"predict() needs a ws.Kernel, got {type(kernel).__name__}")
@@ -187,7 +187,7 @@ def finish(
     lv = level_volumes(kernel, m, launch, stage.footprint, wave, curves,
                        merged_stores=MODELS[model].merged_stores,
                        reread_evicts=MODELS[model].reread_evicts)
-    if kernel.gathers:  # indexed accesses, counted apart (warpspeed.gathers)
+    if kernel.gathers:  # indexed accesses, counted apart (warpspeed.input.gathers)
         gv = gather_volumes(kernel.gathers, m.warp_size)
         lv = replace(lv, volumes=with_gathers(lv.volumes, gv))
         stage = replace(stage, l1_cycles=stage.l1_cycles + gv.l1_cycles)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .capacity import CapacityFits, load_fits
 from .errors import MachineError
-from .kernel import Kernel
+from .input.kernel import Kernel
 from .machine import Machine, load_machine
 from .measure import Measurement, MeasurementError, format_triple, generate_variant
 from .model import Prediction, predict

@@ -42,8 +42,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from .capacity import CapacityFits, Gompertz
-from .expr import LinForm, SymForm
-from .kernel import Access, Kernel
+from .input.expr import LinForm, SymForm
+from .input.kernel import Access, Kernel
 from .launch import Launch, wave_sets
 from .machine import Machine
 from .model import BlockStage, finish

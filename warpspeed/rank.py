@@ -37,7 +37,6 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .addresses import kernel_forms
 from .capacity import CapacityFits, load_fits
 from .design_space import (
     DEFAULT_FOLDS,
@@ -51,9 +50,10 @@ from .design_space import (
 )
 from .errors import LaunchError
 from .executor import Runner, chunks, mp_context
-from .expr import bind_all
 from .footprint import Footprint
-from .kernel import Kernel
+from .input.addresses import kernel_forms
+from .input.expr import bind_all
+from .input.kernel import Kernel
 from .launch import Launch, make_launch
 from .machine import Machine, load_machine
 from .model import BlockStage, Prediction, block_stage, finish

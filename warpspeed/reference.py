@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import WarpspeedError
-from .kernel import Kernel
+from .input.kernel import Kernel
 
 
 class ReferenceDataError(WarpspeedError, FileNotFoundError):
@@ -123,8 +123,8 @@ def box2d(radius: int = 7, n: int = 15000) -> Kernel:
     contiguous; 224 adds and one multiply per point. The guard keeps
     ``radius <= x, y < n - radius``; modelled as the domain ``n - 2 radius``
     with the indices shifted by ``radius``."""
-    from .expr import tidx, tidy
-    from .kernel import Field
+    from .input.expr import tidx, tidy
+    from .input.kernel import Field
 
     a = Field("A", shape=(n, n), itemsize=8)
     b = Field("B", shape=(n, n), itemsize=8)

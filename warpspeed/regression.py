@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .kernel import Kernel
+from .input.kernel import Kernel
 
 #: The band of default / paper GLup/s for grids of ten waves or more.
 BAND = (0.5, 1.2)

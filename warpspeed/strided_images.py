@@ -29,10 +29,10 @@ import itertools
 
 import numpy as np
 
-from .addresses import access_terms
 from .counting import box_volumes
-from .expr import LinForm, SymForm
-from .kernel import Access
+from .input.addresses import access_terms
+from .input.expr import LinForm, SymForm
+from .input.kernel import Access
 from .launch import BlockBox
 
 SECTOR = 32

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .capacity import CapacityFits
 from .footprint import Footprint
-from .kernel import Kernel
+from .input.kernel import Kernel
 from .launch import Launch
 from .machine import Machine
 from .waves import WaveVolumes

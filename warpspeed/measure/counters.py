@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Mapping
 
 from .. import ncu as ncu_mod
-from ..kernel import Kernel
+from ..input.kernel import Kernel
 from .schema import MeasurementError, Triple
 
 

@@ -35,7 +35,7 @@ import pystencils as ps
 
 from ..capacity import CapacityFits
 from ..errors import FitError, LaunchError, MachineError
-from ..kernel import Kernel
+from ..input.kernel import Kernel
 from ..machine import Machine
 from ..model import Prediction
 from ..model import predict as ws_predict

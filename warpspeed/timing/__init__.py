@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..kernel import Kernel
+from ..input.kernel import Kernel
 from ..launch import Launch
 from ..machine import Machine
 from ..volumes import Volumes

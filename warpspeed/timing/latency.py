@@ -59,7 +59,7 @@ import math
 from collections.abc import Mapping
 
 from ..errors import MachineError
-from ..kernel import Kernel
+from ..input.kernel import Kernel
 from ..launch import Launch
 from ..machine import LATENCY_PARAMETERS, Machine
 from ..volumes import Volumes

@@ -9,7 +9,7 @@ refines.
 
 from __future__ import annotations
 
-from ..kernel import Kernel
+from ..input.kernel import Kernel
 from ..machine import Machine
 from ..volumes import Volumes
 

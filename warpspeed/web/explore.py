@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import WarpspeedError
-from ..kernel import Kernel
+from ..input.kernel import Kernel
 from ..model import Prediction, predict
 from ..rank import Ranking, block_shapes, rank
 from .state import (

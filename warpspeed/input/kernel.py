@@ -10,8 +10,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
+from ..errors import KernelError, NonAffineError
 from .atomics import Atomics
-from .errors import KernelError, NonAffineError
 from .expr import SymForm, parse
 from .gathers import Gather
 
@@ -242,9 +242,9 @@ class Kernel:
       merge them (aliasing pointers, ``volatile``, loads across barriers).
 
     * ``atomics``: atomic updates of single addresses (a reduction into a
-      scalar), :class:`warpspeed.atomics.Atomics`; their own limiter.
+      scalar), :class:`warpspeed.input.atomics.Atomics`; their own limiter.
     * ``gathers``: indexed accesses, a field at positions read from an index
-      list (one thread per entry), :class:`warpspeed.gathers.Gather`; the
+      list (one thread per entry), :class:`warpspeed.input.gathers.Gather`; the
       list itself is read by ordinary ``loads``.
 
     Example: a 3-point stencil along x over 64^3 points, and an index the

@@ -23,7 +23,7 @@ import islpy as isl
 import numpy as np
 import sympy as sp
 
-from .errors import NonAffineError
+from ..errors import NonAffineError
 
 AXES = ("x", "y", "z")
 

@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import KernelError
+from ..errors import KernelError
 
 if TYPE_CHECKING:  # kernel.py imports this module; no import cycle at run time
+    from ..volumes import Volumes
     from .kernel import Field
-    from .volumes import Volumes
 
 ORDERS = ("sorted", "random")
 SECTOR = 32

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .errors import KernelError
+from ..errors import KernelError
 
 SCOPES = ("thread", "warp", "block")
 

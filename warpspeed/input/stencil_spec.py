@@ -14,7 +14,7 @@ import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .errors import WarpspeedError
+from ..errors import WarpspeedError
 
 
 class UsageError(WarpspeedError):

@@ -26,7 +26,7 @@ def address_key(
 ) -> tuple[object, ...]:
     """A key equal for two accesses of one thread that address the same
     element for every thread once the block size is bound (``bound``: the
-    forms bound by :func:`warpspeed.expr.bind_all`). Affine forms compare
+    forms bound by :func:`warpspeed.input.expr.bind_all`). Affine forms compare
     by their linear element offset (``A[x + n, y]`` and ``A[x, y + 1]`` of
     an ``n``-wide field coincide); forms with floor divisions by their
     bound forms per dimension, a sufficient condition."""
@@ -113,7 +113,7 @@ def access_terms(accesses: tuple[Access, ...]) -> AccessTerms:
 
 def kernel_forms(kernel: Kernel) -> tuple[SymForm, ...]:
     """The distinct index forms of a kernel's loads and stores (what a
-    launch binds; :func:`warpspeed.expr.bind_all` of ``[kernel_forms(k)]``)."""
+    launch binds; :func:`warpspeed.input.expr.bind_all` of ``[kernel_forms(k)]``)."""
     return access_terms(kernel.loads + kernel.stores).forms
 
 
