@@ -10,8 +10,8 @@ import pytest
 import warpspeed as ws
 from stencils import convolution2d
 from warpspeed.input.expr import bind_all
-from warpspeed.launch import make_launch
 from warpspeed.model import block_stage
+from warpspeed.volumes.launch import make_launch
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -9,7 +9,7 @@ import pytest
 
 import warpspeed as ws
 from warpspeed.model import block_stage
-from warpspeed.sampling import sample
+from warpspeed.volumes.sampling import sample
 
 FITS = Path(__file__).resolve().parents[1] / "fits"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -22,7 +22,7 @@ from warpspeed.rank import (
     upper_bound,
     wave_key,
 )
-from warpspeed.waves import wave_volumes
+from warpspeed.volumes.waves import wave_volumes
 
 SHAPE = (128, 64, 64)
 

@@ -137,7 +137,7 @@ def test_the_last_partial_wave_takes_its_share_or_a_blocks_latency_chain():
     p = ws.predict(k, "V100", (1024, 1, 1))
     m = ws.load_machine("V100")
     assert p.wave_blocks == 160  # 2 blocks of 1024 threads per SM on 80 SMs
-    from warpspeed.launch import make_launch
+    from warpspeed.volumes.launch import make_launch
 
     la = make_launch(k, m, (1024, 1, 1))
     assert wave_efficiency(la) == pytest.approx(1.5 / 2)
@@ -223,10 +223,10 @@ def test_l1_rereads_bring_the_folded_radius_2_dram_volume_within_8_percent():
 def test_l1_rereads_miss_the_l2_at_its_capacity_miss_fraction():
     # Hand computation of volumes.level_volumes: the default model adds
     # (L2LoadV2 - L2LoadV1) * m2(O2) to memLoadV3; the paper model does not.
-    from warpspeed.capacity import load_fits
     from warpspeed.model import block_stage
-    from warpspeed.volumes import level_volumes
-    from warpspeed.waves import wave_volumes
+    from warpspeed.volumes.capacity import load_fits
+    from warpspeed.volumes.levels import level_volumes
+    from warpspeed.volumes.waves import wave_volumes
 
     k = star(radius=2, shape=(596, 596, 508), fold=(1, 1, 4), alignment=0)
     m = ws.load_machine("V100")

@@ -5,7 +5,6 @@ default model work: ``MODEL.md`` in this package.
 """
 
 from .advice import Advice, advise
-from .capacity import CapacityFits, Gompertz, fit_gompertz, load_fits
 from .errors import (
     FitError,
     KernelError,
@@ -21,6 +20,7 @@ from .input.kernel import Access, Field, Kernel
 from .machine import Machine, load_machine, machines
 from .model import Prediction, Volumes, predict
 from .rank import Ranking, rank
+from .volumes.capacity import CapacityFits, Gompertz, fit_gompertz, load_fits
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,4 @@
-"""The volume breakdown: each volume of :class:`~warpspeed.volumes.Volumes`
+"""The volume breakdown: each volume of :class:`~warpspeed.volumes.levels.Volumes`
 split into the parts that make it (MODEL.md §5-§6), for the figures of
 :mod:`warpspeed.plot` and for anyone who asks why a volume is what it is.
 
@@ -16,7 +16,7 @@ it):
 * **L2 store** (``Volumes.l2_store``): all ``compulsory`` (write-through).
 * **DRAM load** (``Volumes.dram_load``, memLoadV3 of §6). With ``lups`` the
   lattice updates of the representative wave (valid threads times the fold
-  product) and the wave's byte counts of :class:`~warpspeed.waves.WaveVolumes`:
+  product) and the wave's byte counts of :class:`~warpspeed.volumes.waves.WaveVolumes`:
   ``compulsory`` = ``(New_load - Overlap_xy - Overlap_z) / lups``, the part
   of memLoadV1 not covered by the images of the earlier x/y and z sets (the
   overlaps are disjoint parts of the current image by construction of §6);

@@ -46,11 +46,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .capacity import Gompertz
 from .errors import FitError
 from .measure import Measurement
 from .model import Prediction
 from .pairing import config_key
+from .volumes.capacity import Gompertz
 
 
 @dataclass(frozen=True)

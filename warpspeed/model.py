@@ -12,22 +12,22 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .capacity import CapacityFits, load_fits
 from .errors import LaunchError
-from .footprint import Footprint, block_footprint
 from .input.addresses import kernel_forms, thread_accesses
 from .input.expr import LinForm, SymForm, bind_all
 from .input.gathers import gather_volumes, with_gathers
 from .input.kernel import Kernel
-from .l1 import l1_cycles_per_warp_lup
-from .launch import Launch, make_launch
 from .machine import Machine, load_machine
-from .sampling import sample
 from .timing import DEFAULT_MODEL, MODELS, Timing, timing
 from .timing.atomics import with_atomics
 from .timing.paper import LIMITERS
-from .volumes import Volumes, level_volumes
-from .waves import WaveVolumes, wave_volumes
+from .volumes.capacity import CapacityFits, load_fits
+from .volumes.footprint import Footprint, block_footprint
+from .volumes.l1 import l1_cycles_per_warp_lup
+from .volumes.launch import Launch, make_launch
+from .volumes.levels import Volumes, level_volumes
+from .volumes.sampling import sample
+from .volumes.waves import WaveVolumes, wave_volumes
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -
 def finish(
     stage: BlockStage, wave: WaveVolumes, curves: CapacityFits, model: str = DEFAULT_MODEL
 ) -> Prediction:
-    """Volumes per level (:func:`warpspeed.volumes.level_volumes`) and the
+    """Volumes per level (:func:`warpspeed.volumes.levels.level_volumes`) and the
     timing of ``model``. ``wave`` must be counted in the model's address
     space (``MODELS[model].address``)."""
     kernel, m, launch = stage.kernel, stage.machine, stage.launch

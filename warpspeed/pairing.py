@@ -22,12 +22,12 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from .capacity import CapacityFits, load_fits
 from .errors import MachineError
 from .input.kernel import Kernel
 from .machine import Machine, load_machine
 from .measure import Measurement, MeasurementError, format_triple, generate_variant
 from .model import Prediction, predict
+from .volumes.capacity import CapacityFits, load_fits
 
 SPLIT_METHOD = (
     "configurations sorted by (stencil, params, fold, block); even positions train, "

@@ -41,15 +41,15 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-from .capacity import CapacityFits, Gompertz
 from .input.expr import LinForm, SymForm
 from .input.kernel import Access, Kernel
-from .launch import Launch, wave_sets
 from .machine import Machine
 from .model import BlockStage, finish
 from .timing import DEFAULT_MODEL
-from .volumes import OVERSUBSCRIPTION_RANGE
-from .waves import WaveVolumes, global_box
+from .volumes.capacity import CapacityFits, Gompertz
+from .volumes.launch import Launch, wave_sets
+from .volumes.levels import OVERSUBSCRIPTION_RANGE
+from .volumes.waves import WaveVolumes, global_box
 
 Block = tuple[int, int, int]
 

@@ -37,7 +37,6 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .capacity import CapacityFits, load_fits
 from .design_space import (
     DEFAULT_FOLDS,
     DEFAULT_THREADS,
@@ -50,11 +49,9 @@ from .design_space import (
 )
 from .errors import LaunchError
 from .executor import Runner, chunks, mp_context
-from .footprint import Footprint
 from .input.addresses import kernel_forms
 from .input.expr import bind_all
 from .input.kernel import Kernel
-from .launch import Launch, make_launch
 from .machine import Machine, load_machine
 from .model import BlockStage, Prediction, block_stage, finish
 from .pruning import (
@@ -68,7 +65,10 @@ from .pruning import (
     wave_key,
 )
 from .timing import DEFAULT_MODEL, MODELS
-from .waves import WaveVolumes, wave_volumes
+from .volumes.capacity import CapacityFits, load_fits
+from .volumes.footprint import Footprint
+from .volumes.launch import Launch, make_launch
+from .volumes.waves import WaveVolumes, wave_volumes
 
 KernelSource = Kernel | Mapping[Fold, Kernel] | Callable[[Fold], Kernel]
 

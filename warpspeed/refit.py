@@ -54,7 +54,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .capacity import CURVES, CapacityFits, Gompertz, fit_gompertz, load_fits
 from .errors import FitError, WarpspeedError
 from .hit_fractions import (
     Point,
@@ -70,6 +69,7 @@ from .machine import load_machine
 from .measure import Measurement, read_csv
 from .model import Prediction
 from .pairing import SPLIT_METHOD, config_key, infer_machine, pair_predictions, train_test_split
+from .volumes.capacity import CURVES, CapacityFits, Gompertz, fit_gompertz, load_fits
 
 MEANINGS = {
     "m1": "L1 capacity-miss fraction of redundant loads vs L1 coverage O1",

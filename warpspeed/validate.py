@@ -44,7 +44,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .capacity import load_fits
 from .machine import load_machine
 from .measure import Measurement, MeasurementError, format_triple, read_csv
 from .model import Prediction
@@ -55,6 +54,7 @@ from .pairing import (
     pair_predictions,
     train_test_split,
 )
+from .volumes.capacity import load_fits
 
 QUANTITIES = ("dram_load", "dram_store", "l2_load", "l2_store", "l1_cycles", "glups")
 SUBSETS = ("all", "train", "test")

@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import KernelError
 
 if TYPE_CHECKING:  # kernel.py imports this module; no import cycle at run time
-    from ..volumes import Volumes
+    from ..volumes.levels import Volumes
     from .kernel import Field
 
 ORDERS = ("sorted", "random")

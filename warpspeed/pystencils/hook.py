@@ -33,7 +33,6 @@ from typing import Any
 
 import pystencils as ps
 
-from ..capacity import CapacityFits
 from ..errors import FitError, LaunchError, MachineError
 from ..input.kernel import Kernel
 from ..machine import Machine
@@ -41,6 +40,7 @@ from ..model import Prediction
 from ..model import predict as ws_predict
 from ..rank import rank as ws_rank
 from ..timing import DEFAULT_MODEL
+from ..volumes.capacity import CapacityFits
 from .extract import Extraction, extract
 from .fold import Fold, _fold3, generate
 from .indexlists import ListSpec

@@ -15,8 +15,8 @@ from dataclasses import replace
 from ..errors import MachineError
 from ..input.atomics import limit
 from ..input.kernel import Kernel
-from ..launch import Launch
 from ..machine import Machine
+from ..volumes.launch import Launch
 from . import TimingResult
 
 

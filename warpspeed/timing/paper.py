@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..input.kernel import Kernel
 from ..machine import Machine
-from ..volumes import Volumes
+from ..volumes.levels import Volumes
 
 LIMITERS = ("fp", "l1", "l2", "dram")
 

@@ -54,7 +54,7 @@ def l1_cycles_per_warp_lup(s: Sample) -> float:
     divided by the lattice updates per thread (MODEL.md §4).
 
     Instructions whose addresses are one constant multiple of 8 B apart
-    (:func:`warpspeed.sampling.shift_groups`) share their sorted words
+    (:func:`warpspeed.volumes.sampling.shift_groups`) share their sorted words
     (shifted) and their bank conflicts; only the 1 KiB regions are counted
     per instruction, vectorised over the instructions of a group."""
     nb, threads = s.active.shape
@@ -132,7 +132,7 @@ def l1_pipe_cycles_per_warp_lup(s: Sample) -> float:
     is the half-speed of half-warp blocks that the 1 KiB rule of §4 cannot
     see for 4 B elements. Instructions one multiple of 4 B apart share
     their wavefronts (the banks are permuted); lines are counted per
-    instruction (:func:`warpspeed.sampling.shifted_distinct_sum`)."""
+    instruction (:func:`warpspeed.volumes.sampling.shifted_distinct_sum`)."""
     nb, threads = s.active.shape
     warps = threads // WARP
     act = s.active.reshape(nb, warps, WARP)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import FitError
+from ..errors import FitError
 
 CURVES = ("m1", "h_xy", "h_z", "s", "m2")
 
@@ -22,8 +22,9 @@ CURVES = ("m1", "h_xy", "h_z", "s", "m2")
 def fits_dir() -> Path:
     """The ``fits/`` folder: inside the package when installed from a wheel,
     else beside it at the top of the repository (editable installs)."""
-    inside = Path(__file__).parent / "fits"
-    return inside if inside.is_dir() else Path(__file__).parent.parent / "fits"
+    package = Path(__file__).parents[1]  # warpspeed/, above volumes/
+    inside = package / "fits"
+    return inside if inside.is_dir() else package.parent / "fits"
 
 
 @dataclass(frozen=True)

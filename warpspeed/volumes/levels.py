@@ -1,9 +1,9 @@
 """What moves: bytes per lattice update at each memory level (MODEL.md §5-§7).
 
 The counts of the block stage (L1 load, compulsory L2 load, L1 allocation,
-L2 store: :mod:`warpspeed.footprint`) and of the wave sets (New, Old,
-Overlap: :mod:`warpspeed.waves`) become volumes per lattice update through
-the Gompertz capacity curves of :mod:`warpspeed.capacity`. How long moving
+L2 store: :mod:`warpspeed.volumes.footprint`) and of the wave sets (New, Old,
+Overlap: :mod:`warpspeed.volumes.waves`) become volumes per lattice update through
+the Gompertz capacity curves of :mod:`warpspeed.volumes.capacity`. How long moving
 them takes is the business of the timing models in :mod:`warpspeed.timing`.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..input.kernel import Kernel
+from ..machine import Machine
 from .capacity import CapacityFits
 from .footprint import Footprint
-from .input.kernel import Kernel
 from .launch import Launch
-from .machine import Machine
 from .waves import WaveVolumes
 
 #: The clamp of the oversubscription ``O_i`` of the layer overlaps (MODEL.md §6).

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .input.addresses import linear_addresses
-from .input.expr import LinForm, SymForm
-from .input.kernel import Access, Kernel
+from ..input.addresses import linear_addresses
+from ..input.expr import LinForm, SymForm
+from ..input.kernel import Access, Kernel
 from .launch import Launch
 
 HALF_WARP = 16

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .errors import LaunchError
-from .input.kernel import Kernel
-from .machine import Machine
+from ..errors import LaunchError
+from ..input.kernel import Kernel
+from ..machine import Machine
 
 Range = tuple[int, int]  # half-open range of block indices
 BlockBox = tuple[Range, Range, Range]

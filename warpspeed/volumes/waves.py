@@ -32,10 +32,10 @@ from dataclasses import dataclass
 
 import islpy as isl
 
+from ..input.addresses import merge_repeated
+from ..input.expr import LinForm, SymForm
+from ..input.kernel import Access, Kernel
 from .counting import StridedBox, _as_box, _unstride, box_volumes, count
-from .input.addresses import merge_repeated
-from .input.expr import LinForm, SymForm
-from .input.kernel import Access, Kernel
 from .launch import BlockBox, Launch, WaveSets, valid_threads, wave_sets
 from .strided_images import strided_volumes
 

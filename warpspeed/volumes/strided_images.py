@@ -4,17 +4,17 @@ A thread folded by the block size (the convolution of
 ``stencils/convolution2d.py``: ``x = blockIdx.x * B * m + threadIdx.x + xi *
 B``) addresses ``v = c + a_t * t + a_b * b`` along an index, with ``a_b = m B
 a_t``: runs of ``B`` values every ``m B``. That is no global thread
-coordinate, so :func:`warpspeed.waves._image` cannot take it and isl would
+coordinate, so :func:`warpspeed.volumes.waves._image` cannot take it and isl would
 handle a union of one map per access, a cost that grows faster than the
 accesses. Here each index's coordinate ``h(v)`` (the sector of the
 contiguous index, the index itself otherwise, as in
-:func:`warpspeed.waves.access_map`) is written as the pair
+:func:`warpspeed.volumes.waves.access_map`) is written as the pair
 ``(h mod K, h div K)`` with the period ``K = h(v + a_b) - h(v)``: a
 bijection of the integers, under which the image of a range of blocks is a
 union of at most three boxes per index: ``h(c + a_t * t)`` over the threads
 of one block is an interval, and the blocks shift it by whole periods. The
 wave sets are split into full blocks and the domain's partial last block
-per axis. :func:`warpspeed.counting.box_volumes` then counts exactly, as
+per axis. :func:`warpspeed.volumes.counting.box_volumes` then counts exactly, as
 for any union of boxes; tests/test_strided_images.py compares with isl.
 
 Applies when every index of every access of a field is such a form of one
@@ -29,10 +29,10 @@ import itertools
 
 import numpy as np
 
+from ..input.addresses import access_terms
+from ..input.expr import LinForm, SymForm
+from ..input.kernel import Access
 from .counting import box_volumes
-from .input.addresses import access_terms
-from .input.expr import LinForm, SymForm
-from .input.kernel import Access
 from .launch import BlockBox
 
 SECTOR = 32
@@ -177,7 +177,7 @@ def strided_volumes(
     domain: tuple[int, int, int], sets: list[BlockBox], address: str = "paper",
 ) -> tuple[int, list[int], list[int]] | None:
     """New, old and overlapping sectors of one field (as
-    :func:`warpspeed.waves.field_volumes`) for the current wave ``sets[0]``
+    :func:`warpspeed.volumes.waves.field_volumes`) for the current wave ``sets[0]``
     and the earlier ``sets[1:]``, or None when the module's conditions fail.
     Accesses of one structure (the same axes and coefficients, different
     constants) are handled together as arrays."""

@@ -46,7 +46,7 @@ class Footprint:
 def _per_warp_sectors(s: Sample, indices: range) -> np.ndarray:
     """Distinct sectors per warp, summed over the instructions ``indices``:
     shape (blocks,). Instructions one constant apart sort once
-    (:func:`warpspeed.sampling.shift_groups`)."""
+    (:func:`warpspeed.volumes.sampling.shift_groups`)."""
     nb, threads = s.active.shape
     act = s.active.reshape(nb, threads // WARP, WARP)
     any_active = act.any(axis=-1)
