@@ -12,7 +12,7 @@ import warpspeed as ws
 from stencils import star3d_by_hand
 from warpspeed.input.expr import bind_all
 from warpspeed.model import block_stage
-from warpspeed.rank import (
+from warpspeed.search.rank import (
     DEFAULT_FOLDS,
     block_shapes,
     canonical_block,

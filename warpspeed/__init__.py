@@ -19,7 +19,7 @@ from .input.gathers import Gather
 from .input.kernel import Access, Field, Kernel
 from .machine import Machine, load_machine, machines
 from .model import Prediction, Volumes, predict
-from .rank import Ranking, rank
+from .search.rank import Ranking, rank
 from .volumes.capacity import CapacityFits, Gompertz, fit_gompertz, load_fits
 
 __version__ = "0.1.0"

@@ -23,7 +23,7 @@ from .input.kernel import Kernel
 from .input.stencil_spec import UsageError, load_stencil, parse_params
 from .machine import load_machine, machine_files
 from .model import Prediction, predict
-from .rank import DEFAULT_FOLDS, Ranking, rank
+from .search.rank import DEFAULT_FOLDS, Ranking, rank
 from .timing import DEFAULT_MODEL, MODELS
 
 

@@ -98,7 +98,7 @@ class Prediction:
 class BlockStage:
     """The block-level part of a prediction: everything but the wave sets.
 
-    Cheap (NumPy enumeration of a few blocks); ``warpspeed.rank.stage_limits``
+    Cheap (NumPy enumeration of a few blocks); ``warpspeed.search.rank.stage_limits``
     bounds a prediction from it alone, which ranking uses for pruning.
     """
 

@@ -10,7 +10,7 @@ directly (no ``pyplot`` state, no ``rcParams``) and returns it; save it with
 
 Inputs are a sequence of :class:`~warpspeed.model.Prediction`, a single
 prediction, or any object with a ``predictions`` attribute holding them (a
-:class:`warpspeed.rank.Ranking`, duck-typed). Their order is kept: pass a
+:class:`warpspeed.search.rank.Ranking`, duck-typed). Their order is kept: pass a
 ranking to get the bars best first.
 
 **Colours.** A block shape ``(x, y, z)`` is drawn in the paper's colour

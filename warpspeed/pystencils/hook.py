@@ -38,7 +38,7 @@ from ..input.kernel import Kernel
 from ..machine import Machine
 from ..model import Prediction
 from ..model import predict as ws_predict
-from ..rank import rank as ws_rank
+from ..search.rank import rank as ws_rank
 from ..timing import DEFAULT_MODEL
 from ..volumes.capacity import CapacityFits
 from .extract import Extraction, extract

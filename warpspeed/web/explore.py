@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..errors import WarpspeedError
 from ..input.kernel import Kernel
 from ..model import Prediction, predict
-from ..rank import Ranking, block_shapes, rank
+from ..search.rank import Ranking, block_shapes, rank
 from .state import (
     MAX_FOLD,
     FieldError,

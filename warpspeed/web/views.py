@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..advice import Advice, explanation_lines
 from ..model import Prediction
 from ..plot import LIMITER_NAME, sweep
-from ..rank import Ranking
+from ..search.rank import Ranking
 from ..timing import DEFAULT_MODEL
 from .explore import LayerConditions
 

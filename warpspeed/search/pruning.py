@@ -1,6 +1,6 @@
 """Pruning the ranking: which launches provably share a prediction or a wave
 computation, and bounds of a prediction from the block stage alone
-(MODEL.md §6, §8), used by :func:`warpspeed.rank.rank`.
+(MODEL.md §6, §8), used by :func:`warpspeed.search.rank.rank`.
 
 **Provably identical predictions** are evaluated once and reported as
 equivalence classes. Two levels, both exact under the model:
@@ -41,15 +41,15 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-from .input.expr import LinForm, SymForm
-from .input.kernel import Access, Kernel
-from .machine import Machine
-from .model import BlockStage, finish
-from .timing import DEFAULT_MODEL
-from .volumes.capacity import CapacityFits, Gompertz
-from .volumes.launch import Launch, wave_sets
-from .volumes.levels import OVERSUBSCRIPTION_RANGE
-from .volumes.waves import WaveVolumes, global_box
+from ..input.expr import LinForm, SymForm
+from ..input.kernel import Access, Kernel
+from ..machine import Machine
+from ..model import BlockStage, finish
+from ..timing import DEFAULT_MODEL
+from ..volumes.capacity import CapacityFits, Gompertz
+from ..volumes.launch import Launch, wave_sets
+from ..volumes.levels import OVERSUBSCRIPTION_RANGE
+from ..volumes.waves import WaveVolumes, global_box
 
 Block = tuple[int, int, int]
 

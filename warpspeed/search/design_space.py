@@ -10,13 +10,13 @@ variants combined with each shape (none, 2y and 2z).
 least twice the domain's, which leaves half of every block idle), and
 :func:`canonical_block` clips a block to the one that behaves identically
 when the index forms depend on global thread coordinates only
-(:mod:`warpspeed.pruning` states and proves it). :func:`warpspeed.rank.rank`
+(:mod:`warpspeed.search.pruning` states and proves it). :func:`warpspeed.search.rank.rank`
 uses all of them.
 """
 
 from __future__ import annotations
 
-from .errors import LaunchError
+from ..errors import LaunchError
 
 Block = tuple[int, int, int]
 Fold = tuple[int, int, int]
@@ -67,7 +67,7 @@ def trim_reason(block: Block, domain: tuple[int, int, int]) -> str | None:
 def canonical_block(block: Block, domain: tuple[int, int, int]) -> Block:
     """The block that behaves identically under the model when the index
     forms depend on global thread coordinates only (see
-    :mod:`warpspeed.pruning`): outermost extents beyond the domain are
+    :mod:`warpspeed.search.pruning`): outermost extents beyond the domain are
     clipped, z first, then y if z is 1, then x if y and z are 1."""
     c = list(block)
     for d in (2, 1, 0):

@@ -9,7 +9,7 @@ block always apply. Each shape is combined with each folding variant (by
 default none, 2y and 2z: ``(1,1,1), (1,2,1), (1,1,2)``); a fold is a
 separate kernel obtained from a factory ``fold -> Kernel``. The shapes, the
 trimming rule below and the canonical blocks are in
-:mod:`warpspeed.design_space`.
+:mod:`warpspeed.search.design_space`.
 
 **Trimming**. A configuration is left out, with the reason recorded in
 :attr:`Ranking.excluded`, when it cannot launch (occupancy 0: too many
@@ -21,7 +21,7 @@ covers a short dimension (``D_d <= b_d < 2 D_d``) is kept. Explicit
 
 **Provably identical predictions** are evaluated once, and a top-k ranking
 skips configurations whose upper bound is below the k-th best found:
-:mod:`warpspeed.pruning` states and proves both.
+:mod:`warpspeed.search.pruning` states and proves both.
 
 Evaluation runs on a ``concurrent.futures.Executor`` given by the caller
 (a ``dask.distributed`` ``Client.get_executor()`` works), else on a local
@@ -37,6 +37,17 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..errors import LaunchError
+from ..input.addresses import kernel_forms
+from ..input.expr import bind_all
+from ..input.kernel import Kernel
+from ..machine import Machine, load_machine
+from ..model import BlockStage, Prediction, block_stage, finish
+from ..timing import DEFAULT_MODEL, MODELS
+from ..volumes.capacity import CapacityFits, load_fits
+from ..volumes.footprint import Footprint
+from ..volumes.launch import Launch, make_launch
+from ..volumes.waves import WaveVolumes, wave_volumes
 from .design_space import (
     DEFAULT_FOLDS,
     DEFAULT_THREADS,
@@ -47,13 +58,7 @@ from .design_space import (
     canonical_block,
     trim_reason,
 )
-from .errors import LaunchError
 from .executor import Runner, chunks, mp_context
-from .input.addresses import kernel_forms
-from .input.expr import bind_all
-from .input.kernel import Kernel
-from .machine import Machine, load_machine
-from .model import BlockStage, Prediction, block_stage, finish
 from .pruning import (
     compulsory_bytes,
     dram_lower_bound,
@@ -64,11 +69,6 @@ from .pruning import (
     upper_bound,
     wave_key,
 )
-from .timing import DEFAULT_MODEL, MODELS
-from .volumes.capacity import CapacityFits, load_fits
-from .volumes.footprint import Footprint
-from .volumes.launch import Launch, make_launch
-from .volumes.waves import WaveVolumes, wave_volumes
 
 KernelSource = Kernel | Mapping[Fold, Kernel] | Callable[[Fold], Kernel]
 
