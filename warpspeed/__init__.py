@@ -4,7 +4,6 @@ Reference: Ernst et al., JPDC 173 (2023). How the paper model and the
 default model work: ``MODEL.md`` in this package.
 """
 
-from .advice import Advice, advise
 from .errors import (
     FitError,
     KernelError,
@@ -19,6 +18,7 @@ from .input.gathers import Gather
 from .input.kernel import Access, Field, Kernel
 from .machine import Machine, load_machine, machines
 from .model import Prediction, Volumes, predict
+from .reports.advice import Advice, advise
 from .search.rank import Ranking, rank
 from .volumes.capacity import CapacityFits, Gompertz, fit_gompertz, load_fits
 

@@ -333,7 +333,7 @@ def _rank_summary(r: Ranking, elapsed: float) -> str:
 def cmd_explain(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from .advice import advise, explanation_lines
+    from .reports.advice import advise, explanation_lines
 
     kernel, block = _one_kernel(args)
     m = load_machine(args.machine)

@@ -22,12 +22,12 @@ import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..advice import Advice, advise
 from ..errors import WarpspeedError
 from ..input.kernel import Field, Kernel
 from ..input.stencil_spec import load_stencil, parse_params
 from ..machine import Machine
 from ..model import Prediction, predict
+from ..reports.advice import Advice, advise
 from ..timing import DEFAULT_MODEL, MODELS
 from . import FieldError
 from .machines import (

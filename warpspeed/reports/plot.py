@@ -21,7 +21,7 @@ is shown by the hatch of a bar (:data:`LIMITER_HATCH`) or the marker of a
 point (:data:`LIMITER_MARKER`).
 
 **Volume breakdown**: :func:`volume_breakdown` of
-:mod:`warpspeed.breakdown` (re-exported here).
+:mod:`warpspeed.reports.breakdown` (re-exported here).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..model import LIMITERS, Prediction
 from .breakdown import LEVELS, LevelBreakdown, Part, volume_breakdown
-from .model import LIMITERS, Prediction
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -139,7 +139,7 @@ def _new_figure(figsize: tuple[float, float], nrows: int = 1) -> tuple[Figure, l
         from matplotlib.figure import Figure
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise ModuleNotFoundError(
-            "warpspeed.plot needs matplotlib; install it with "
+            "warpspeed.reports.plot needs matplotlib; install it with "
             "pip install 'warpspeed[plot]' (or pip install matplotlib)"
         ) from exc
     fig = Figure(figsize=figsize, layout="constrained")

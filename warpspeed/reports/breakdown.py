@@ -1,6 +1,6 @@
 """The volume breakdown: each volume of :class:`~warpspeed.volumes.levels.Volumes`
 split into the parts that make it (MODEL.md §5-§6), for the figures of
-:mod:`warpspeed.plot` and for anyone who asks why a volume is what it is.
+:mod:`warpspeed.reports.plot` and for anyone who asks why a volume is what it is.
 
 Each volume is split into parts of three
 kinds, per lattice update; the ``compulsory`` and ``miss`` parts add up to the
@@ -42,7 +42,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from .model import Prediction
+from ..model import Prediction
 
 Kind = Literal["compulsory", "miss", "hit"]
 LEVELS: tuple[str, ...] = ("l2_load", "l2_store", "dram_load", "dram_store")

@@ -37,11 +37,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .input.addresses import thread_accesses
-from .input.expr import bind_all
-from .input.kernel import Kernel
-from .machine import Machine
-from .model import LIMITERS, Prediction
+from ..input.addresses import thread_accesses
+from ..input.expr import bind_all
+from ..input.kernel import Kernel
+from ..machine import Machine
+from ..model import LIMITERS, Prediction
 
 MIB = 2**20
 SIGNIFICANT = 0.05  # share of a level's volume a hint must account for
