@@ -36,7 +36,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from warpspeed.machine import load_machine
-from warpspeed.reference import l1_miss_rows
+from warpspeed.validation.reference import l1_miss_rows
 from warpspeed.volumes.footprint import SECTOR
 from warpspeed.volumes.sampling import WARP, sample
 

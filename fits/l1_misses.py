@@ -35,7 +35,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from warpspeed.machine import load_machine
-from warpspeed.reference import l1_miss_rows
+from warpspeed.validation.reference import l1_miss_rows
 from warpspeed.volumes.capacity import load_fits
 from warpspeed.volumes.footprint import SECTOR
 from warpspeed.volumes.levels import l1_coverage

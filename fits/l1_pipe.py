@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from warpspeed.reference import shared_dir
+from warpspeed.validation.reference import shared_dir
 from warpspeed.volumes.l1 import LINE, lanes_per_pass, pass_wavefronts
 
 

@@ -209,7 +209,7 @@ def test_accuracy_figures_are_generated_for_the_current_model():
                     reason="reruns the whole validation (many minutes): set "
                            "WARPSPEED_FULL_VALIDATION=1")
 def test_accuracy_figures_match_a_fresh_validation():
-    from warpspeed.reference import data_dir
+    from warpspeed.validation.reference import data_dir
 
     if not data_dir().is_dir():
         pytest.skip(f"no reference data at {data_dir()} (the shared/ folder beside the repository)")

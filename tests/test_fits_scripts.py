@@ -114,7 +114,7 @@ def test_lru_replay_by_hand():
 
 @needs_shared
 def test_l1_miss_rows_are_every_star_row_with_an_l2_load():
-    from warpspeed.reference import l1_miss_rows, rows
+    from warpspeed.validation.reference import l1_miss_rows, rows
 
     out = l1_miss_rows()
     expected = [r for ds in ("star3d_r4", "star3d_r2") for r in rows(ds) if r.l2_load]
@@ -129,7 +129,7 @@ def test_l1_miss_rows_are_every_star_row_with_an_l2_load():
 
 def test_a_set_missed_beyond_the_band_at_every_exponent_does_not_steer_the_fit():
     from warpspeed.timing.kernel_fit import FitRow
-    from warpspeed.transfer import fit_weight
+    from warpspeed.validation.transfer import fit_weight
 
     good = _synthetic_rows(1.8, 10, 6)
     assert fit_weight(good)

@@ -19,7 +19,7 @@ import warpspeed as ws
 from warpspeed.errors import FitError
 from warpspeed.measure import Measurement
 from warpspeed.model import block_stage, finish
-from warpspeed.refit import (
+from warpspeed.validation.refit import (
     Point,
     fits_toml,
     m1_fractions,

@@ -199,7 +199,7 @@ def test_v100_validation_default_model_beats_the_paper_on_glups():
     # radius-4 star. The default model has no TLB term: its two bz = 64 rows
     # are 1.2-1.5x too fast, which keeps the set's error near 11 % (12 % is
     # the bound this test holds it to).
-    from warpspeed.reference import report
+    from warpspeed.validation.reference import report
 
     scores = {s.model: s for s in report(datasets=("star3d_r4",))}
     paper, latency = scores["paper"], scores["latency"]
@@ -213,7 +213,7 @@ def test_v100_validation_default_model_beats_the_paper_on_glups():
 def test_l1_rereads_bring_the_folded_radius_2_dram_volume_within_8_percent():
     # z-folding 4 overflows the L1: its re-reads miss the L2 as well. The
     # paper's memLoadV3 misses those rows by up to 2.4x (~10 % over the set).
-    from warpspeed.reference import report
+    from warpspeed.validation.reference import report
 
     scores = {s.model: s for s in report(datasets=("star3d_r2",))}
     assert scores["paper"].dram_load_mape > 0.09

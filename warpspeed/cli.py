@@ -453,11 +453,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
             raise UsageError("give either a measurements CSV or --v100, not both")
         if not args.v100:
             raise UsageError("give a measurements CSV, or --v100 for the public V100 data")
-        from .transfer import reference_validation
+        from .validation.transfer import reference_validation
 
         print(reference_validation(as_json=args.json))
         return 0
-    from .validate import validate_command
+    from .validation.validate import validate_command
 
     print(validate_command(args.csv, machine=args.machine, fits=args.fits, json=args.json,
                            subset=args.subset, model=args.model))

@@ -3,7 +3,7 @@ kernel-fitted constant over all of them, and the leave-one-set-out table
 (MODEL.md §9 and §11).
 
 A development set is a list of measured configurations of one kernel on
-one GPU (:mod:`warpspeed.reference`):
+one GPU (:mod:`warpspeed.validation.reference`):
 
 * ``star3d_r4`` (V100): the paper's 25-point star, 20 timed block shapes;
 * ``box2d_r7`` (V100): a 225-point 2D box, 81 timed block shapes;
@@ -30,8 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .reference import Row, convolution_rows, predictions, rows
-from .timing.kernel_fit import (
+from ..timing.kernel_fit import (
     KERNEL_CONSTANTS,
     FitRow,
     SetScore,
@@ -41,6 +40,7 @@ from .timing.kernel_fit import (
     score_set,
     scores,
 )
+from .reference import Row, convolution_rows, predictions, rows
 
 #: The median predicted/measured band inside which a set can inform the fit.
 FIT_BAND = (2 / 3, 1.5)
@@ -107,7 +107,7 @@ Predict = Callable[[str, Sequence[Row], str], list[object]]
 def transfer_report(sets: Sequence[DevSet] = DEV_SETS, predict: Predict = predictions
                     ) -> TransferReport:
     """Predict every development set with both models (``predict(model,
-    rows, machine)``, :func:`warpspeed.reference.predictions` by default),
+    rows, machine)``, :func:`warpspeed.validation.reference.predictions` by default),
     fit the exponent jointly on the sets inside the fit band, and leave each
     set out once."""
     fitted: dict[str, list[FitRow]] = {}
@@ -156,8 +156,8 @@ def format_transfer(rep: TransferReport) -> str:
 
 def reference_validation(as_json: bool = False) -> str:
     """What ``warpspeed validate --v100`` prints: both models on the public
-    data sets (:func:`warpspeed.reference.report`), the leave-one-set-out
-    table and the regression kernels (:mod:`warpspeed.regression`), as text
+    data sets (:func:`warpspeed.validation.reference.report`), the leave-one-set-out
+    table and the regression kernels (:mod:`warpspeed.validation.regression`), as text
     or JSON."""
     import dataclasses
     import json

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import WarpspeedError
-from .input.kernel import Kernel
+from ..errors import WarpspeedError
+from ..input.kernel import Kernel
 
 
 class ReferenceDataError(WarpspeedError, FileNotFoundError):
@@ -44,7 +44,7 @@ def shared_dir() -> Path:
     import os
 
     env = os.environ.get("WARPSPEED_SHARED")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
+    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared"
 
 
 def data_dir() -> Path:
@@ -123,8 +123,8 @@ def box2d(radius: int = 7, n: int = 15000) -> Kernel:
     contiguous; 224 adds and one multiply per point. The guard keeps
     ``radius <= x, y < n - radius``; modelled as the domain ``n - 2 radius``
     with the indices shifted by ``radius``."""
-    from .input.expr import tidx, tidy
-    from .input.kernel import Field
+    from ..input.expr import tidx, tidy
+    from ..input.kernel import Field
 
     a = Field("A", shape=(n, n), itemsize=8)
     b = Field("B", shape=(n, n), itemsize=8)
@@ -199,7 +199,7 @@ def score(model: str, dataset: str, preds: Sequence[object], data: Sequence[Row]
 
 def predictions(model: str, data: Sequence[Row], machine: object = "V100") -> list[object]:
     """Predict every row with ``model`` (kernels built once per variant)."""
-    from .model import predict
+    from ..model import predict
 
     kernels: dict[tuple[object, ...], Kernel] = {}
     out = []
@@ -217,8 +217,8 @@ def l1_miss_rows(machine: object = "V100") -> list[tuple[Row, Kernel, object, fl
     redundant loads, ``(L2 measured - L2LoadV1) / (L1Load - L2LoadV1)``
     with the counts of the block stage (MODEL.md §5): the rows the
     ``fits/l1_*.py`` analyses compare their L1 models with."""
-    from .machine import load_machine
-    from .model import block_stage
+    from ..machine import load_machine
+    from ..model import block_stage
 
     m = load_machine(machine)  # type: ignore[arg-type]
     kernels: dict[tuple[object, ...], Kernel] = {}

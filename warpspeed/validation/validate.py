@@ -29,11 +29,11 @@ module with one set of parameters) and over all rows:
   predicted best go to the first row in (fold, block) order.
 
 ``subset`` selects the train or test half with the deterministic rule of
-:func:`warpspeed.pairing.train_test_split` (configurations sorted by
+:func:`warpspeed.validation.pairing.train_test_split` (configurations sorted by
 stencil, params, fold and block; even positions train, odd positions test),
-the rule :mod:`warpspeed.refit` fits by, so a refit on the train half is
+the rule :mod:`warpspeed.validation.refit` fits by, so a refit on the train half is
 judged on the other half. Pairing rows with predictions and inferring the
-machine from the GPU name are :mod:`warpspeed.pairing`'s (re-exported here).
+machine from the GPU name are :mod:`warpspeed.validation.pairing`'s (re-exported here).
 """
 
 from __future__ import annotations
@@ -44,9 +44,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .machine import load_machine
-from .measure import Measurement, MeasurementError, format_triple, read_csv
-from .model import Prediction
+from ..machine import load_machine
+from ..measure import Measurement, MeasurementError, format_triple, read_csv
+from ..model import Prediction
+from ..volumes.capacity import load_fits
 from .pairing import (
     config_key,
     infer_machine,
@@ -54,7 +55,6 @@ from .pairing import (
     pair_predictions,
     train_test_split,
 )
-from .volumes.capacity import load_fits
 
 QUANTITIES = ("dram_load", "dram_store", "l2_load", "l2_store", "l1_cycles", "glups")
 SUBSETS = ("all", "train", "test")

@@ -3,9 +3,9 @@
 Input: measured configurations (:class:`warpspeed.measure.Measurement`)
 paired with the model's predictions of the same configurations
 (:class:`warpspeed.Prediction`, any fits: only the fit-independent parts
-are used; :func:`warpspeed.pairing.pair_predictions` makes them). Each curve
+are used; :func:`warpspeed.validation.pairing.pair_predictions` makes them). Each curve
 gets *measured hit fractions* (one per configuration that carries
-information about it; :mod:`warpspeed.hit_fractions` inverts the model's
+information about it; :mod:`warpspeed.validation.hit_fractions` inverts the model's
 balance for ``m1``, ``s``, ``h_xy``, ``h_z`` and ``m2``), and
 :func:`warpspeed.fit_gompertz` fits the curve to them. All volumes are per
 lattice update. ``h_xy`` and ``h_z`` share one measurement per
@@ -36,7 +36,7 @@ says so). The fitting order is ``m1``, ``s``, then the DRAM-load curves
 
 Train/test split (``split=True``): the configurations are sorted by
 (stencil, params, fold, block) and alternate, even positions train, odd
-positions test (:func:`warpspeed.pairing.train_test_split`, the rule that
+positions test (:func:`warpspeed.validation.pairing.train_test_split`, the rule that
 ``warpspeed validate --subset`` uses): deterministic and balanced over the
 sorted design space. Curves are fitted on the training half; RMS errors are
 reported on both.
@@ -54,7 +54,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import FitError, WarpspeedError
+from ..errors import FitError, WarpspeedError
+from ..machine import load_machine
+from ..measure import Measurement, read_csv
+from ..model import Prediction
+from ..volumes.capacity import CURVES, CapacityFits, Gompertz, fit_gompertz, load_fits
 from .hit_fractions import (
     Point,
     Samples,
@@ -65,11 +69,7 @@ from .hit_fractions import (
     reuse,
     s_fractions,
 )
-from .machine import load_machine
-from .measure import Measurement, read_csv
-from .model import Prediction
 from .pairing import SPLIT_METHOD, config_key, infer_machine, pair_predictions, train_test_split
-from .volumes.capacity import CURVES, CapacityFits, Gompertz, fit_gompertz, load_fits
 
 MEANINGS = {
     "m1": "L1 capacity-miss fraction of redundant loads vs L1 coverage O1",
@@ -151,7 +151,7 @@ def refit(
     source: str = "",
 ) -> Refit:
     """Refit the five capacity curves from measured configurations (module
-    doc for the order, the regimes and the split; :mod:`warpspeed.hit_fractions`
+    doc for the order, the regimes and the split; :mod:`warpspeed.validation.hit_fractions`
     for the hit fractions)."""
     if dram_model not in ("v3", "v4"):
         raise FitError(f"dram_model must be 'v3' or 'v4', got {dram_model!r}")
@@ -238,14 +238,15 @@ def fits_toml(
     """The refitted curves as a fits file (the format of ``fits/paper.toml``
     that :func:`warpspeed.load_fits` reads), with the data file, the split
     and the RMS error of every curve."""
-    from . import __version__
+    from .. import __version__
 
     lines = [
         "# Capacity curves refitted from measurements (MODEL.md sections 7 and 9) by",
-        f"# warpspeed.refit {__version__}. Form of every curve: g(x) = a * exp(-b * exp(-c *",
-        "# (x - x0))); with complement = true the curve is 1 - g(x). rms / test_rms: root-mean-",
-        "# square error of the curve against the measured hit fractions of the train / test",
-        "# configurations; fitted = false: the prior curve was kept (note says why).",
+        f"# warpspeed.validation.refit {__version__}. Form of every curve: g(x) = a *",
+        "# exp(-b * exp(-c * (x - x0))); with complement = true the curve is 1 - g(x). rms /",
+        "# test_rms: root-mean-square error of the curve against the measured hit fractions",
+        "# of the train / test configurations; fitted = false: the prior curve was kept (note",
+        "# says why).",
         f"source = {_toml_str(source)}",
         f"machines = [{', '.join(_toml_str(m) for m in machines)}]",
         f"data = {_toml_str(data_file)}",
@@ -295,7 +296,7 @@ def refit_csv(
     predictor: Callable[..., list[tuple[Measurement, Prediction]]] | None = None,
 ) -> tuple[Refit, str]:
     """Refit from a measurements CSV: predictions are made for every row
-    (:func:`warpspeed.pairing.pair_predictions`); returns the result and
+    (:func:`warpspeed.validation.pairing.pair_predictions`); returns the result and
     its fits TOML."""
     rows = read_csv(csv_path)
     if not rows:
@@ -310,8 +311,8 @@ def refit_csv(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m warpspeed.refit CSV --out fits/NAME.toml``."""
-    ap = argparse.ArgumentParser(prog="python -m warpspeed.refit",
+    """``python -m warpspeed.validation.refit CSV --out fits/NAME.toml``."""
+    ap = argparse.ArgumentParser(prog="python -m warpspeed.validation.refit",
                                  description="Refit capacity curves from measurements.")
     ap.add_argument("csv")
     ap.add_argument("--machine", help="warpspeed machine (default: from the CSV's GPU name)")

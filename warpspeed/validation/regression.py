@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .input.kernel import Kernel
+from ..input.kernel import Kernel
 
 #: The band of default / paper GLup/s for grids of ten waves or more.
 BAND = (0.5, 1.2)
@@ -106,8 +106,8 @@ class Outcome:
 
 def run(case: Case) -> Outcome:
     """Predict one case with both models."""
-    from .machine import load_machine
-    from .model import predict
+    from ..machine import load_machine
+    from ..model import predict
 
     k = case.make()
     m = load_machine(case.machine)

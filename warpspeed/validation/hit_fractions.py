@@ -2,7 +2,7 @@
 measured configuration says about each curve, by inverting the model's
 balance (MODEL.md §6). A :class:`Point` holds the model's fit-independent
 quantities of a configuration (from its :class:`warpspeed.Prediction`, any
-fits) and the measured volumes; :mod:`warpspeed.refit` fits the curves to
+fits) and the measured volumes; :mod:`warpspeed.validation.refit` fits the curves to
 the hit fractions computed here. All volumes are per lattice update.
 
 ``m1`` (MODEL.md §9), x = ``O1``::
@@ -25,12 +25,12 @@ of the model's balance (MODEL.md §6):
   is split by backfitting: the x/y hit fraction of a point is
   ``(H - Ovl_z * h_z(O_z)) / Ovl_xy`` with the current ``h_z``, and
   vice versa; the two curves are refitted in turn (``inner`` rounds of
-  :func:`warpspeed.refit.refit`, starting from the prior curves). Where one
+  :func:`warpspeed.validation.refit.refit`, starting from the prior curves). Where one
   overlap is zero the other curve's hit fraction is exact.
 
 ``m2`` (analogue), x = ``O2``, with the measured load read as
 ``memLoadV4 = memLoadV3 + (L2LoadV2 - memLoadV2) * m2(O2)`` (only with
-``dram_model="v4"``; :mod:`warpspeed.refit` says on which configurations)::
+``dram_model="v4"``; :mod:`warpspeed.validation.refit` says on which configurations)::
 
     m2 = (measured DRAM load - memLoadV3) / (L2LoadV2 - memLoadV2)
 
@@ -46,11 +46,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import FitError
-from .measure import Measurement
-from .model import Prediction
+from ..errors import FitError
+from ..measure import Measurement
+from ..model import Prediction
+from ..volumes.capacity import Gompertz
 from .pairing import config_key
-from .volumes.capacity import Gompertz
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Measured configurations paired with the model's predictions (MODEL.md §9).
 
-The pieces that validation (:mod:`warpspeed.validate`) and the refit of the
-capacity curves (:mod:`warpspeed.refit`) share, so that each imports this
+The pieces that validation (:mod:`warpspeed.validation.validate`) and the refit of the
+capacity curves (:mod:`warpspeed.validation.refit`) share, so that each imports this
 module and neither imports the other:
 
 * :func:`config_key`: the readable, sortable name of a configuration
@@ -22,12 +22,12 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from .errors import MachineError
-from .input.kernel import Kernel
-from .machine import Machine, load_machine
-from .measure import Measurement, MeasurementError, format_triple, generate_variant
-from .model import Prediction, predict
-from .volumes.capacity import CapacityFits, load_fits
+from ..errors import MachineError
+from ..input.kernel import Kernel
+from ..machine import Machine, load_machine
+from ..measure import Measurement, MeasurementError, format_triple, generate_variant
+from ..model import Prediction, predict
+from ..volumes.capacity import CapacityFits, load_fits
 
 SPLIT_METHOD = (
     "configurations sorted by (stencil, params, fold, block); even positions train, "
@@ -95,7 +95,7 @@ def pair_predictions(
     from the row's stencil, parameters and fold (once per variant).
     ``model`` defaults to the paper's: the capacity curves are refitted
     against the paper's balance equations (MODEL.md §7, §9), which the
-    inversion in :mod:`warpspeed.hit_fractions` assumes."""
+    inversion in :mod:`warpspeed.validation.hit_fractions` assumes."""
     m = load_machine(machine)
     curves = fits if isinstance(fits, CapacityFits) else load_fits(fits or m.fits)
     kernels: dict[tuple[str, str, tuple[int, int, int]], Kernel] = {}

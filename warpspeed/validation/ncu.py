@@ -59,7 +59,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .errors import WarpspeedError
+from ..errors import WarpspeedError
 
 
 class NcuError(WarpspeedError, ValueError):
