@@ -1,9 +1,9 @@
 """The A100 15x15 convolution scan against both timing models
 (``python fits/convolution.py [--jobs J]``): Spearman, median
 predicted/measured, MAPE and the measured speed of the predicted best over
-the measured best (``warpspeed.reference.score``), over all rows and per
+the measured best (``warpspeed.validation.reference.score``), over all rows and per
 folding; the data are ``shared/data/a100/convolution_15x15.csv``
-(``warpspeed.reference.convolution_rows``, MODEL.md §9). Nothing is
+(``warpspeed.validation.reference.convolution_rows``, MODEL.md §9). Nothing is
 fitted here: the issue forbids fitting constants to kernel rows alone.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 
 import warpspeed as ws
 from stencils import convolution2d
-from warpspeed.reference import (
+from warpspeed.validation.reference import (
     CONVOLUTION,
     ReferenceDataError,
     Row,

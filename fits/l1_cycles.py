@@ -32,7 +32,7 @@ import numpy as np
 
 from warpspeed.machine import load_machine
 from warpspeed.model import block_stage
-from warpspeed.reference import kernel_for, rows
+from warpspeed.validation.reference import kernel_for, rows
 
 
 def main() -> int:

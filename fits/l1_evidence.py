@@ -6,8 +6,8 @@ Two candidate counts of L1 cycles per warp and lattice update:
 
 * **half warp** (the paper's, MODEL.md §4, what both models use): per half
   warp the most distinct 8 B words in one of 16 banks or the distinct 1 KiB
-  regions (:func:`warpspeed.l1.l1_cycles_per_warp_lup`);
-* **warp pipe** (:func:`warpspeed.l1.l1_pipe_cycles_per_warp_lup`): per warp
+  regions (:func:`warpspeed.volumes.l1.l1_cycles_per_warp_lup`);
+* **warp pipe** (:func:`warpspeed.volumes.l1.l1_pipe_cycles_per_warp_lup`): per warp
   instruction its data wavefronts (32 banks of 4 B, 128 B per pass) or
   ``1 + 0.28 (lines - 1)`` tag cycles, grounded on the public A100 L1
   stride micro-benchmark (``fits/l1_pipe.py``).
@@ -44,15 +44,21 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.stats import spearmanr
 
-from warpspeed.addresses import thread_accesses
-from warpspeed.capacity import load_fits
-from warpspeed.l1 import TAG_CYCLES_PER_LINE, l1_pipe_cycles_per_warp_lup
+from warpspeed.input.addresses import thread_accesses
 from warpspeed.machine import load_machine
 from warpspeed.model import block_stage, finish
-from warpspeed.reference import ReferenceDataError, Row, convolution_rows, kernel_for, rows
-from warpspeed.sampling import sample
 from warpspeed.timing import DEFAULT_MODEL, MODELS
-from warpspeed.waves import wave_volumes
+from warpspeed.validation.reference import (
+    ReferenceDataError,
+    Row,
+    convolution_rows,
+    kernel_for,
+    rows,
+)
+from warpspeed.volumes.capacity import load_fits
+from warpspeed.volumes.l1 import TAG_CYCLES_PER_LINE, l1_pipe_cycles_per_warp_lup
+from warpspeed.volumes.sampling import sample
+from warpspeed.volumes.waves import wave_volumes
 
 #: Rows whose memory time exceeds this share of the measured time are not
 #: compared (their cycles are not SM work).

@@ -35,10 +35,10 @@ from collections.abc import Iterable
 import numpy as np
 from scipy.stats import spearmanr
 
-from warpspeed.footprint import SECTOR
 from warpspeed.machine import load_machine
-from warpspeed.reference import l1_miss_rows
-from warpspeed.sampling import WARP, sample
+from warpspeed.validation.reference import l1_miss_rows
+from warpspeed.volumes.footprint import SECTOR
+from warpspeed.volumes.sampling import WARP, sample
 
 LINE = 128
 ORDERS = ("burst", "lockstep")

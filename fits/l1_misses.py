@@ -34,12 +34,12 @@ from collections import defaultdict
 import numpy as np
 from scipy.stats import spearmanr
 
-from warpspeed.capacity import load_fits
-from warpspeed.footprint import SECTOR
 from warpspeed.machine import load_machine
-from warpspeed.reference import l1_miss_rows
-from warpspeed.sampling import WARP, Sample, distinct_sorted, sample, sorted_rows
-from warpspeed.volumes import l1_coverage
+from warpspeed.validation.reference import l1_miss_rows
+from warpspeed.volumes.capacity import load_fits
+from warpspeed.volumes.footprint import SECTOR
+from warpspeed.volumes.levels import l1_coverage
+from warpspeed.volumes.sampling import WARP, Sample, distinct_sorted, sample, sorted_rows
 
 
 def warp_sectors(s: Sample, n_loads: int) -> float:

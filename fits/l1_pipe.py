@@ -1,13 +1,13 @@
 """The L1 cost of what a warp issues against the public A100 L1 stride
 benchmark (``python fits/l1_pipe.py [GPU]``, default ``a100``): the
-evidence and the fit behind ``warpspeed.l1.TAG_CYCLES_PER_LINE``.
+evidence and the fit behind ``warpspeed.volumes.l1.TAG_CYCLES_PER_LINE``.
 
 ``shared/data/microbench/l1_strides/<gpu>.csv`` (te42kyfo/gpu-benches
 1c36d50) measures one warp-wide load instruction from the L1 for float and
 double: lanes ``stride`` elements apart, or 2-D blocks ``w x (1024 / w)``
 over rows of 4098 elements. For each pattern the script counts, from the
 addresses alone, the data wavefronts (32 banks of 4 B, passes of 128 B:
-a warp of floats, half warps of doubles; ``warpspeed.l1.pass_wavefronts``)
+a warp of floats, half warps of doubles; ``warpspeed.volumes.l1.pass_wavefronts``)
 and the distinct 128 B lines, and compares them with the measured
 wavefront counter and cycles. The tag cost per further line is the least
 squares slope of ``cycles - 1`` over ``lines - 1`` on the rows whose data
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from warpspeed.l1 import LINE, lanes_per_pass, pass_wavefronts
-from warpspeed.reference import shared_dir
+from warpspeed.validation.reference import shared_dir
+from warpspeed.volumes.l1 import LINE, lanes_per_pass, pass_wavefronts
 
 
 def pattern_addresses(kind: str, itemsize: int, param: int, pitch: int) -> np.ndarray:

@@ -6,7 +6,7 @@ The constant is ``overlap_exponent``: the p-norm exponent of L1 time
 against memory time, bounded to [1, 4]. Everything else of the model comes
 from data sheets and micro-benchmarks (``fits/calibrate_memory.py``,
 ``fits/calibrate_overlap.py``). The sets are those of
-:data:`warpspeed.transfer.DEV_SETS` (V100 star and box stencils, the A100
+:data:`warpspeed.validation.transfer.DEV_SETS` (V100 star and box stencils, the A100
 convolution scan); each counts with the same weight. The script prints the
 joint value, the in-sample scores, the leave-one-set-out table and the
 paper model's scores on the same rows; copy the joint value into the
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import sys
 
-from warpspeed.reference import ReferenceDataError
-from warpspeed.transfer import DEV_SETS, format_transfer, transfer_report
+from warpspeed.validation.reference import ReferenceDataError
+from warpspeed.validation.transfer import DEV_SETS, format_transfer, transfer_report
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ import pytest
 
 import warpspeed as ws
 from stencils import star3d_by_hand
-from warpspeed.advice import advise
+from warpspeed.reports.advice import advise
 
 A100 = ws.load_machine("A100")
 

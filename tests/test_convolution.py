@@ -9,9 +9,9 @@ import pytest
 
 import warpspeed as ws
 from stencils import convolution2d
-from warpspeed.expr import bind_all
-from warpspeed.launch import make_launch
+from warpspeed.input.expr import bind_all
 from warpspeed.model import block_stage
+from warpspeed.volumes.launch import make_launch
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -91,7 +91,7 @@ def test_the_16_foldings_of_the_scan():
 
 
 def test_missing_scan_names_where_the_data_come_from(tmp_path, monkeypatch):
-    from warpspeed.reference import ReferenceDataError, convolution_rows
+    from warpspeed.validation.reference import ReferenceDataError, convolution_rows
 
     monkeypatch.setenv("WARPSPEED_SHARED", str(tmp_path))
     with pytest.raises(ReferenceDataError, match="convolution_15x15.csv.*WARPSPEED_SHARED"):
@@ -100,7 +100,7 @@ def test_missing_scan_names_where_the_data_come_from(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(not (SHARED / "a100").is_dir(), reason="shared/data/a100 not beside the repo")
 def test_convolution_rows_read_the_scan_and_build_their_kernels():
-    from warpspeed.reference import CONVOLUTION, convolution_rows, kernel_for
+    from warpspeed.validation.reference import CONVOLUTION, convolution_rows, kernel_for
 
     rows = convolution_rows()
     assert len(rows) > 400 and {r.dataset for r in rows} == {CONVOLUTION}
@@ -115,7 +115,7 @@ def test_convolution_rows_read_the_scan_and_build_their_kernels():
 def test_fits_script_predicts_each_row_as_predict_does():
     import importlib.util
 
-    from warpspeed.reference import CONVOLUTION, Row, kernel_for
+    from warpspeed.validation.reference import CONVOLUTION, Row, kernel_for
 
     path = Path(__file__).resolve().parents[1] / "fits" / "convolution.py"
     spec = importlib.util.spec_from_file_location("fits_convolution", path)

@@ -178,9 +178,9 @@ def test_accuracy_report_without_data_says_what_is_missing(tmp_path, monkeypatch
 
 def test_accuracy_fingerprint_follows_code_not_docstrings(tmp_path):
     script = accuracy_script()
-    for d in ("warpspeed/machines", "stencils", "fits"):
+    for d in ("warpspeed/machines", "warpspeed/volumes", "stencils", "fits"):
         (tmp_path / d).mkdir(parents=True)
-    mod = tmp_path / "warpspeed" / "volumes.py"
+    mod = tmp_path / "warpspeed" / "volumes" / "levels.py"
     mod.write_text('"""Volumes."""\n\ndef f():\n    """Twice."""\n    return 2  # two\n')
     (tmp_path / "warpspeed" / "machines" / "X.toml").write_text("sms = 1\n")
     before = script.fingerprint(tmp_path)
@@ -209,7 +209,7 @@ def test_accuracy_figures_are_generated_for_the_current_model():
                     reason="reruns the whole validation (many minutes): set "
                            "WARPSPEED_FULL_VALIDATION=1")
 def test_accuracy_figures_match_a_fresh_validation():
-    from warpspeed.reference import data_dir
+    from warpspeed.validation.reference import data_dir
 
     if not data_dir().is_dir():
         pytest.skip(f"no reference data at {data_dir()} (the shared/ folder beside the repository)")

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import warpspeed as ws
 from warpspeed.errors import NonAffineError
-from warpspeed.expr import THREAD_VARS, parse
+from warpspeed.input.expr import THREAD_VARS, parse
 
 T, B, D = ws.threadIdx, ws.blockIdx, ws.blockDim
 atoms = [T.x, T.y, T.z, B.x, B.y, B.z, ws.tidx, ws.tidy, ws.tidz, B.x * D.x, D.y]

@@ -10,7 +10,7 @@ import pytest
 
 import warpspeed as ws
 from warpspeed.model import block_stage
-from warpspeed.sampling import sample
+from warpspeed.volumes.sampling import sample
 
 FITS = Path(__file__).resolve().parents[1] / "fits"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -116,7 +116,7 @@ def test_lru_replay_by_hand():
 
 @needs_shared
 def test_l1_miss_rows_are_every_star_row_with_an_l2_load():
-    from warpspeed.reference import l1_miss_rows, rows
+    from warpspeed.validation.reference import l1_miss_rows, rows
 
     out = l1_miss_rows()
     expected = [r for ds in ("star3d_r4", "star3d_r2") for r in rows(ds) if r.l2_load]
@@ -131,7 +131,7 @@ def test_l1_miss_rows_are_every_star_row_with_an_l2_load():
 
 def test_a_set_missed_beyond_the_band_at_every_exponent_does_not_steer_the_fit():
     from warpspeed.timing.kernel_fit import FitRow
-    from warpspeed.transfer import fit_weight
+    from warpspeed.validation.transfer import fit_weight
 
     good = _synthetic_rows(1.8, 10, 6)
     assert fit_weight(good)
@@ -147,7 +147,7 @@ def test_l1_evidence_counts_the_box_by_hand():
     # 225 loads and one store (the guard's partial warps at the domain's
     # edge add a little)
     ev = script("l1_evidence")
-    from warpspeed.reference import Row
+    from warpspeed.validation.reference import Row
 
     row = Row("box2d_r7", "box2d", (("radius", 7), ("n", 15000)), (64, 16, 1), (1, 1, 1),
               None, None, 6.59)

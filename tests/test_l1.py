@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import warpspeed as ws
-from warpspeed.l1 import halfwarp_cycles
+from warpspeed.volumes.l1 import halfwarp_cycles
 
 
 def _one(addresses, active=None):

@@ -1,4 +1,4 @@
-"""The L1 cost of what a warp issues (warpspeed/l1.py, issue 21 part 2):
+"""The L1 cost of what a warp issues (warpspeed/volumes/l1.py, issue 21 part 2):
 data wavefronts and tag lookups per warp instruction by hand, partial warps,
 and the public A100 stride benchmark's wavefront counter."""
 
@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 
 import warpspeed as ws
-from warpspeed.expr import bind_all
-from warpspeed.l1 import (
+from warpspeed.input.expr import bind_all
+from warpspeed.volumes.l1 import (
     TAG_CYCLES_PER_LINE,
     l1_pipe_cycles_per_warp_lup,
     pass_wavefronts,
     warp_pipe_cycles,
 )
-from warpspeed.launch import make_launch
-from warpspeed.sampling import sample
+from warpspeed.volumes.launch import make_launch
+from warpspeed.volumes.sampling import sample
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 PITCH = 4098

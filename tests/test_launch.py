@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 import warpspeed as ws
-from warpspeed.launch import make_launch, occupancy, wave_sets
+from warpspeed.volumes.launch import make_launch, occupancy, wave_sets
 
 A = ws.Field("A", shape=(1000, 600, 600))
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import warpspeed.measure as wm
-from warpspeed import ncu
+from warpspeed.validation import ncu
 
 DATA = Path(__file__).parent / "data"
 

@@ -1,4 +1,4 @@
-"""Figures of warpspeed.plot: colours, bar counts, the volume breakdown."""
+"""Figures of warpspeed.reports.plot: colours, bar counts, the volume breakdown."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from matplotlib.colors import to_rgb  # noqa: E402
 
 import warpspeed as ws  # noqa: E402
 from stencils import star3d_by_hand  # noqa: E402
-from warpspeed import plot  # noqa: E402
+from warpspeed.reports import plot  # noqa: E402
 
 BLOCKS = [(256, 2, 2), (32, 2, 16), (1, 1024, 1), (1024, 1, 1), (8, 8, 16)]
 
@@ -188,7 +188,7 @@ def test_missing_matplotlib(monkeypatch: pytest.MonkeyPatch, preds: list[ws.Pred
 
 def test_no_pyplot_state() -> None:
     code = (
-        "import sys, warpspeed as ws; from warpspeed import plot\n"
+        "import sys, warpspeed as ws; from warpspeed.reports import plot\n"
         "from stencils import star3d_by_hand as s\n"
         "p = ws.predict(s.kernel(shape=(64, 64, 64)), 'A100', (64, 2, 2))\n"
         "for f in (plot.ranking_bars, plot.breakdown_bars, plot.limits_chart, plot.scatter):\n"

@@ -10,9 +10,9 @@ import pytest
 
 import warpspeed as ws
 from stencils import star3d_by_hand
-from warpspeed.expr import bind_all
+from warpspeed.input.expr import bind_all
 from warpspeed.model import block_stage
-from warpspeed.rank import (
+from warpspeed.search.rank import (
     DEFAULT_FOLDS,
     block_shapes,
     canonical_block,
@@ -22,7 +22,7 @@ from warpspeed.rank import (
     upper_bound,
     wave_key,
 )
-from warpspeed.waves import wave_volumes
+from warpspeed.volumes.waves import wave_volumes
 
 SHAPE = (128, 64, 64)
 

@@ -16,11 +16,10 @@ import numpy as np
 import pytest
 
 import warpspeed as ws
-from warpspeed.capacity import CapacityFits, Gompertz, load_fits
 from warpspeed.errors import FitError
 from warpspeed.measure import Measurement
 from warpspeed.model import block_stage, finish
-from warpspeed.refit import (
+from warpspeed.validation.refit import (
     Point,
     fits_toml,
     m1_fractions,
@@ -31,7 +30,8 @@ from warpspeed.refit import (
     s_fractions,
     split_points,
 )
-from warpspeed.waves import wave_volumes
+from warpspeed.volumes.capacity import CapacityFits, Gompertz, load_fits
+from warpspeed.volumes.waves import wave_volumes
 
 PAPER = load_fits("paper")
 TRUTH = CapacityFits(

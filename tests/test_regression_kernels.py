@@ -1,12 +1,12 @@
 """Built-in regression kernels: the default model never departs silently
 from the paper's roofline. The bounds and why they hold are in
-:mod:`warpspeed.regression` (MODEL.md §11)."""
+:mod:`warpspeed.validation.regression` (MODEL.md §11)."""
 
 import pytest
 
 import warpspeed as ws
 from stencils import lbm_d3q19
-from warpspeed.regression import BAND, CASES, TINY, run
+from warpspeed.validation.regression import BAND, CASES, TINY, run
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

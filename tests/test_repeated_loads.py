@@ -9,8 +9,8 @@ import pytest
 
 import warpspeed as ws
 from stencils import convolution2d
-from warpspeed.addresses import merge_repeated, thread_accesses
-from warpspeed.expr import bind_all
+from warpspeed.input.addresses import merge_repeated, thread_accesses
+from warpspeed.input.expr import bind_all
 from warpspeed.model import block_stage
 
 A100 = ws.load_machine("A100")

@@ -6,11 +6,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import warpspeed as ws
-from warpspeed.expr import bind_all
-from warpspeed.footprint import block_footprint
-from warpspeed.l1 import l1_cycles_per_warp_lup
-from warpspeed.launch import make_launch
-from warpspeed.sampling import INTERIOR, _periods, sample
+from warpspeed.input.expr import bind_all
+from warpspeed.volumes.footprint import block_footprint
+from warpspeed.volumes.l1 import l1_cycles_per_warp_lup
+from warpspeed.volumes.launch import make_launch
+from warpspeed.volumes.sampling import INTERIOR, _periods, sample
 
 
 def star(domain, pitch, offset, radius):

@@ -14,7 +14,7 @@ from pystencils.sympyextensions.integer_functions import int_rem
 
 import warpspeed as ws
 import warpspeed.pystencils as wps
-from warpspeed.expr import blockDim, blockIdx, threadIdx
+from warpspeed.input.expr import blockDim, blockIdx, threadIdx
 
 CUDA = dict(target=ps.Target.CUDA, jit=ps.no_jit)
 X, Y, Z = ps.DEFAULTS.spatial_counters
@@ -243,7 +243,7 @@ def test_reduction_atomics_per_update_and_limit_by_hand(gpu, scope, per_lup, fma
 
 
 def test_explain_names_the_atomics_limiter():
-    from warpspeed.advice import explanation_lines
+    from warpspeed.reports.advice import explanation_lines
 
     k = wps.extract(_reduction()).kernel
     p = ws.predict(k, "A100", (64, 4, 2))

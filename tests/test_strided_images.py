@@ -1,5 +1,5 @@
 """Wave images of folds strided by the block size without isl
-(warpspeed/strided_images.py, MODEL.md §6) against isl's exact images."""
+(warpspeed/volumes/strided_images.py, MODEL.md §6) against isl's exact images."""
 
 import dataclasses
 
@@ -7,10 +7,10 @@ import pytest
 
 import warpspeed as ws
 from stencils import convolution2d
-from warpspeed.expr import bind_all
-from warpspeed.launch import make_launch, wave_sets
-from warpspeed.strided_images import strided_volumes
-from warpspeed.waves import wave_volumes
+from warpspeed.input.expr import bind_all
+from warpspeed.volumes.launch import make_launch, wave_sets
+from warpspeed.volumes.strided_images import strided_volumes
+from warpspeed.volumes.waves import wave_volumes
 
 A100 = ws.load_machine("A100")
 

@@ -137,7 +137,7 @@ def test_the_last_partial_wave_takes_its_share_or_a_blocks_latency_chain():
     p = ws.predict(k, "V100", (1024, 1, 1))
     m = ws.load_machine("V100")
     assert p.wave_blocks == 160  # 2 blocks of 1024 threads per SM on 80 SMs
-    from warpspeed.launch import make_launch
+    from warpspeed.volumes.launch import make_launch
 
     la = make_launch(k, m, (1024, 1, 1))
     assert wave_efficiency(la) == pytest.approx(1.5 / 2)
@@ -199,7 +199,7 @@ def test_v100_validation_default_model_beats_the_paper_on_glups():
     # radius-4 star. The default model has no TLB term: its two bz = 64 rows
     # are 1.2-1.5x too fast, which keeps the set's error near 11 % (12 % is
     # the bound this test holds it to).
-    from warpspeed.reference import report
+    from warpspeed.validation.reference import report
 
     scores = {s.model: s for s in report(datasets=("star3d_r4",))}
     paper, latency = scores["paper"], scores["latency"]
@@ -213,7 +213,7 @@ def test_v100_validation_default_model_beats_the_paper_on_glups():
 def test_l1_rereads_bring_the_folded_radius_2_dram_volume_within_8_percent():
     # z-folding 4 overflows the L1: its re-reads miss the L2 as well. The
     # paper's memLoadV3 misses those rows by up to 2.4x (~10 % over the set).
-    from warpspeed.reference import report
+    from warpspeed.validation.reference import report
 
     scores = {s.model: s for s in report(datasets=("star3d_r2",))}
     assert scores["paper"].dram_load_mape > 0.09
@@ -223,10 +223,10 @@ def test_l1_rereads_bring_the_folded_radius_2_dram_volume_within_8_percent():
 def test_l1_rereads_miss_the_l2_at_its_capacity_miss_fraction():
     # Hand computation of volumes.level_volumes: the default model adds
     # (L2LoadV2 - L2LoadV1) * m2(O2) to memLoadV3; the paper model does not.
-    from warpspeed.capacity import load_fits
     from warpspeed.model import block_stage
-    from warpspeed.volumes import level_volumes
-    from warpspeed.waves import wave_volumes
+    from warpspeed.volumes.capacity import load_fits
+    from warpspeed.volumes.levels import level_volumes
+    from warpspeed.volumes.waves import wave_volumes
 
     k = star(radius=2, shape=(596, 596, 508), fold=(1, 1, 4), alignment=0)
     m = ws.load_machine("V100")

@@ -15,7 +15,7 @@ import pytest
 import warpspeed as ws
 from warpspeed.errors import MachineError
 from warpspeed.measure import Measurement, MeasurementError, params_json, write_csv
-from warpspeed.validate import (
+from warpspeed.validation.validate import (
     QUANTITIES,
     best_fraction,
     group_report,

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import warpspeed as ws
-from warpspeed.expr import bind_all
-from warpspeed.launch import make_launch, valid_threads, wave_sets
-from warpspeed.waves import ADDRESS_MODES, box_volumes, count, wave_volumes
+from warpspeed.input.expr import bind_all
+from warpspeed.volumes.launch import make_launch, valid_threads, wave_sets
+from warpspeed.volumes.waves import ADDRESS_MODES, box_volumes, count, wave_volumes
 
 
 def tiny_machine(sms: int, blocks: int) -> ws.Machine:

@@ -13,8 +13,8 @@ import pytest
 
 import warpspeed as ws
 from stencils import star3d_by_hand
+from warpspeed.input.stencil_spec import parse_params
 from warpspeed.machine import machine_files
-from warpspeed.stencil_spec import parse_params
 from warpspeed.timing import MODELS
 from warpspeed.web import explore, state, views
 from warpspeed.web.state import FieldError, Form

@@ -4,9 +4,6 @@ Reference: Ernst et al., JPDC 173 (2023). How the paper model and the
 default model work: ``MODEL.md`` in this package.
 """
 
-from .advice import Advice, advise
-from .atomics import Atomics
-from .capacity import CapacityFits, Gompertz, fit_gompertz, load_fits
 from .errors import (
     FitError,
     KernelError,
@@ -15,12 +12,15 @@ from .errors import (
     NonAffineError,
     WarpspeedError,
 )
-from .expr import blockDim, blockIdx, threadIdx, tidx, tidy, tidz
-from .gathers import Gather
-from .kernel import Access, Field, Kernel
+from .input.atomics import Atomics
+from .input.expr import blockDim, blockIdx, threadIdx, tidx, tidy, tidz
+from .input.gathers import Gather
+from .input.kernel import Access, Field, Kernel
 from .machine import Machine, load_machine, machines
 from .model import Prediction, Volumes, predict
-from .rank import Ranking, rank
+from .reports.advice import Advice, advise
+from .search.rank import Ranking, rank
+from .volumes.capacity import CapacityFits, Gompertz, fit_gompertz, load_fits
 
 __version__ = "0.1.0"
 

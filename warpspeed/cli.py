@@ -19,11 +19,11 @@ import typing
 from collections.abc import Callable, Sequence
 
 from .errors import WarpspeedError
-from .kernel import Kernel
+from .input.kernel import Kernel
+from .input.stencil_spec import UsageError, load_stencil, parse_params
 from .machine import load_machine, machine_files
 from .model import Prediction, predict
-from .rank import DEFAULT_FOLDS, Ranking, rank
-from .stencil_spec import UsageError, load_stencil, parse_params
+from .search.rank import DEFAULT_FOLDS, Ranking, rank
 from .timing import DEFAULT_MODEL, MODELS
 
 
@@ -333,7 +333,7 @@ def _rank_summary(r: Ranking, elapsed: float) -> str:
 def cmd_explain(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from .advice import advise, explanation_lines
+    from .reports.advice import advise, explanation_lines
 
     kernel, block = _one_kernel(args)
     m = load_machine(args.machine)
@@ -453,11 +453,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
             raise UsageError("give either a measurements CSV or --v100, not both")
         if not args.v100:
             raise UsageError("give a measurements CSV, or --v100 for the public V100 data")
-        from .transfer import reference_validation
+        from .validation.transfer import reference_validation
 
         print(reference_validation(as_json=args.json))
         return 0
-    from .validate import validate_command
+    from .validation.validate import validate_command
 
     print(validate_command(args.csv, machine=args.machine, fits=args.fits, json=args.json,
                            subset=args.subset, model=args.model))

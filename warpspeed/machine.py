@@ -69,7 +69,7 @@ class Machine:
     launch_overhead_us: float | None = None
     fp64_cost: tuple[tuple[str, float], ...] = ()
     fp32_cost: tuple[tuple[str, float], ...] = ()
-    # Atomics to one address per core clock (warpspeed.atomics, the reduction
+    # Atomics to one address per core clock (warpspeed.input.atomics, the reduction
     # limiter); None when a user's file lacks it (kernels without atomics).
     atomics_per_clock: float | None = None
 
@@ -80,7 +80,7 @@ class Machine:
 
 _TEXT = ("name", "description", "validated", "fits", "arch", "sources", "path")
 _COSTS = ("fp64_cost", "fp32_cost")
-#: Optional parameters of single constructs (atomics: warpspeed.atomics).
+#: Optional parameters of single constructs (atomics: warpspeed.input.atomics).
 OPTIONAL_PARAMETERS = {"atomics_per_clock": "float"}
 #: Parameters only the default timing model needs, with their types.
 LATENCY_PARAMETERS = {
@@ -177,7 +177,7 @@ _RANGE: dict[str, tuple[float, float, str]] = {
 def _costs(path: Path, key: str, entry: object) -> tuple[tuple[str, float], ...]:
     """A table ``[fp64_cost]`` / ``[fp32_cost]``: FMA issue slots per
     instruction of each FP class but ``fma`` (which costs 1), and a source."""
-    from .kernel import FP_CLASSES
+    from .input.kernel import FP_CLASSES
 
     if entry is None:
         return ()

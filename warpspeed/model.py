@@ -12,22 +12,22 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .addresses import kernel_forms, thread_accesses
-from .capacity import CapacityFits, load_fits
 from .errors import LaunchError
-from .expr import LinForm, SymForm, bind_all
-from .footprint import Footprint, block_footprint
-from .gathers import gather_volumes, with_gathers
-from .kernel import Kernel
-from .l1 import l1_cycles_per_warp_lup
-from .launch import Launch, make_launch
+from .input.addresses import kernel_forms, thread_accesses
+from .input.expr import LinForm, SymForm, bind_all
+from .input.gathers import gather_volumes, with_gathers
+from .input.kernel import Kernel
 from .machine import Machine, load_machine
-from .sampling import sample
 from .timing import DEFAULT_MODEL, MODELS, Timing, timing
 from .timing.atomics import with_atomics
 from .timing.paper import LIMITERS
-from .volumes import Volumes, level_volumes
-from .waves import WaveVolumes, wave_volumes
+from .volumes.capacity import CapacityFits, load_fits
+from .volumes.footprint import Footprint, block_footprint
+from .volumes.l1 import l1_cycles_per_warp_lup
+from .volumes.launch import Launch, make_launch
+from .volumes.levels import Volumes, level_volumes
+from .volumes.sampling import sample
+from .volumes.waves import WaveVolumes, wave_volumes
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class Prediction:
 class BlockStage:
     """The block-level part of a prediction: everything but the wave sets.
 
-    Cheap (NumPy enumeration of a few blocks); ``warpspeed.rank.stage_limits``
+    Cheap (NumPy enumeration of a few blocks); ``warpspeed.search.rank.stage_limits``
     bounds a prediction from it alone, which ranking uses for pruning.
     """
 
@@ -157,7 +157,7 @@ def _model(name: str) -> Timing:
 def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> BlockStage:
     """Occupancy, L1 cycles and block footprints (MODEL.md §3-§5) of the
     accesses a thread issues once the block is bound
-    (:func:`warpspeed.addresses.thread_accesses`: repeats count once unless
+    (:func:`warpspeed.input.addresses.thread_accesses`: repeats count once unless
     ``kernel.reload_repeated``)."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"predict() needs a ws.Kernel, got {type(kernel).__name__}")
@@ -180,14 +180,14 @@ def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -
 def finish(
     stage: BlockStage, wave: WaveVolumes, curves: CapacityFits, model: str = DEFAULT_MODEL
 ) -> Prediction:
-    """Volumes per level (:func:`warpspeed.volumes.level_volumes`) and the
+    """Volumes per level (:func:`warpspeed.volumes.levels.level_volumes`) and the
     timing of ``model``. ``wave`` must be counted in the model's address
     space (``MODELS[model].address``)."""
     kernel, m, launch = stage.kernel, stage.machine, stage.launch
     lv = level_volumes(kernel, m, launch, stage.footprint, wave, curves,
                        merged_stores=MODELS[model].merged_stores,
                        reread_evicts=MODELS[model].reread_evicts)
-    if kernel.gathers:  # indexed accesses, counted apart (warpspeed.gathers)
+    if kernel.gathers:  # indexed accesses, counted apart (warpspeed.input.gathers)
         gv = gather_volumes(kernel.gathers, m.warp_size)
         lv = replace(lv, volumes=with_gathers(lv.volumes, gv))
         stage = replace(stage, l1_cycles=stage.l1_cycles + gv.l1_cycles)

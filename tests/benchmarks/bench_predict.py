@@ -23,7 +23,7 @@ import tracemalloc
 import warpspeed as ws
 from stencils.star3d_by_hand import kernel
 from warpspeed.model import block_stage
-from warpspeed.waves import wave_volumes
+from warpspeed.volumes.waves import wave_volumes
 
 
 def median_ms(fn, repeat: int) -> float:

@@ -37,7 +37,7 @@ MODEL.md §8):
 * **counters**: one ``ncu`` process per fold profiles a child
   (``python -m warpspeed.measure launch ...``) that launches every block
   size once; ncu flushes the caches before each profiled launch
-  (``--cache-control all``). See :mod:`warpspeed.ncu` for the counters.
+  (``--cache-control all``). See :mod:`warpspeed.validation.ncu` for the counters.
 
 Rows are appended to the CSV after each fold, so a run cut short keeps what
 it measured. Fields are allocated with their base pointers at the byte

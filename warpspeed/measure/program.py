@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import WarpspeedError
-from ..kernel import Kernel
-from ..stencil_spec import UsageError, load_stencil
-from ..stencil_spec import parse_params as parse_typed
+from ..input.kernel import Kernel
+from ..input.stencil_spec import UsageError, load_stencil
+from ..input.stencil_spec import parse_params as parse_typed
 from .counters import lups_per_launch
 from .schema import MeasurementError, Triple
 

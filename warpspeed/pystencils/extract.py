@@ -33,7 +33,7 @@ from pystencils.codegen.properties import FieldBasePtr, FieldShape, FieldStride
 from pystencils.types import PsIntegerType
 
 from ..errors import KernelError
-from ..kernel import Access, Field, Kernel
+from ..input.kernel import Access, Field, Kernel
 from .indexlists import (
     ListSpec,
     gathers,
@@ -150,7 +150,7 @@ def extract(
     * ``index_list``: for an index-list (boundary) kernel, the list itself
       (the structured NumPy array of the boundary handling: exact sector
       counts) or its number of entries, with ``list_order`` ``"sorted"``
-      (by cell) or ``"random"`` (:mod:`warpspeed.gathers`).
+      (by cell) or ``"random"`` (:mod:`warpspeed.input.gathers`).
 
     Raises a subclass of :class:`UnsupportedKernelError` naming the
     construct the model cannot describe, :class:`MissingShapeError` for

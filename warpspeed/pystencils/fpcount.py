@@ -3,7 +3,7 @@
 The frontend registers every value of the kernel's IR here once, keyed by
 its structure (``op``, child ids), so that structurally equal
 subexpressions count once, as the CUDA compiler's CSE merges them. The
-classes are those of :data:`warpspeed.kernel.FP_CLASSES`; the machine file
+classes are those of :data:`warpspeed.input.kernel.FP_CLASSES`; the machine file
 prices each class in FMA slots.
 
 * ``fma``: adds, subtractions and multiplications (a multiplication whose

@@ -33,14 +33,14 @@ from typing import Any
 
 import pystencils as ps
 
-from ..capacity import CapacityFits
 from ..errors import FitError, LaunchError, MachineError
-from ..kernel import Kernel
+from ..input.kernel import Kernel
 from ..machine import Machine
 from ..model import Prediction
 from ..model import predict as ws_predict
-from ..rank import rank as ws_rank
+from ..search.rank import rank as ws_rank
 from ..timing import DEFAULT_MODEL
+from ..volumes.capacity import CapacityFits
 from .extract import Extraction, extract
 from .fold import Fold, _fold3, generate
 from .indexlists import ListSpec

@@ -1,5 +1,5 @@
 """Index-list kernels of pystencils and lbmpy (MODEL.md §1, indexed
-accesses of :mod:`warpspeed.gathers`).
+accesses of :mod:`warpspeed.input.gathers`).
 
 A boundary kernel (lbmpy's ``NoSlip``, ``UBB``, ... through the boundary
 handling; pystencils' ``create_boundary_kernel``) runs one thread per entry
@@ -10,7 +10,7 @@ a field access whose offset holds such an atom is a gather. Here:
 
 * the list's own reads become ordinary loads of a 1D field of the members'
   width, one entry per thread;
-* the gathers become :class:`warpspeed.gathers.Gather` accesses, with the
+* the gathers become :class:`warpspeed.input.gathers.Gather` accesses, with the
   positions of every entry when the list itself is given (the offsets
   evaluated with the entries' members and the tables), else with the
   list's length and order.
@@ -26,8 +26,8 @@ import sympy as sp
 from pystencils import FieldType
 
 from ..errors import KernelError
-from ..gathers import ORDERS, Gather
-from ..kernel import Access, Field
+from ..input.gathers import ORDERS, Gather
+from ..input.kernel import Access, Field
 from .launch import BUILTINS
 from .poly import IntPoly
 from .unsupported import IndirectAccessError

@@ -208,7 +208,7 @@ class IndexReader:
 
     def list_member(self, node: PsMemAcc) -> sp.Symbol | None:
         """A member of an index-list entry, ``((int32_t *) &list[off])[0]``,
-        as a data atom (:mod:`warpspeed.gathers`), or None for other loads."""
+        as a data atom (:mod:`warpspeed.input.gathers`), or None for other loads."""
         ptr = node.pointer
         if not (isinstance(ptr, PsCast) and isinstance(ptr.operand, PsAddressOf)):
             return None

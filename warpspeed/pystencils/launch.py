@@ -20,7 +20,7 @@ import math
 
 import sympy as sp
 
-from ..expr import blockDim, blockIdx, threadIdx
+from ..input.expr import blockDim, blockIdx, threadIdx
 from .poly import IntPoly
 from .unsupported import GuardError
 

@@ -49,7 +49,7 @@ from pystencils.field import Field as PsField
 from pystencils.field import compute_strides, layout_string_to_tuple
 
 from ..errors import KernelError
-from ..kernel import Field
+from ..input.kernel import Field
 from .poly import ONE, IntPoly, from_sympy
 from .unsupported import MissingShapeError, UnsupportedKernelError
 from .wraps import substitute

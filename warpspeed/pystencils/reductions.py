@@ -1,7 +1,7 @@
 """Reductions of pystencils GPU kernels (``ps.AddReductionAssignment`` and
 friends): the per-thread accumulation and the atomic write-back
 (MODEL.md §1 work per thread, §8 the atomics limiter of
-:mod:`warpspeed.atomics`).
+:mod:`warpspeed.input.atomics`).
 
 pystencils 2.1 accumulates into a local ``w_local`` inside the guard (FP
 work the walker counts) and, after the guard, emits one block per reduced
@@ -31,7 +31,7 @@ from typing import Any
 from pystencils.backend.ast.expressions import PsCall, PsSymbolExpr
 from pystencils.backend.ast.structural import PsBlock, PsConditional, PsStatement
 
-from ..atomics import Atomics
+from ..input.atomics import Atomics
 from .indices import short
 from .unsupported import UnsupportedKernelError
 

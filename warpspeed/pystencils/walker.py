@@ -425,7 +425,7 @@ class Walker(IndexReader):
             inner = ptr.operand.operand
             if isinstance(inner, PsMemAcc) and isinstance(inner.pointer, PsSymbolExpr):
                 member = self.list_member(node)
-                if member is not None:  # an index-list entry (warpspeed.gathers)
+                if member is not None:  # an index-list entry (warpspeed.input.gathers)
                     return self.fp.leaf(("entry", member.name))
                 field = self.pointers.get(inner.pointer.symbol.name)
                 name = field.name if field is not None else inner.pointer.symbol.name

@@ -4,7 +4,7 @@ Every model turns the same inputs (kernel, machine, launch, L1 cycles,
 volumes per level, wave sets) into GLup/s, the binding limiter, the four
 limits of the roofline, and its own terms that explain the gap to the
 roofline. A model also names the sector space its DRAM sets are counted in
-(:data:`warpspeed.waves.ADDRESS_MODES`).
+(:data:`warpspeed.volumes.waves.ADDRESS_MODES`).
 
 * ``paper``: the paper's model exactly (MODEL.md §3-§8): the paper's
   multi-dimensional sector space, the minimum of four limits.
@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..kernel import Kernel
-from ..launch import Launch
+from ..input.kernel import Kernel
 from ..machine import Machine
-from ..volumes import Volumes
-from ..waves import WaveVolumes
+from ..volumes.launch import Launch
+from ..volumes.levels import Volumes
+from ..volumes.waves import WaveVolumes
 
 
 @dataclass(frozen=True)

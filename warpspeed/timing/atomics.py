@@ -1,5 +1,5 @@
 """The atomics limiter on top of a timing model (MODEL.md §8; the model of
-:mod:`warpspeed.atomics`).
+:mod:`warpspeed.input.atomics`).
 
 Atomics to one address serialise in the L2 slice that owns it, in parallel
 with everything else the kernel does: the atomics limit joins the model's
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..atomics import limit
 from ..errors import MachineError
-from ..kernel import Kernel
-from ..launch import Launch
+from ..input.atomics import limit
+from ..input.kernel import Kernel
 from ..machine import Machine
+from ..volumes.launch import Launch
 from . import TimingResult
 
 

@@ -59,11 +59,11 @@ import math
 from collections.abc import Mapping
 
 from ..errors import MachineError
-from ..kernel import Kernel
-from ..launch import Launch
+from ..input.kernel import Kernel
 from ..machine import LATENCY_PARAMETERS, Machine
-from ..volumes import Volumes
-from ..waves import WaveVolumes
+from ..volumes.launch import Launch
+from ..volumes.levels import Volumes
+from ..volumes.waves import WaveVolumes
 from . import TimingResult
 from .memory import MemoryParams, achieved_bandwidth
 

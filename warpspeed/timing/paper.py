@@ -9,9 +9,9 @@ refines.
 
 from __future__ import annotations
 
-from ..kernel import Kernel
+from ..input.kernel import Kernel
 from ..machine import Machine
-from ..volumes import Volumes
+from ..volumes.levels import Volumes
 
 LIMITERS = ("fp", "l1", "l2", "dram")
 

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import WarpspeedError
-from ..kernel import Kernel
+from ..input.kernel import Kernel
 from ..model import Prediction, predict
-from ..rank import Ranking, block_shapes, rank
+from ..search.rank import Ranking, block_shapes, rank
 from .state import (
     MAX_FOLD,
     FieldError,
@@ -75,7 +75,7 @@ def layer_conditions(form: Form, depths: Sequence[int] = (1, 2, 4, 8)) -> LayerC
     """DRAM volume per lattice update against the xy extent at the current
     total size, for blocks of the current thread count and y extent with the
     z extents ``depths`` and the current one (the paper's Fig. 23; drawn by
-    :func:`warpspeed.plot.sweep`)."""
+    :func:`warpspeed.reports.plot.sweep`)."""
     kernel = build_kernel(form)
     machine = build_machine(form)
     model = model_of(form)

@@ -19,9 +19,9 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..capacity import load_fits
 from ..errors import WarpspeedError
 from ..machine import Machine, load_machine, machines
+from ..volumes.capacity import load_fits
 from . import FieldError
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 The server never evaluates user text: no ``eval``, no ``sympify``, no
 ``parse_expr``. A small tokenizer and a recursive-descent parser accept
 exactly this grammar and build the sympy expression node by node
-(``sp.Integer``, the builtin symbols of :mod:`warpspeed.expr`, ``sp.Add``,
+(``sp.Integer``, the builtin symbols of :mod:`warpspeed.input.expr`, ``sp.Add``,
 ``sp.Mul``, ``sp.floor``, ``sp.Mod``)::
 
     expr    := term (("+" | "-") term)*
@@ -18,7 +18,7 @@ exactly this grammar and build the sympy expression node by node
 
 ``a // b`` is ``floor(a / b)``, ``a % b`` is ``Mod(a, b)``; whether a
 divisor is constant, and whether the whole is quasi-affine, is left to the
-library (:func:`warpspeed.expr.parse`), whose error then names the access.
+library (:func:`warpspeed.input.expr.parse`), whose error then names the access.
 
 Limits (:data:`MAX_LENGTH`, :data:`MAX_DEPTH`, :data:`MAX_INT`) bound the
 work of a single expression; every violation raises :class:`ExpressionError`
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from ..errors import KernelError
-from ..expr import blockDim, blockIdx, threadIdx, tidx, tidy, tidz
+from ..input.expr import blockDim, blockIdx, threadIdx, tidx, tidy, tidz
 
 #: Longest expression (characters) the parser reads.
 MAX_LENGTH = 500

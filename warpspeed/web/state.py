@@ -8,7 +8,7 @@ Every function raises :class:`FieldError` (a :class:`warpspeed.WarpspeedError`)
 naming the form field at fault, with the library's own message where the
 library found the fault. User text is only ever read by
 :mod:`warpspeed.web.parser` or by the library's typed parameter parser
-(:func:`warpspeed.stencil_spec.parse_params`); nothing is evaluated. The
+(:func:`warpspeed.input.stencil_spec.parse_params`); nothing is evaluated. The
 limits below bound the work a single request can cause.
 """
 
@@ -22,12 +22,12 @@ import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..advice import Advice, advise
 from ..errors import WarpspeedError
-from ..kernel import Field, Kernel
+from ..input.kernel import Field, Kernel
+from ..input.stencil_spec import load_stencil, parse_params
 from ..machine import Machine
 from ..model import Prediction, predict
-from ..stencil_spec import load_stencil, parse_params
+from ..reports.advice import Advice, advise
 from ..timing import DEFAULT_MODEL, MODELS
 from . import FieldError
 from .machines import (

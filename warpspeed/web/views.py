@@ -1,7 +1,7 @@
 """What the web calculator shows, as data and figures: HTML snippets for
 the prediction, the explanation and the errors, Bokeh bar charts of the
 limits and of the default model's terms, the ranking as a table and the
-layer-condition figure (drawn by :func:`warpspeed.plot.sweep`).
+layer-condition figure (drawn by :func:`warpspeed.reports.plot.sweep`).
 
 Pure functions of library objects; no Panel. Every text that may hold
 user input is HTML-escaped. Numbers carry their full value in a
@@ -14,10 +14,10 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from ..advice import Advice, explanation_lines
 from ..model import Prediction
-from ..plot import LIMITER_NAME, sweep
-from ..rank import Ranking
+from ..reports.advice import Advice, explanation_lines
+from ..reports.plot import LIMITER_NAME, sweep
+from ..search.rank import Ranking
 from ..timing import DEFAULT_MODEL
 from .explore import LayerConditions
 
@@ -34,7 +34,7 @@ VOLUMES = (
     ("dram_store", "DRAM store"),
 )
 LIMITS = ("fp", "l1", "l2", "dram")
-#: Colours of the limiters (the palette of :mod:`warpspeed.plot`).
+#: Colours of the limiters (the palette of :mod:`warpspeed.reports.plot`).
 COLORS = {"dram": "#1f77b4", "l2": "#ff7f0e", "l1": "#2ca02c", "fp": "#9467bd"}
 
 

@@ -1,0 +1,11 @@
+"""Stage 1 of the pipeline, describing a kernel: what the model is given
+(MODEL.md §1), before any launch is chosen. The later stages
+(:mod:`warpspeed.volumes`, :mod:`warpspeed.timing`) read what is built here.
+
+* ``kernel``: fields, accesses and kernels, validated on construction.
+* ``expr``: index expressions: CUDA builtins, quasi-affine forms, isl.
+* ``addresses``: addresses of the accesses once the block size is bound.
+* ``gathers``: indexed accesses (gathers and scatters) through index lists.
+* ``atomics``: atomic updates of one address (the reduction limiter).
+* ``stencil_spec``: stencils named on a command line and their parameters.
+"""

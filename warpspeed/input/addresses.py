@@ -1,0 +1,167 @@
+"""Addresses of a kernel's accesses once the block size is bound: linear
+element offsets, the block-independent terms of an access sequence, and the
+merging of accesses a thread repeats (MODEL.md §1).
+
+After the block size and folding are bound, two accesses of one thread
+that address the same element count once at every level (the compiler
+loads read-only data once per thread); ``Kernel.reload_repeated`` keeps
+them apart for code where that cannot apply.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .expr import LinForm, SymForm
+from .kernel import Access, Field, Kernel
+
+
+def address_key(
+    acc: Access, bound: Mapping[SymForm, LinForm],
+    cache: dict[tuple[SymForm, int], tuple[int, tuple[int, ...]] | None] | None = None,
+) -> tuple[object, ...]:
+    """A key equal for two accesses of one thread that address the same
+    element for every thread once the block size is bound (``bound``: the
+    forms bound by :func:`warpspeed.input.expr.bind_all`). Affine forms compare
+    by their linear element offset (``A[x + n, y]`` and ``A[x, y + 1]`` of
+    an ``n``-wide field coincide); forms with floor divisions by their
+    bound forms per dimension, a sufficient condition."""
+    lin = linear_address(acc, bound, cache)
+    if lin is not None:
+        return (acc.field.name, *lin)
+    return (acc.field.name, tuple(bound[f] for f in acc.forms))
+
+
+def linear_address(
+    acc: Access, bound: Mapping[SymForm, LinForm],
+    cache: dict[tuple[SymForm, int], tuple[int, tuple[int, ...]] | None] | None = None,
+) -> tuple[int, tuple[int, ...]] | None:
+    """The byte address of an access with affine bound forms as ``(const,
+    coef)``: ``const + coef . v`` over the six thread variables (base offset
+    included); None when a form has a floor division. ``cache`` keeps each
+    (form, byte stride) term for the next access of the same batch."""
+    f = acc.field
+    const = f.base_offset
+    coef = (0, 0, 0, 0, 0, 0)
+    for form, stride in zip(acc.forms, f.strides or ()):
+        key = (form, f.itemsize * stride)
+        term = cache.get(key, False) if cache is not None else False
+        if term is False:
+            b = bound[form]
+            term = None if b.floors or b.div != 1 else (
+                key[1] * b.const, tuple(key[1] * c for c in b.coef))
+            if cache is not None:
+                cache[key] = term
+        if term is None:
+            return None
+        const += term[0]
+        coef = tuple(a + c for a, c in zip(coef, term[1]))
+    return const, coef
+
+
+@dataclass(frozen=True)
+class AccessTerms:
+    """The block-independent structure of a sequence of accesses: the
+    distinct index forms, and per access and dimension the form's position
+    (``len(forms)`` pads fields of fewer dimensions) and byte stride
+    (``itemsize * stride``, 0 for padding); per access the field's base
+    offset and a field number. Built once per sequence
+    (:func:`access_terms`); bound per launch as arrays."""
+
+    forms: tuple[SymForm, ...]
+    index: np.ndarray
+    scale: np.ndarray
+    base: np.ndarray
+    field: np.ndarray
+
+    def bound_table(self, bound: Mapping[SymForm, LinForm]) -> tuple[np.ndarray, np.ndarray]:
+        """Per form ``(const, coef...)`` (rows of 7; a zero row appended for
+        padding) and whether it is affine (no floor division)."""
+        rows = [(b.const, *b.coef) for b in (bound[f] for f in self.forms)] + [(0,) * 7]
+        affine = [not b.floors and b.div == 1 for b in (bound[f] for f in self.forms)] + [True]
+        return np.array(rows, dtype=np.int64).reshape(-1, 7), np.array(affine)
+
+
+@functools.lru_cache(maxsize=64)
+def access_terms(accesses: tuple[Access, ...]) -> AccessTerms:
+    """The :class:`AccessTerms` of ``accesses`` (cached per tuple)."""
+    ids: dict[SymForm, int] = {}
+    fields_: dict[Field, int] = {}
+    width = max((a.field.ndim for a in accesses), default=0)
+    index, fid = [], []
+    for acc in accesses:
+        fid.append(fields_.setdefault(acc.field, len(fields_)))
+        forms = [ids.setdefault(form, len(ids)) for form in acc.forms]
+        index.append(forms + [-1] * (width - len(forms)))
+    per_field = list(fields_)
+    f_id = np.array(fid, dtype=np.int64).reshape(len(accesses))
+    scales = np.zeros((len(per_field), width), dtype=np.int64)
+    for k, f in enumerate(per_field):
+        scales[k, :f.ndim] = [f.itemsize * st for st in f.strides or ()]
+    ix = np.array(index, dtype=np.int64).reshape(len(accesses), width)
+    ix[ix < 0] = len(ids)
+    names: dict[str, int] = {}
+    name_id = np.array([names.setdefault(f.name, len(names)) for f in per_field] or [0])
+    return AccessTerms(tuple(ids), ix, scales[f_id],
+                       np.array([f.base_offset for f in per_field] or [0])[f_id],
+                       name_id[f_id])
+
+
+def kernel_forms(kernel: Kernel) -> tuple[SymForm, ...]:
+    """The distinct index forms of a kernel's loads and stores (what a
+    launch binds; :func:`warpspeed.input.expr.bind_all` of ``[kernel_forms(k)]``)."""
+    return access_terms(kernel.loads + kernel.stores).forms
+
+
+def linear_addresses(
+    accesses: Sequence[Access], bound: Mapping[SymForm, LinForm]
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`linear_address` of many accesses at once: an array (accesses,
+    7) of ``const, coef`` and a mask of the affine ones (rows of the others
+    are meaningless)."""
+    terms = access_terms(tuple(accesses))
+    table, affine = terms.bound_table(bound)
+    out = (table[terms.index] * terms.scale[:, :, None]).sum(axis=1)
+    out[:, 0] += terms.base
+    return out, affine[terms.index].all(axis=1)
+
+
+def merge_repeated(
+    accesses: Sequence[Access], bound: Mapping[SymForm, LinForm]
+) -> tuple[Access, ...]:
+    """``accesses`` without the repeats of an address (:func:`address_key`),
+    the first of each kept, in order."""
+    if not accesses:
+        return ()
+    lin, affine = linear_addresses(accesses, bound)
+    field_id = access_terms(tuple(accesses)).field
+    keep = np.zeros(len(accesses), dtype=bool)
+    aff = np.flatnonzero(affine)
+    if len(aff):
+        keys = np.column_stack([field_id[aff], lin[aff]])
+        keep[aff[np.unique(keys, axis=0, return_index=True)[1]]] = True
+    seen: set[tuple[object, ...]] = set()
+    for k in np.flatnonzero(~affine):
+        key = address_key(accesses[k], bound)
+        if key not in seen:
+            seen.add(key)
+            keep[k] = True
+    return tuple(a for a, kp in zip(accesses, keep.tolist()) if kp)
+
+
+def thread_accesses(
+    kernel: Kernel, bound: Mapping[SymForm, LinForm]
+) -> tuple[tuple[Access, ...], tuple[Access, ...]]:
+    """The loads and the stores one thread issues once the block size is
+    bound (MODEL.md §1, counted by §4-§6): repeated addresses once each
+    (the compiler's elimination of common loads from read-only data over
+    unrolled loops, and of stores overwritten before the thread ends),
+    unless ``kernel.reload_repeated``. A load and a store of one address
+    stay separate."""
+    if kernel.reload_repeated:
+        return kernel.loads, kernel.stores
+    return merge_repeated(kernel.loads, bound), merge_repeated(kernel.stores, bound)

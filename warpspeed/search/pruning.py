@@ -1,0 +1,294 @@
+"""Pruning the ranking: which launches provably share a prediction or a wave
+computation, and bounds of a prediction from the block stage alone
+(MODEL.md §6, §8), used by :func:`warpspeed.search.rank.rank`.
+
+**Provably identical predictions** are evaluated once and reported as
+equivalence classes. Two levels, both exact under the model:
+
+* *Whole predictions.* When every index form is a function of the global
+  thread coordinates ``blockIdx * blockDim + threadIdx`` only, a block whose
+  outermost extents exceed the domain has idle threads only at the end of
+  its x-fastest linear order: ``Z >= D_z`` behaves as ``Z = D_z``; when
+  then ``Z`` is 1, ``Y >= D_y`` behaves as ``Y = D_y``; and so on for x. Warps,
+  half warps, the sampled blocks (MODEL.md §4-§5) and the grid, wave shape
+  and wave sets (§3, §6) are then those of the clipped block. With equal
+  blocks per SM (which sets the wave and the L1 coverage), the predictions
+  agree in every number; only the block label and the name of the
+  occupancy limit differ. Kernels from two folds that are equal count once.
+* *Wave volumes* (the expensive islpy part, §6). They depend on the launch
+  only through the sets of *global* thread coordinates of the current wave
+  and of the x, y and z sets, clipped to the domain. Configurations whose
+  four sets coincide share one wave computation (for instance ``(64,4,4)``
+  and ``(32,8,4)`` on a 640-wide domain: both waves are the same full-width
+  slab). Counted in :attr:`Ranking.waves`.
+
+**Bound-based pruning for top-k.** The block stage (occupancy, L1 cycles,
+block footprints, §3-§5) is computed for every configuration; it gives the
+FP, L1 and L2 limits exactly. The DRAM volume ``memLoadV3 + memStoreV2`` of
+``model.finish`` is bounded from below without the wave sets, see
+:func:`dram_lower_bound`. Configurations are then evaluated in decreasing
+order of ``min(FP, L1, L2, DRAM at the lower bound)``; once that bound is
+below the k-th best prediction found so far, the remaining wave sets are
+skipped. The top k equal the exhaustive ranking's (ties are kept: a
+configuration is skipped only when its bound is strictly lower), ordered by
+GLup/s, then fold, then block.
+the ranking calls these functions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+
+from ..input.expr import LinForm, SymForm
+from ..input.kernel import Access, Kernel
+from ..machine import Machine
+from ..model import BlockStage, finish
+from ..timing import DEFAULT_MODEL
+from ..volumes.capacity import CapacityFits, Gompertz
+from ..volumes.launch import Launch, wave_sets
+from ..volumes.levels import OVERSUBSCRIPTION_RANGE
+from ..volumes.waves import WaveVolumes, global_box
+
+Block = tuple[int, int, int]
+
+
+# --------------------------------------------------------------------------
+# Forms as functions of the global thread coordinates
+
+
+def global_function(form: LinForm, block: Block) -> tuple[object, ...] | None:
+    """``form`` as a function of the global coordinates ``b * B + t``, or
+    None when it depends on the block and thread indices separately.
+
+    A bound form ``const + sum_d (c_b[d] * b_d + c_t[d] * t_d)`` is such a
+    function iff ``c_b[d] == B_d * c_t[d]`` for every d, and likewise for
+    the inner forms of its floors. Two blocks whose forms give the same
+    tuple address memory identically at every global thread coordinate.
+    """
+    if any(form.coef[d] != block[d] * form.coef[3 + d] for d in range(3)):
+        return None
+    floors = []
+    for c, inner, d in form.floors:
+        g = global_function(inner, block)
+        if g is None:
+            return None
+        floors.append((c, g, d))
+    return (form.const, tuple(form.coef[3:]), tuple(floors), form.div)
+
+
+def global_accesses(
+    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm], block: Block
+) -> tuple[object, ...] | None:
+    out = []
+    for acc in accesses:
+        forms = tuple(global_function(bound[f], block) for f in acc.forms)
+        if any(f is None for f in forms):
+            return None
+        out.append((acc.field, forms))
+    return tuple(out)
+
+
+def wave_key(kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm]) -> object:
+    """A key equal for two launches exactly when their wave volumes provably
+    agree (module docstring), or unique to the launch otherwise."""
+    loads = global_accesses(kernel.loads, bound, launch.block)
+    stores = global_accesses(kernel.stores, bound, launch.block)
+    if loads is None or stores is None:
+        return ("block", kernel, launch)
+    sets = wave_sets(launch)
+    boxes = tuple(
+        global_box(b, launch.block, kernel.domain) for b in (sets.current, sets.x, sets.y, sets.z)
+    )
+    return ("global", loads, stores, kernel.domain, boxes)
+
+
+# --------------------------------------------------------------------------
+# A lower bound of the DRAM volume without the wave sets
+
+
+def _solve(rows: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | None | str:
+    """Solve ``rows @ u = rhs`` exactly. Returns the unique solution, None
+    if inconsistent, or "rank" when the columns are dependent."""
+    m = [r[:] + [b] for r, b in zip(rows, rhs)]
+    n = len(rows[0]) if rows else 0
+    piv_row = 0
+    pivots = []
+    for col in range(n):
+        p = next((i for i in range(piv_row, len(m)) if m[i][col] != 0), None)
+        if p is None:
+            return "rank"
+        m[piv_row], m[p] = m[p], m[piv_row]
+        for i in range(len(m)):
+            if i != piv_row and m[i][col] != 0:
+                f = m[i][col] / m[piv_row][col]
+                m[i] = [a - f * b for a, b in zip(m[i], m[piv_row])]
+        pivots.append(piv_row)
+        piv_row += 1
+    if any(r[-1] != 0 for r in m[piv_row:]):
+        return None
+    return [m[pivots[c]][-1] / m[pivots[c]][c] for c in range(n)]
+
+
+def _injective_affine(
+    acc: Access, bound: dict[SymForm, LinForm], block: Block, active: list[int]
+) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]] | None:
+    """(matrix on the active global coordinates, constants) of an access
+    whose index is affine in the global coordinates and injective on them."""
+    rows, consts = [], []
+    for f in acc.forms:
+        g = global_function(bound[f], block)
+        if g is None or g[2] or g[3] != 1:
+            return None
+        rows.append(tuple(g[1][d] for d in active))  # type: ignore[index]
+        consts.append(g[0])
+    if active and _solve([[Fraction(v) for v in r] for r in rows],
+                         [Fraction(0)] * len(rows)) == "rank":
+        return None
+    return tuple(rows), tuple(consts)  # type: ignore[return-value]
+
+
+def _disjoint(
+    rows: tuple[tuple[int, ...], ...], delta: Sequence[int], extents: list[int]
+) -> bool:
+    """Whether ``A g + c1`` and ``A g' + c2`` never meet for g, g' in the
+    domain box, with ``A`` injective and ``delta = c2 - c1``: a meeting needs
+    ``A u = -delta`` with an integer ``u`` shorter than the box."""
+    if not extents:
+        return any(delta)
+    u = _solve([[Fraction(v) for v in r] for r in rows], [Fraction(-v) for v in delta])
+    if u is None:
+        return True
+    assert not isinstance(u, str)
+    return any(x.denominator != 1 or abs(x) >= n for x, n in zip(u, extents))
+
+
+def compulsory_bytes(
+    accesses: tuple[Access, ...],
+    bound: dict[SymForm, LinForm],
+    block: Block,
+    domain: tuple[int, int, int],
+) -> float:
+    """A lower bound of the bytes per thread that the wave's image of
+    ``accesses`` holds in the paper's sector space (MODEL.md §6).
+
+    An access whose index is affine and injective in the global thread
+    coordinates maps the wave's threads to as many distinct elements.
+    Accesses of one field with the same index matrix and pairwise disjoint
+    images (their offset is not a difference of two domain points, e.g.
+    ``2y`` and ``2y+1``) add up. A 32 B sector holds at most
+    ``32 / itemsize`` elements of a field, so the image covers at least
+    ``elements * itemsize`` bytes. Summed over fields, taking per field the
+    largest pairwise-disjoint group found greedily.
+    """
+    active = [d for d in range(3) if domain[d] > 1]
+    extents = [domain[d] for d in active]
+    total = 0.0
+    by_field: dict[str, list[Access]] = {}
+    for acc in accesses:
+        by_field.setdefault(acc.field.name, []).append(acc)
+    for accs in by_field.values():
+        groups: dict[tuple[tuple[int, ...], ...], list[tuple[int, ...]]] = {}
+        for acc in accs:
+            aff = _injective_affine(acc, bound, block, active)
+            if aff is None:
+                continue
+            rows, c = aff
+            chosen = groups.setdefault(rows, [])
+            if all(_disjoint(rows, [a - b for a, b in zip(c, o)], extents) for o in chosen):
+                chosen.append(c)
+        best = max((len(g) for g in groups.values()), default=0)
+        total += best * accs[0].field.itemsize
+    return total
+
+
+def _curve_range(curve: Gompertz, lo: float, hi: float) -> tuple[float, float]:
+    """Min and max of a capacity curve on ``[lo, hi]`` (``hi`` may be inf).
+    A Gompertz curve is monotone (its derivative has the sign of a*b*c), so
+    the extremes are at the ends."""
+
+    def at(x: float) -> float:
+        if math.isinf(x):
+            if curve.c == 0 or curve.b == 0:
+                g = curve.a * math.exp(-curve.b)
+            elif curve.c > 0:
+                g = curve.a
+            else:
+                g = 0.0 if curve.b > 0 else math.copysign(math.inf, curve.a)
+            return 1.0 - g if curve.complement else g
+        return curve(x)
+
+    ends = (at(lo), at(hi))
+    return min(ends), max(ends)
+
+
+def dram_lower_bound(
+    load_bytes: float, store_bytes: float, l2_store: float, curves: CapacityFits, lups: int
+) -> float:
+    """A lower bound of ``memLoadV3 + memStoreV2`` (B/lup) of ``model.finish``
+    (MODEL.md §6) from per-thread lower bounds of the wave's new load and
+    store bytes (:func:`compulsory_bytes`), without the wave sets.
+
+    * The overlaps are disjoint parts of the current image, so
+      ``sum Overlap_i <= New_load``; with ``h+`` the largest value of
+      ``h_xy`` and ``h_z`` on the clamp range of ``O`` (and at least 0),
+      ``memLoadV2 >= (1 - h+) * memLoadV1`` when ``h+ <= 1``; else no bound.
+    * ``memStoreV1 = New_store`` per lattice update.
+    * ``storeEvicts = max(0, L2Store - memStoreV1) * s(O2)`` with ``O2 >= 0``
+      is at least 0 when ``s >= 0`` there, else at least ``min s * L2Store``;
+      it enters twice (``memStoreV2`` and ``memLoadV3``).
+    """
+    lo, hi = OVERSUBSCRIPTION_RANGE
+    h_plus = max(0.0, _curve_range(curves.h_xy, lo, hi)[1], _curve_range(curves.h_z, lo, hi)[1])
+    if h_plus > 1.0:
+        return -math.inf
+    s_min = _curve_range(curves.s, 0.0, math.inf)[0]
+    evicts = 0.0 if s_min >= 0 else s_min * l2_store
+    return ((1.0 - h_plus) * load_bytes + store_bytes) / lups + 2.0 * evicts
+
+
+_EMPTY_WAVE = WaveVolumes(0.0, 0.0, (0.0, 0.0), (0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 1, 0)
+
+
+def stage_limits(
+    stage: BlockStage, curves: CapacityFits, model: str = DEFAULT_MODEL
+) -> dict[str, float | None]:
+    """The FP, L1 and L2 limits of a configuration from its block stage
+    alone: ``model.finish`` computes them without looking at the wave, so
+    they are taken from it on an empty wave (the DRAM limit is dropped)."""
+    limits = finish(stage, _EMPTY_WAVE, curves, model).limits
+    return {k: v for k, v in limits.items() if k != "dram"}
+
+
+def peak_dram_bandwidth(m: Machine, model: str = DEFAULT_MODEL) -> float:
+    """The largest DRAM bandwidth ``model`` can assign to any kernel."""
+    if model == "paper":
+        return m.dram_bandwidth
+    return max(v for v in (m.dram_bandwidth, m.dram_bw_read, m.dram_bw_copy, m.dram_bw_write)
+               if v is not None)
+
+
+def upper_bound(
+    stage: BlockStage, dram_lb: float, curves: CapacityFits, model: str = DEFAULT_MODEL
+) -> float:
+    """An upper bound of the predicted GLup/s (see the module docstring).
+    Both models predict at most the smallest of their limits (the default
+    model's overlap and partial waves only add time), and no DRAM limit
+    exceeds the peak bandwidth over the lower bound of the volume."""
+    limits = [v for v in stage_limits(stage, curves, model).values() if v is not None]
+    if dram_lb > 0:
+        limits.append(peak_dram_bandwidth(stage.machine, model) / dram_lb)
+    return min(limits, default=math.inf)
+
+
+__all__ = [
+    "compulsory_bytes",
+    "dram_lower_bound",
+    "global_accesses",
+    "global_function",
+    "peak_dram_bandwidth",
+    "stage_limits",
+    "upper_bound",
+    "wave_key",
+]

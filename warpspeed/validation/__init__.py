@@ -1,0 +1,13 @@
+"""Stage 6 of the pipeline, against measurements: the predictions of
+:mod:`warpspeed.model` compared with measured counters and times, and the
+constants refitted from them (MODEL.md §9-§11).
+
+* ``reference``: the public V100 measurements and both timing models on them.
+* ``transfer``: the development sets, the joint fit and the leave-one-set-out table.
+* ``regression``: built-in regression kernels, both models side by side.
+* ``validate``: validation of predictions against a measurement CSV.
+* ``pairing``: measured configurations paired with the model's predictions.
+* ``refit``: per-machine capacity curves refitted from measurements.
+* ``hit_fractions``: measured hit fractions of the capacity curves.
+* ``ncu``: Nsight Compute counters: the command that collects them, the CSV parser.
+"""

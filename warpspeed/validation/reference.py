@@ -1,0 +1,300 @@
+"""The public V100 measurements of the paper's authors as validation data,
+and the comparison of both timing models with them (issue "beyond the
+paper", MODEL.md §9 for what "measured" means).
+
+The data live in ``shared/data/v100/`` beside the repository (see its
+README: recovered from printed notebook outputs of te42kyfo/warpspeed,
+commits c85e496 and 7e804a7). Three sets:
+
+* ``star3d_r4``: pystencils 25-point star, 640x512x512 with 4 ghost layers,
+  1024-thread blocks: DRAM and L2 volumes and GLup/s. Rows with ``bz = 128``
+  exceed CUDA's limit of 64 and are left out (what ran is unknown).
+* ``star3d_r2``: 13-point star, 600x600x512 with 2 ghost layers, z folding
+  1, 2 and 4: volumes only.
+* ``box2d_r7``: hand-written 225-point 2D box, 15000 x 15000: GLup/s only,
+  two runs of the same series (their spread is the measurement noise).
+
+Kernels are built as the measured ones ran: element 0 of every field on a
+128 B boundary (cupy allocations), 32 registers per thread (unknown; the
+paper's assumption). The stars are the hand-written twin of the pystencils
+kernel (``stencils.star3d_by_hand``; the tests show both predict alike).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import WarpspeedError
+from ..input.kernel import Kernel
+
+
+class ReferenceDataError(WarpspeedError, FileNotFoundError):
+    """The shared reference data cannot be found or read."""
+
+
+def shared_dir() -> Path:
+    """The project's ``shared`` folder beside the repository, or the folder
+    ``WARPSPEED_SHARED`` names."""
+    import os
+
+    env = os.environ.get("WARPSPEED_SHARED")
+    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared"
+
+
+def data_dir() -> Path:
+    """``shared/data/v100`` beside the repository (``WARPSPEED_SHARED`` may
+    point at the ``shared`` folder instead)."""
+    return shared_dir() / "data" / "v100"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured configuration."""
+
+    dataset: str
+    kernel: str
+    params: tuple[tuple[str, object], ...]
+    block: tuple[int, int, int]
+    fold: tuple[int, int, int]
+    dram_load: float | None
+    l2_load: float | None
+    glups: float | None
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        raise ReferenceDataError(
+            f"reference data {path} not found: these are public measurements (the V100 "
+            "stencils of the paper's authors, an A100 Kernel Tuner scan) kept in the project's "
+            "shared/ folder beside the repository, not shipped with warpspeed; put that folder "
+            "there or set WARPSPEED_SHARED to it"
+        )
+    with path.open() as fh:
+        return list(csv.DictReader(line for line in fh if not line.startswith("#")))
+
+
+def _num(text: str) -> float | None:
+    return float(text) if text.strip() else None
+
+
+def rows(dataset: str) -> list[Row]:
+    """The rows of one data set (``star3d_r4``, ``star3d_r2`` or ``box2d_r7``)."""
+    d = data_dir()
+    out = []
+    if dataset in ("star3d_r4", "star3d_r2"):
+        name = "star3d_r4.csv" if dataset == "star3d_r4" else "star3d_r2_volumes.csv"
+        for r in _read(d / name):
+            block = (int(r["bx"]), int(r["by"]), int(r["bz"]))
+            if block[2] > 64:
+                continue
+            radius = int(r["range"])
+            full = tuple(int(v) for v in r["domain_with_ghosts"].split("x"))
+            shape = tuple(n - 2 * radius for n in full)
+            out.append(Row(
+                dataset, "star3d", (("radius", radius), ("shape", shape)), block,
+                (int(r["tfx"]), int(r["tfy"]), int(r["tfz"])),
+                _num(r["meas_memLoad_B_per_lup"]), _num(r["meas_L2Load_B_per_lup"]),
+                _num(r["meas_GLup_per_s"]),
+            ))
+    elif dataset == "box2d_r7":
+        for r in _read(d / "box2d_r7.csv"):
+            out.append(Row(
+                dataset, "box2d", (("radius", int(r["range"])), ("n", 15000)),
+                (int(r["bx"]), int(r["by"]), 1), (1, 1, 1), None, None,
+                _num(r["meas_GLup_per_s"]),
+            ))
+    else:
+        raise ReferenceDataError(f"unknown data set {dataset!r}; use {DATASETS}")
+    return out
+
+
+DATASETS = ("star3d_r4", "star3d_r2", "box2d_r7")
+
+
+def box2d(radius: int = 7, n: int = 15000) -> Kernel:
+    """The hand-written 2D box stencil of the data: ``A[y][x] = c * sum
+    B[y+j][x+i]`` for ``|i|, |j| <= radius``, one thread per point, x
+    contiguous; 224 adds and one multiply per point. The guard keeps
+    ``radius <= x, y < n - radius``; modelled as the domain ``n - 2 radius``
+    with the indices shifted by ``radius``."""
+    from ..input.expr import tidx, tidy
+    from ..input.kernel import Field
+
+    a = Field("A", shape=(n, n), itemsize=8)
+    b = Field("B", shape=(n, n), itemsize=8)
+    loads = [b[tidx + radius + i, tidy + radius + j]
+             for j in range(-radius, radius + 1) for i in range(-radius, radius + 1)]
+    points = (2 * radius + 1) ** 2
+    return Kernel(loads=loads, stores=[a[tidx + radius, tidy + radius]],
+                  domain=(n - 2 * radius, n - 2 * radius), fp_ops={"fma": points},
+                  name=f"box2d_r{radius}")
+
+
+def kernel_for(row: Row) -> Kernel:
+    """The kernel a row measured, built as it ran (module docstring)."""
+    params = dict(row.params)
+    if row.kernel == "box2d":
+        return box2d(int(params["radius"]), int(params["n"]))  # type: ignore[arg-type]
+    if row.kernel == "convolution2d":
+        from stencils import convolution2d
+
+        return convolution2d.kernel(fold=row.fold, **params)  # type: ignore[arg-type]
+    from stencils import star3d_by_hand
+
+    return star3d_by_hand.kernel(
+        radius=params["radius"], shape=params["shape"], fold=row.fold, alignment=0,  # type: ignore[arg-type]
+    )
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Agreement of one model with one data set (None where not measured)."""
+
+    model: str
+    dataset: str
+    rows: int
+    dram_load_mape: float | None
+    l2_load_mape: float | None
+    glups_mape: float | None
+    glups_median_ratio: float | None
+    spearman: float | None
+    best_fraction: float | None
+
+
+def _mape(pred: Sequence[float], meas: Sequence[float]) -> float | None:
+    if not pred:
+        return None
+    return float(np.mean([abs(p / m - 1.0) for p, m in zip(pred, meas)]))
+
+
+def score(model: str, dataset: str, preds: Sequence[object], data: Sequence[Row]) -> Scores:
+    """MAPE of DRAM load, L2 load and GLup/s, median predicted/measured
+    GLup/s, Spearman rank correlation, and the measured GLup/s of the
+    predicted best over the measured best."""
+    from scipy.stats import spearmanr
+
+    pairs = list(zip(preds, data))
+    dram = [(p.volumes.dram_load, r.dram_load) for p, r in pairs if r.dram_load]  # type: ignore[attr-defined]
+    l2 = [(p.volumes.l2_load, r.l2_load) for p, r in pairs if r.l2_load]  # type: ignore[attr-defined]
+    g = [(p.glups, r.glups) for p, r in pairs if r.glups]  # type: ignore[attr-defined]
+    gp, gm = [a for a, _ in g], [b for _, b in g]
+    return Scores(
+        model=model,
+        dataset=dataset,
+        rows=len(pairs),
+        dram_load_mape=_mape(*zip(*dram)) if dram else None,
+        l2_load_mape=_mape(*zip(*l2)) if l2 else None,
+        glups_mape=_mape(gp, gm) if g else None,
+        glups_median_ratio=float(np.median([a / b for a, b in g])) if g else None,
+        spearman=float(spearmanr(gp, gm)[0]) if len(g) > 2 else None,
+        best_fraction=gm[int(np.argmax(gp))] / max(gm) if g else None,
+    )
+
+
+def predictions(model: str, data: Sequence[Row], machine: object = "V100") -> list[object]:
+    """Predict every row with ``model`` (kernels built once per variant)."""
+    from ..model import predict
+
+    kernels: dict[tuple[object, ...], Kernel] = {}
+    out = []
+    for r in data:
+        key = (r.kernel, r.params, r.fold)
+        if key not in kernels:
+            kernels[key] = kernel_for(r)
+        out.append(predict(kernels[key], machine, r.block, model=model))  # type: ignore[arg-type]
+    return out
+
+
+def l1_miss_rows(machine: object = "V100") -> list[tuple[Row, Kernel, object, float]]:
+    """Every star row with a measured L2 load, with its kernel (built once
+    per variant), its block stage and the measured L1 miss fraction of the
+    redundant loads, ``(L2 measured - L2LoadV1) / (L1Load - L2LoadV1)``
+    with the counts of the block stage (MODEL.md §5): the rows the
+    ``fits/l1_*.py`` analyses compare their L1 models with."""
+    from ..machine import load_machine
+    from ..model import block_stage
+
+    m = load_machine(machine)  # type: ignore[arg-type]
+    kernels: dict[tuple[object, ...], Kernel] = {}
+    out: list[tuple[Row, Kernel, object, float]] = []
+    for ds in ("star3d_r4", "star3d_r2"):
+        for r in rows(ds):
+            if r.l2_load is None:
+                continue
+            k = kernels.setdefault((r.params, r.fold), kernel_for(r))
+            st = block_stage(k, m, r.block)
+            fp = st.footprint
+            out.append((r, k, st, (r.l2_load - fp.l2_load_v1) / (fp.l1_load - fp.l2_load_v1)))
+    return out
+
+
+def report(models: Sequence[str] = ("paper", "latency"),
+           datasets: Sequence[str] = DATASETS, machine: object = "V100",
+           predict: Callable[[str, Sequence[Row], str], list[object]] | None = None,
+           ) -> list[Scores]:
+    """Scores of every model on every data set; ``predict(model, rows,
+    machine)`` defaults to :func:`predictions` (a caller that predicts the
+    same rows elsewhere passes a memoising one)."""
+    predict = predict or predictions  # type: ignore[assignment]
+    out = []
+    for ds in datasets:
+        data = rows(ds)
+        for model in models:
+            out.append(score(model, ds, predict(model, data, machine), data))  # type: ignore[arg-type, misc]
+    return out
+
+
+def format_report(scores: Sequence[Scores]) -> str:
+    """A plain-text table of :func:`report`."""
+    def f(v: float | None, pct: bool = False) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "-"
+        return f"{100 * v:.1f} %" if pct else f"{v:.3f}"
+
+    head = ("data set", "model", "rows", "DRAM MAPE", "L2 MAPE", "GLup/s MAPE",
+            "median p/m", "Spearman", "best/best")
+    lines = [" | ".join(head), " | ".join("---" for _ in head)]
+    for s in scores:
+        lines.append(" | ".join((
+            s.dataset, s.model, str(s.rows), f(s.dram_load_mape, True), f(s.l2_load_mape, True),
+            f(s.glups_mape, True), f(s.glups_median_ratio), f(s.spearman),
+            f(s.best_fraction, True),
+        )))
+    return "\n".join(lines)
+
+
+#: The A100 convolution scan (``shared/data/a100``, see its README).
+CONVOLUTION = "convolution_15x15"
+
+
+def convolution_rows() -> list[Row]:
+    """The rows of the A100 2-D convolution scan
+    (``shared/data/a100/convolution_15x15.csv``, a public Kernel Tuner cache,
+    see the README beside it): a 15x15 float32 filter over 4096 x 4096
+    outputs, block ``(bx, by, 1)``, folding ``(tile_x, tile_y, 1)`` strided by
+    the block size, the median time of 32 runs as GLup/s. No volumes were
+    measured. :func:`kernel_for` builds each row's kernel
+    (:mod:`stencils.convolution2d`), to be predicted on ``"A100"``."""
+    path = shared_dir() / "data" / "a100" / f"{CONVOLUTION}.csv"
+    params = (("filter_size", 15), ("precision", "float"), ("shape", (4096, 4096)))
+    out = []
+    for r in _read(path):
+        try:
+            block = (int(r["bx"]), int(r["by"]), 1)
+            fold = (int(r["tile_x"]), int(r["tile_y"]), 1)
+            glups = _num(r["meas_GLup_per_s"])
+        except (KeyError, ValueError) as exc:
+            raise ReferenceDataError(f"{path}: unreadable row {r}: {exc!r}") from exc
+        out.append(Row(CONVOLUTION, "convolution2d", params, block, fold, None, None, glups))
+    return out
+
+
+__all__ = ["CONVOLUTION", "DATASETS", "ReferenceDataError", "Row", "Scores", "box2d",
+           "convolution_rows", "data_dir", "format_report", "kernel_for", "predictions",
+           "report", "rows", "score", "shared_dir"]

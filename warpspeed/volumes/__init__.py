@@ -1,0 +1,14 @@
+"""Stage 2 of the pipeline, what moves where: from a kernel
+(:mod:`warpspeed.input`) and a launch to bytes per lattice update at each
+memory level (MODEL.md §3-§7), which :mod:`warpspeed.timing` turns into time.
+
+* ``launch``: occupancy, grid, waves and the thread sets of the DRAM model.
+* ``sampling``: thread enumeration with NumPy for the block stage.
+* ``l1``: L1 load/store cycles by half-warp enumeration.
+* ``footprint``: block footprints, the L2 → L1 volumes.
+* ``waves``: whole-wave DRAM footprints with isl sets.
+* ``counting``: exact point counts of the wave sets without barvinok.
+* ``strided_images``: wave images of folds strided by the block size.
+* ``capacity``: the Gompertz capacity curves (evaluation, loading, fitting).
+* ``levels``: volumes per level, the counts above through the capacity curves.
+"""

@@ -1,0 +1,118 @@
+"""Gompertz capacity curves: evaluation, loading from ``fits/`` and fitting
+(MODEL.md §7 and §9).
+
+Every curve is ``g(x) = a * exp(-b * exp(-c * (x - x0)))``, or ``1 - g(x)``
+when ``complement`` is set (the store-eviction curve ``s``).
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import FitError
+
+CURVES = ("m1", "h_xy", "h_z", "s", "m2")
+
+
+def fits_dir() -> Path:
+    """The ``fits/`` folder: inside the package when installed from a wheel,
+    else beside it at the top of the repository (editable installs)."""
+    package = Path(__file__).parents[1]  # warpspeed/, above volumes/
+    inside = package / "fits"
+    return inside if inside.is_dir() else package.parent / "fits"
+
+
+@dataclass(frozen=True)
+class Gompertz:
+    """One capacity curve (MODEL.md §7)."""
+
+    a: float
+    b: float
+    c: float
+    x0: float = 0.0
+    complement: bool = False
+
+    def __call__(self, x: float) -> float:
+        g = self.a * math.exp(-self.b * math.exp(-self.c * (x - self.x0)))
+        return 1.0 - g if self.complement else g
+
+
+@dataclass(frozen=True)
+class CapacityFits:
+    """The five curves of one machine, with the provenance of the constants."""
+
+    m1: Gompertz
+    h_xy: Gompertz
+    h_z: Gompertz
+    s: Gompertz
+    m2: Gompertz
+    source: str
+    path: str
+
+
+def load_fits(name_or_path: str | Path) -> CapacityFits:
+    """Curves from ``fits/NAME.toml`` or from a path to such a file."""
+    text = str(name_or_path)
+    path = Path(text)
+    if not (path.suffix == ".toml" and path.is_file()):
+        path = fits_dir() / f"{text}.toml"
+    if not path.is_file():
+        known = sorted(p.stem for p in fits_dir().glob("*.toml"))
+        raise FitError(f"unknown capacity fits {text!r}; known: {', '.join(known)} (or a path)")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise FitError(f"capacity fits file {path} is not valid TOML: {exc}") from exc
+    curves = {}
+    for name in CURVES:
+        entry = data.get(name)
+        if not isinstance(entry, dict):
+            raise FitError(f"capacity fits file {path}: missing table [{name}]")
+        try:
+            curves[name] = Gompertz(
+                a=float(entry["a"]),
+                b=float(entry["b"]),
+                c=float(entry["c"]),
+                x0=float(entry.get("x0", 0.0)),
+                complement=bool(entry.get("complement", False)),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FitError(
+                f"capacity fits file {path}: [{name}] needs numbers a, b, c (and optional x0)"
+            ) from exc
+    return CapacityFits(source=str(data.get("source", "")), path=str(path), **curves)
+
+
+def fit_gompertz(
+    x: np.ndarray,
+    y: np.ndarray,
+    x0: float = 0.0,
+    complement: bool = False,
+    guess: tuple[float, float, float] = (1.0, 1.0, 1.0),
+) -> tuple[Gompertz, float]:
+    """Least-squares fit of a :class:`Gompertz` curve to measured fractions
+    (MODEL.md §9) with scipy's ``curve_fit``. Returns the curve and its
+    root-mean-square error on the data."""
+    from scipy.optimize import curve_fit
+
+    xs = np.asarray(x, dtype=float)
+    ys = np.asarray(y, dtype=float)
+    if xs.shape != ys.shape or xs.size < 3:
+        raise FitError("fitting needs at least three (x, y) pairs of equal length")
+    target = 1.0 - ys if complement else ys
+
+    def g(t: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
+        return a * np.exp(-b * np.exp(-c * (t - x0)))
+
+    try:
+        params, _ = curve_fit(g, xs, target, p0=guess, maxfev=20000)
+    except RuntimeError as exc:
+        raise FitError(f"the Gompertz fit did not converge: {exc}") from exc
+    curve = Gompertz(*(float(p) for p in params), x0=x0, complement=complement)
+    rms = float(np.sqrt(np.mean((np.array([curve(v) for v in xs]) - ys) ** 2)))
+    return curve, rms

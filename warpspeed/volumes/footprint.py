@@ -1,0 +1,123 @@
+"""Block footprints: the L2 → L1 volumes of MODEL.md §5 (limiter 2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .sampling import (
+    WARP,
+    Sample,
+    shift_groups,
+    shifted_distinct_sum,
+    sorted_rows,
+)
+
+SECTOR = 32
+LINE = 128
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Per-lattice-update volumes in bytes and the L1 allocation per block.
+
+    * ``l1_load``: unique 32 B sectors per warp per load instruction;
+    * ``l2_load_v1``: unique sectors of each field's loads over a whole
+      block (threads of a block share their L1), the compulsory L2 load;
+    * ``l2_store``: unique sectors per warp per store instruction (stores
+      are written through);
+    * ``l2_store_v1``: unique sectors of each field's stores over a whole
+      block: the store sectors that remain once the L2 has merged the
+      partial writes of the block (arrays of structures write one 8 B
+      component per instruction, but a cell's components fill its sectors);
+    * ``alloc_per_block``: unique 128 B lines of the loads of a block, bytes;
+
+    Averages over the sampled blocks, weighted by the blocks each stands for.
+    """
+
+    l1_load: float
+    l2_load_v1: float
+    l2_store: float
+    alloc_per_block: float
+    l2_store_v1: float = 0.0
+
+
+def _per_warp_sectors(s: Sample, indices: range) -> np.ndarray:
+    """Distinct sectors per warp, summed over the instructions ``indices``:
+    shape (blocks,). Instructions one constant apart sort once
+    (:func:`warpspeed.volumes.sampling.shift_groups`)."""
+    nb, threads = s.active.shape
+    act = s.active.reshape(nb, threads // WARP, WARP)
+    any_active = act.any(axis=-1)
+    out = np.zeros(nb)
+    for rep, shifts in shift_groups(s, indices):
+        rows = sorted_rows(rep.reshape(nb, threads // WARP, WARP), act)
+        out += shifted_distinct_sum(rows, any_active, shifts, SECTOR).sum(axis=1)
+    return out
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values; a bitmap when their range is small, else a
+    stable sort (merges the already sorted runs of shifted instructions;
+    much faster than ``np.unique``'s hash table on these arrays)."""
+    if values.size == 0:
+        return values
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo < 8 * values.size + 4096:
+        mask = np.zeros(hi - lo + 1, dtype=bool)
+        mask[values - lo] = True
+        return np.flatnonzero(mask) + lo
+    x = np.sort(values, kind="stable")
+    return x[np.concatenate(([True], x[1:] != x[:-1]))]
+
+
+def _block_sectors(s: Sample, indices: list[int]) -> list[np.ndarray]:
+    """The distinct sectors the accesses ``indices`` touch in each sampled
+    block, sorted: the union over instructions, from each group's
+    representative shifted by whole sectors."""
+    groups = shift_groups(s, indices, SECTOR)
+    out = []
+    for i in range(s.active.shape[0]):
+        act = s.active[i]
+        if not act.any():
+            out.append(np.zeros(0, dtype=np.int64))
+            continue
+        parts = []
+        for rep, shifts in groups:
+            u = _distinct(rep[i][act] // SECTOR)
+            parts.append((u[None, :] + (shifts // SECTOR)[:, None]).ravel())
+        out.append(_distinct(np.concatenate(parts)))
+    return out
+
+
+def block_footprint(s: Sample, n_loads: int) -> Footprint:
+    """MODEL.md §5 on the sampled blocks; the first ``n_loads`` accesses of
+    the sample are the loads, the rest the stores."""
+    w = s.weights
+    lups = float(np.sum(s.active.sum(axis=1) * w)) * s.lups_per_thread
+    n = len(s.accesses)
+    l1_load = float(np.sum(_per_warp_sectors(s, range(n_loads)) * w)) * SECTOR / lups
+    l2_store = float(np.sum(_per_warp_sectors(s, range(n_loads, n)) * w)) * SECTOR / lups
+    nb = len(w)
+    v1, lines, sv1 = np.zeros(nb), np.zeros(nb), np.zeros(nb)
+    per_field: dict[str, list[list[int]]] = {}  # loads, stores
+    for k, acc in enumerate(s.accesses):
+        per_field.setdefault(acc.field.name, [[], []])[k >= n_loads].append(k)
+    for loads, stores in per_field.values():
+        ld = _block_sectors(s, loads) if loads else [np.zeros(0, np.int64)] * nb
+        st = _block_sectors(s, stores) if stores else [np.zeros(0, np.int64)] * nb
+        for i in range(nb):
+            v1[i] += len(ld[i])
+            if len(ld[i]):
+                lines[i] += 1 + np.count_nonzero(np.diff(ld[i] // (LINE // SECTOR)))
+            sv1[i] += len(st[i])
+    blocks_active = s.active.any(axis=1)
+    alloc = float(np.sum(lines * w) / np.sum(w * blocks_active)) * LINE
+    return Footprint(
+        l1_load=l1_load,
+        l2_load_v1=float(np.sum(v1 * w)) * SECTOR / lups,
+        l2_store=l2_store,
+        alloc_per_block=alloc,
+        l2_store_v1=float(np.sum(sv1 * w)) * SECTOR / lups,
+    )

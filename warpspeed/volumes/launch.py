@@ -1,0 +1,154 @@
+"""Launch configuration: occupancy, grid, waves and the thread sets of the
+DRAM model (MODEL.md §3 and §6)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import LaunchError
+from ..input.kernel import Kernel
+from ..machine import Machine
+
+Range = tuple[int, int]  # half-open range of block indices
+BlockBox = tuple[Range, Range, Range]
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """Blocks per SM and which of the four limits binds (MODEL.md §3)."""
+
+    blocks_per_sm: int
+    by_threads: int
+    by_blocks: int
+    by_registers: int
+    by_shared_memory: int
+
+    @property
+    def limited_by(self) -> str:
+        limits = {
+            "threads": self.by_threads,
+            "blocks": self.by_blocks,
+            "registers": self.by_registers,
+            "shared_memory": self.by_shared_memory,
+        }
+        return min(limits, key=limits.__getitem__)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A block size applied to a kernel on a machine: grid, occupancy, wave."""
+
+    block: tuple[int, int, int]
+    grid: tuple[int, int, int]
+    occupancy: Occupancy
+    wave_blocks: int
+    wave_shape: tuple[int, int, int]
+    row_skip: int
+
+    @property
+    def threads_per_block(self) -> int:
+        return math.prod(self.block)
+
+
+def check_block(block: object, machine: Machine) -> tuple[int, int, int]:
+    """Validate a block size: three positive integers within the machine's limit."""
+    try:
+        b = tuple(int(v) for v in block)  # type: ignore[attr-defined]
+    except (TypeError, ValueError) as exc:
+        raise LaunchError(f"block must be three integers (x, y, z), got {block!r}") from exc
+    if len(b) != 3 or any(v <= 0 for v in b):
+        raise LaunchError(f"block must be three positive integers (x, y, z), got {block!r}")
+    if math.prod(b) > machine.max_threads_per_block:
+        raise LaunchError(
+            f"block {b} has {math.prod(b)} threads; {machine.name} allows at most "
+            f"{machine.max_threads_per_block} per block"
+        )
+    return b  # type: ignore[return-value]
+
+
+def occupancy(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> Occupancy:
+    """Blocks per SM from threads, blocks, registers and shared memory.
+
+    Registers are allocated per warp in units of ``register_alloc_unit``
+    (256); MODEL.md §3 asks for all four limits, not registers only.
+    """
+    threads = math.prod(block)
+    warps = math.ceil(threads / machine.warp_size)
+    unit = machine.register_alloc_unit
+    regs_per_warp = math.ceil(kernel.registers * machine.warp_size / unit) * unit
+    by_threads = machine.max_threads_per_sm // threads
+    by_registers = machine.registers_per_sm // (regs_per_warp * warps)
+    if kernel.shared_memory > machine.shared_memory_per_block:
+        raise LaunchError(
+            f"the kernel uses {kernel.shared_memory} B of shared memory per block; "
+            f"{machine.name} allows at most {machine.shared_memory_per_block} B"
+        )
+    by_smem = (
+        machine.shared_memory_per_sm // kernel.shared_memory
+        if kernel.shared_memory
+        else machine.max_blocks_per_sm
+    )
+    bps = min(by_threads, machine.max_blocks_per_sm, by_registers, by_smem)
+    if bps == 0:
+        raise LaunchError(
+            f"a block of {threads} threads with {kernel.registers} registers per thread "
+            f"does not fit on an SM of {machine.name}; use fewer threads or registers"
+        )
+    return Occupancy(bps, by_threads, machine.max_blocks_per_sm, by_registers, by_smem)
+
+
+def make_launch(kernel: Kernel, machine: Machine, block: object) -> Launch:
+    """Grid, occupancy and the wave shape of MODEL.md §3. A kernel whose
+    code generator fixed its block size runs with that block only."""
+    b = check_block(block, machine)
+    if kernel.fixed_block is not None and b != kernel.fixed_block:
+        raise LaunchError(
+            f"kernel {kernel.name} can only be launched with the block {kernel.fixed_block} "
+            f"that its indexing scheme fixes; got {b}"
+        )
+    d = kernel.domain
+    g = tuple(math.ceil(d[i] / b[i]) for i in range(3))
+    occ = occupancy(kernel, machine, b)
+    n = occ.blocks_per_sm * machine.sms
+    w0 = min(g[0], n)
+    w1 = min(g[1], math.ceil(n / (d[0] / b[0])))
+    w2 = min(g[2], math.ceil(n / (d[0] * d[1] / (b[0] * b[1]))))
+    # Skip the last block row when it holds less than 10 % of a block.
+    last_row = d[1] - (g[1] - 1) * b[1]
+    s = 1 if last_row < 0.1 * b[1] and g[1] - w1 - 1 >= 0 else 0
+    return Launch(b, g, occ, n, (w0, w1, w2), s)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class WaveSets:
+    """Block ranges of the current wave and of the earlier x, y and z sets
+    (MODEL.md §6). An empty range means the set is empty."""
+
+    current: BlockBox
+    x: BlockBox
+    y: BlockBox
+    z: BlockBox
+
+
+def wave_sets(launch: Launch) -> WaveSets:
+    """The representative wave sits at the end of the x and y block ranges
+    and in the middle of z (MODEL.md §3); the earlier sets precede it."""
+    g0, g1, g2 = launch.grid
+    w0, w1, w2 = launch.wave_shape
+    s = launch.row_skip
+    ys = (g1 - w1 - s, g1 - s)
+    zs = (g2 // 2, min(g2, g2 // 2 + w2))
+    current = ((g0 - w0, g0), ys, zs)
+    xset = ((max(0, g0 - 2 * w0), g0 - w0), ys, zs)
+    yset = ((0, g0), (max(0, g1 - 2 * w1 - s), g1 - w1 - s), zs)
+    zset = ((0, g0), (0, g1), (max(0, g2 // 2 - 1), g2 // 2))
+    return WaveSets(current, xset, yset, zset)
+
+
+def valid_threads(box: BlockBox, launch: Launch, domain: tuple[int, int, int]) -> int:
+    """Number of threads of a block box inside the domain (the guard)."""
+    n = 1
+    for (lo, hi), b, dim in zip(box, launch.block, domain):
+        n *= max(0, min(hi * b, dim) - max(lo, 0) * b) if hi > lo else 0
+    return n

@@ -1,0 +1,292 @@
+"""Thread enumeration with NumPy for the L1 and block-footprint estimators
+(MODEL.md §4 and §5).
+
+A representative set of blocks is enumerated, each with a weight: the number
+of blocks of the grid it stands for. Per dimension, a partial last block
+(where the domain is not a multiple of the block size) is always taken with
+weight 1, and consecutive full blocks from the middle of the grid stand for
+all full blocks. How many: the address of every access moves by a fixed
+number of bytes from one block to the next; the counts of §4 and §5 depend
+on addresses modulo 1024 B (the 1 KiB rule), so they repeat with a period of
+``1024 / gcd(1024, step)`` blocks. That many consecutive blocks are taken,
+at most ``INTERIOR = (4, 2, 2)`` along x, y, z: exact for periods up to
+those caps, and a sample of the period (an approximation of the average)
+beyond them, e.g. for blocks of fewer than 32 B per row along x. Index
+forms with floor divisions of block indices take the cap. On small random
+grids (tests/test_sampling.py) the sample equals the enumeration of every
+block where the periods fit and stays within 20 % of it where they do not;
+on large grids the edge blocks weigh less and the difference shrinks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..input.addresses import linear_addresses
+from ..input.expr import LinForm, SymForm
+from ..input.kernel import Access, Kernel
+from .launch import Launch
+
+HALF_WARP = 16
+WARP = 32
+
+
+INTERIOR = (4, 2, 2)
+
+
+def _positions(g: int, partial: bool, cap: int, period: int) -> list[tuple[int, float]]:
+    """Block indices along one dimension with the number of blocks each stands for.
+
+    When the period fits the cap, a whole period of consecutive full blocks
+    is taken and each stands for the full blocks congruent to it modulo the
+    period (exact); otherwise ``cap`` blocks share the full blocks equally.
+    """
+    full = g - 1 if partial else g
+    out: list[tuple[int, float]] = []
+    if full:
+        k = min(period if period <= cap else cap, full)
+        start = max(0, min(full - k, full // 2))
+        for i in range(start, start + k):
+            if period <= cap:
+                congruent = len(range(i % period, full, period)) if k == period else 1
+                out.append((i, float(congruent)))
+            else:
+                out.append((i, full / k))
+    if partial:
+        out.append((g - 1, 1.0))
+    return out
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Addresses of every access for every thread of the sampled blocks.
+
+    Accesses whose byte addresses are affine with the same coefficients
+    differ by one constant at every thread (a stencil's many shifted
+    loads): they form a class, evaluated once. ``class_addresses`` has
+    shape (classes, blocks, threads) in bytes, with the threads of a block
+    in x-fastest linear order padded to whole warps; access ``k`` is class
+    ``access_class[k]`` shifted by ``access_shift[k]`` bytes, and
+    :attr:`addresses` spells every access out. ``active`` (blocks,
+    threads) marks threads inside the block and the guard.
+    """
+
+    accesses: tuple[Access, ...]
+    class_addresses: np.ndarray
+    access_class: np.ndarray
+    access_shift: np.ndarray
+    active: np.ndarray
+    weights: np.ndarray
+    lups_per_thread: int
+
+    @property
+    def addresses(self) -> np.ndarray:
+        """Shape (accesses, blocks, threads): every access's addresses."""
+        return self.class_addresses[self.access_class] + self.access_shift[:, None, None]
+
+
+def shift_groups(
+    s: Sample, indices: Iterable[int], modulus: int = 1
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The accesses ``indices`` in groups whose addresses differ by one
+    constant multiple of ``modulus`` bytes at every thread: per group the
+    first member's addresses (blocks, threads) and every member's shift
+    from them. Counts of §4 and §5 that are invariant under such a shift
+    (bank conflicts, sorting) are computed once per group."""
+    ks = np.fromiter(indices, dtype=np.int64)
+    if ks.size == 0:
+        return []
+    cls, sh = s.access_class[ks], s.access_shift[ks]
+    keys = np.stack([cls, sh % modulus], axis=1)
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    out = []
+    for g in np.argsort(first).tolist():  # groups in the order of their first access
+        members = sh[inverse == g]
+        out.append((s.class_addresses[cls[first[g]]] + members[0], members - members[0]))
+    return out
+
+
+def member_chunks(shifts: np.ndarray, size: int, limit: int = 1 << 22) -> list[np.ndarray]:
+    """``shifts`` in chunks whose arrays of ``size`` elements each stay
+    below ``limit`` elements together (vectorised over members, bounded
+    memory)."""
+    step = max(1, limit // max(size, 1))
+    return [shifts[i:i + step] for i in range(0, len(shifts), step)]
+
+
+def _classes(
+    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm]
+) -> tuple[list[tuple[int, tuple[int, ...]] | Access], np.ndarray, np.ndarray]:
+    """Shift classes (module docstring of :class:`Sample`): per class the
+    representative's linear address ``(const, coef)``, or the access itself
+    when its forms have floor divisions; each access's class and shift.
+    Classes are numbered in the order of their first access."""
+    n = len(accesses)
+    cls = np.empty(n, dtype=np.int64)
+    shift = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return [], cls, shift
+    lin, affine = linear_addresses(accesses, bound)
+    # a class per distinct coefficient vector of the affine accesses, an own
+    # class per access with floors; numbered by first appearance
+    key = np.where(affine[:, None], lin[:, 1:], 0)
+    key = np.column_stack([np.where(affine, -1, np.arange(n)), key])
+    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    cls[:] = rank[inverse.ravel()]
+    reps: list[tuple[int, tuple[int, ...]] | Access] = []
+    for c in first[order].tolist():
+        if affine[c]:
+            reps.append((int(lin[c, 0]), tuple(int(v) for v in lin[c, 1:])))
+        else:
+            reps.append(accesses[c])
+    rep_const = np.array([lin[first[o], 0] for o in order], dtype=np.int64)
+    shift[:] = np.where(affine, lin[:, 0] - rep_const[cls], 0)
+    return reps, cls, shift
+
+
+def _periods(
+    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm],
+    reps: list[tuple[int, tuple[int, ...]] | Access] | None = None,
+) -> list[int]:
+    """Blocks after which every access's address pattern repeats modulo 1024 B
+    (``reps``: the shift classes of :func:`_classes`, if known)."""
+    periods = [1, 1, 1]
+    if reps is None:
+        reps = _classes(accesses, bound)[0]
+    for rep in reps:
+        for d in range(3):
+            if isinstance(rep, Access):  # floor divisions
+                periods[d] = max(periods[d], INTERIOR[d])
+            else:
+                periods[d] = max(periods[d], 1024 // math.gcd(1024, rep[1][d]))
+    return periods
+
+
+def sample(
+    kernel: Kernel,
+    launch: Launch,
+    accesses: tuple[Access, ...],
+    bound: dict[SymForm, LinForm],
+    every_block: bool = False,
+) -> Sample:
+    """Enumerate the representative blocks (see the module docstring);
+    ``bound`` holds the index forms bound to the launch's block size.
+    ``every_block`` enumerates the whole grid instead (for checking the
+    sample on small grids)."""
+    bx, by, bz = launch.block
+    threads = bx * by * bz
+    padded = -(-threads // WARP) * WARP
+    t = np.arange(padded)
+    local = np.stack([t % bx, (t // bx) % by, t // (bx * by)])
+    reps, cls, shift = _classes(accesses, bound)
+    if every_block:
+        pos = [[(i, 1.0) for i in range(g)] for g in launch.grid]
+    else:
+        periods = _periods(accesses, bound, reps)
+        pos = [
+            _positions(g, kernel.domain[d] % launch.block[d] != 0, INTERIOR[d], periods[d])
+            for d, g in enumerate(launch.grid)
+        ]
+    blocks, weights = [], []
+    for ix, wx in pos[0]:
+        for iy, wy in pos[1]:
+            for iz, wz in pos[2]:
+                blocks.append((ix, iy, iz))
+                weights.append(wx * wy * wz)
+    bidx = np.array(blocks, dtype=np.int64)  # (nb, 3)
+    nb = len(blocks)
+    v = np.empty((6, nb, padded), dtype=np.int64)
+    v[:3] = bidx.T[:, :, None]
+    v[3:] = local[:, None, :]
+    size = np.array(launch.block)[:, None, None]
+    glob = v[:3] * size + v[3:]
+    dom = np.array(kernel.domain)[:, None, None]
+    active = (t < threads)[None, :] & np.all(glob < dom, axis=0)
+    flat = v.reshape(6, -1)
+    addr = np.empty((len(reps), nb * padded), dtype=np.int64)
+    for c, rep in enumerate(reps):
+        if isinstance(rep, Access):
+            f = rep.field
+            out = np.full(flat.shape[1], f.base_offset, dtype=np.int64)
+            for form, stride in zip(rep.forms, f.strides):
+                out += (f.itemsize * stride) * bound[form].evaluate(flat)
+        else:
+            out = np.full(flat.shape[1], rep[0], dtype=np.int64)
+            for i, coef in enumerate(rep[1]):
+                if coef:
+                    out += coef * flat[i]
+        addr[c] = out
+    return Sample(
+        accesses=accesses,
+        class_addresses=addr.reshape(len(reps), nb, padded),
+        access_class=cls,
+        access_shift=shift,
+        active=active,
+        weights=np.array(weights),
+        lups_per_thread=kernel.lups_per_thread,
+    )
+
+
+def sorted_rows(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """Each row sorted, inactive entries replaced by the row's first active
+    value so that they add no distinct value."""
+    first = np.argmax(active, axis=-1)
+    fill = np.take_along_axis(keys, first[..., None], axis=-1)
+    return np.sort(np.where(active, keys, fill), axis=-1)
+
+
+def distinct_sorted(rows: np.ndarray, any_active: np.ndarray, factor: int = 1) -> np.ndarray:
+    """Distinct values per row of :func:`sorted_rows` output, after floor
+    division by ``factor`` (which keeps rows sorted: coarser granularities,
+    such as lines from sectors, need no second sort); 0 for empty rows."""
+    k = rows // factor if factor != 1 else rows
+    n = 1 + np.count_nonzero(k[..., 1:] != k[..., :-1], axis=-1)
+    return np.where(any_active, n, 0)
+
+
+def distinct_per_row(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """Number of distinct values per row among the active entries; rows
+    without an active entry count 0."""
+    return distinct_sorted(sorted_rows(keys, active), active.any(axis=-1))
+
+
+def shifted_distinct_sum(
+    rows: np.ndarray, any_active: np.ndarray, shifts: np.ndarray, factor: int,
+    at_least: np.ndarray | None = None,
+) -> np.ndarray:
+    """``sum_s max(at_least, distinct((rows + s) // factor))`` per row over
+    the shifts ``s`` (the members of a shift group), for rows of
+    :func:`sorted_rows`; 0 for empty rows.
+
+    A row whose consecutive values are at most ``factor`` apart leaves no
+    unit between its first and last value untouched, whatever the shift:
+    its count is ``(last + s) // factor - (first + s) // factor + 1``,
+    computed from two values per row. The other rows are counted value by
+    value. Vectorised over the shifts in chunks of bounded memory."""
+    lo, hi = rows[..., 0], rows[..., -1]
+    dense = np.all(np.diff(rows, axis=-1) <= factor, axis=-1)
+    kind = np.int64 if at_least is None else np.result_type(np.int64, at_least)
+    out = np.zeros(rows.shape[:-1], dtype=kind)
+    floor_all = at_least if at_least is not None else 0
+    expand = (slice(None),) + (None,) * lo.ndim
+    for chunk in member_chunks(shifts, lo.size):
+        s = chunk[expand]
+        n = (hi[None] + s) // factor - (lo[None] + s) // factor + 1
+        out += np.where(dense, np.maximum(n, floor_all), 0).sum(axis=0)
+    if not dense.all():
+        sparse = ~dense
+        part = rows[sparse]  # (rows, width)
+        floor_part = at_least[sparse] if at_least is not None else 0
+        for chunk in member_chunks(shifts, part.size):
+            k = (part[None] + chunk[:, None, None]) // factor
+            n = 1 + np.count_nonzero(k[..., 1:] != k[..., :-1], axis=-1)
+            out[sparse] += np.maximum(n, floor_part).sum(axis=0)
+    return np.where(any_active, out, 0)

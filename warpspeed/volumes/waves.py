@@ -1,0 +1,411 @@
+"""Whole-wave DRAM footprints with islpy implicit sets (MODEL.md §6).
+
+Thread sets live in the six-dimensional space of
+``(blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z)``
+bounded by block ranges, the block size and the guard. Each field gets a map
+from there to its sectors in the paper's multi-dimensional address space:
+the contiguous index is floor-divided by ``32 / itemsize`` (one 32 B
+sector) and the other indices stay whole. Alignment (``base_offset``) and
+row pitch are ignored in this mode, as in the paper (MODEL.md §10).
+
+isl computes the image of each thread set under each access map exactly.
+Counting: islpy's wheels come without barvinok, and ``isl_set_count_val``
+enumerates points, which would grow with the domain. When every image is a
+box (isl's ``is_box``; the images of thread boxes under stencil index maps
+are), the union, intersection and difference of the images are counted
+exactly on a grid compressed to the boxes' breakpoints, whose size depends
+on the number of accesses, not on the extents (:func:`box_volumes`).
+Images that are products of *strided* intervals (folded kernels: ``2 * y +
+c``) take the same route after the bijection ``x -> (x mod L, x div L)``
+turns them into boxes (:func:`_unstride`).
+Otherwise isl's own set operations are used and :func:`count` splits each
+set into disjoint basic sets, counting each as a product of strided
+intervals when it is one; only a basic set that is not such a product (a
+skewed, diagonal pattern) falls back to enumeration by isl, and
+:class:`WaveVolumes` reports how many points were enumerated that way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import islpy as isl
+
+from ..input.addresses import merge_repeated
+from ..input.expr import LinForm, SymForm
+from ..input.kernel import Access, Kernel
+from .counting import StridedBox, _as_box, _unstride, box_volumes, count
+from .launch import BlockBox, Launch, WaveSets, valid_threads, wave_sets
+from .strided_images import strided_volumes
+
+SECTOR = 32
+#: Sector spaces of the DRAM sets: the paper's multi-dimensional one, and the
+#: linear one that respects alignment and arrays of structures (MODEL.md §6).
+ADDRESS_MODES = ("paper", "linear")
+_CTX = isl.Context()
+
+
+def _val(v: int) -> isl.Val:
+    return isl.Val.int_from_si(_CTX, int(v))
+
+
+def _thread_space() -> isl.Space:
+    return isl.Space.set_alloc(_CTX, 0, 6)
+
+
+def thread_set(box: BlockBox, block: tuple[int, int, int], domain: tuple[int, int, int]) -> isl.Set:
+    """Threads of the block ranges ``box`` that pass the guard."""
+    space = _thread_space()
+    if any(hi <= lo for lo, hi in box):
+        return isl.Set.empty(space)
+    ls = isl.LocalSpace.from_space(space)
+    bset = isl.BasicSet.universe(space)
+
+    def ineq(coefs: dict[int, int], const: int) -> isl.Constraint:
+        c = isl.Constraint.inequality_alloc(ls).set_constant_val(_val(const))
+        for pos, v in coefs.items():
+            c = c.set_coefficient_val(isl.dim_type.set, pos, _val(v))
+        return c
+
+    for d in range(3):
+        (lo, hi), b, n = box[d], block[d], domain[d]
+        b_pos, t_pos = d, 3 + d
+        bset = bset.add_constraint(ineq({b_pos: 1}, -lo))  # b >= lo
+        bset = bset.add_constraint(ineq({b_pos: -1}, hi - 1))  # b <= hi - 1
+        bset = bset.add_constraint(ineq({t_pos: 1}, 0))  # t >= 0
+        bset = bset.add_constraint(ineq({t_pos: -1}, b - 1))  # t <= B - 1
+        bset = bset.add_constraint(ineq({b_pos: -b, t_pos: -1}, n - 1))  # b*B + t < N
+    return isl.Set.from_basic_set(bset)
+
+
+def merged_dims(acc: Access, bound: dict[SymForm, LinForm]) -> int:
+    """How many leading dimensions the linear address mode merges into one
+    (MODEL.md §6, linear mode): a leading dimension whose index is the same
+    for every thread (a component index of an array of structures, ``f`` of
+    a ``zyxf`` field) is merged into the next one, repeatedly; at least 1."""
+    n = 1
+    while n < acc.field.ndim:
+        f = bound[acc.forms[n - 1]]
+        if any(f.coef) or f.floors:
+            break
+        n += 1
+    return n
+
+
+def _linear_aff(
+    acc: Access, bound: dict[SymForm, LinForm], ls: isl.LocalSpace, merged: int
+) -> isl.Aff:
+    """Sector of the merged leading dimensions: ``floor((base + itemsize *
+    sum_d index_d * stride_d) / 32)`` over ``d < merged``."""
+    f = acc.field
+    aff = isl.Aff.zero_on_domain(ls).set_constant_val(_val(f.base_offset))
+    for d in range(merged):
+        aff = aff.add(bound[acc.forms[d]].to_aff(ls).scale_val(_val(f.itemsize * f.strides[d])))
+    return aff.scale_down_val(_val(SECTOR)).floor()
+
+
+def access_map(acc: Access, bound: dict[SymForm, LinForm], address: str = "paper") -> isl.Map:
+    """Map from thread variables to the sectors an access touches.
+
+    ``address="paper"``: the paper's multi-dimensional space, the contiguous
+    index floor-divided by the elements per sector, alignment ignored.
+    ``address="linear"``: the leading dimensions of :func:`merged_dims`
+    become one byte address with the field's base offset and strides,
+    floor-divided by 32 B; the outer dimensions stay whole (exact when the
+    row pitch is a multiple of 32 B, else a sector that straddles two rows
+    counts once per row)."""
+    ls = isl.LocalSpace.from_space(_thread_space())
+    affs = []
+    if address == "linear":
+        merged = merged_dims(acc, bound)
+        affs.append(_linear_aff(acc, bound, ls, merged))
+        affs += [bound[form].to_aff(ls) for form in acc.forms[merged:]]
+    else:
+        for d, form in enumerate(acc.forms):
+            aff = bound[form].to_aff(ls)
+            if d == 0:
+                aff = aff.scale_val(_val(acc.field.itemsize)).scale_down_val(_val(SECTOR)).floor()
+            affs.append(aff)
+    m = isl.Map.from_aff(affs[0])
+    for aff in affs[1:]:
+        m = m.flat_range_product(isl.Map.from_aff(aff))
+    return m
+
+
+def field_maps(
+    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm], address: str = "paper"
+) -> dict[str, list[isl.Map]]:
+    """The access maps of each field."""
+    maps: dict[str, list[isl.Map]] = {}
+    for acc in accesses:
+        maps.setdefault(acc.field.name, []).append(access_map(acc, bound, address))
+    return maps
+
+
+@dataclass(frozen=True)
+class WaveVolumes:
+    """Sector counts of MODEL.md §6, in bytes (not yet per lattice update).
+
+    ``old`` and ``overlap`` are grouped as (x + y, z). ``threads`` is the
+    number of valid threads of the current wave; ``enumerated`` the points
+    that had to be counted by enumeration (0 for ordinary stencils).
+    """
+
+    new_load: float
+    new_store: float
+    old: tuple[float, float]
+    overlap: tuple[float, float]
+    old_sets: tuple[float, float, float]
+    overlap_sets: tuple[float, float, float]
+    threads: int
+    enumerated: int
+
+
+def _isl_volumes(
+    current: list[isl.Set], earlier: list[list[isl.Set]]
+) -> tuple[int, list[int], list[int], int]:
+    """The same counts as :func:`box_volumes` with isl set operations."""
+    def union(sets: list[isl.Set], space: isl.Space) -> isl.Set:
+        out = isl.Set.empty(space)
+        for x in sets:
+            out = out.union(x)
+        return out.coalesce()
+
+    space = current[0].get_space()
+    cur = union(current, space)
+    c = count(cur)
+    new, enumerated = c.points, c.enumerated
+    old, ovl = [], []
+    for group in earlier:
+        img = union(group, space)
+        c_old, c_ovl = count(img), count(cur.intersect(img))
+        old.append(c_old.points)
+        ovl.append(c_ovl.points)
+        enumerated += c_old.enumerated + c_ovl.enumerated
+        cur = cur.subtract(img).coalesce()
+    return new, old, ovl, enumerated
+
+
+def field_volumes(
+    maps: list[isl.Map], current: isl.Set, earlier: list[isl.Set]
+) -> tuple[int, list[int], list[int], int]:
+    """Sectors of one field: new, old and overlap per earlier set, and the
+    number of enumerated points."""
+    cur_imgs = [current.apply(m) for m in maps]
+    old_imgs = [[ts.apply(m) for m in maps] if not ts.is_empty() else [] for ts in earlier]
+    boxes = [_as_box(x) for x in cur_imgs if not x.is_empty()]
+    old_boxes = [[_as_box(x) for x in g if not x.is_empty()] for g in old_imgs]
+    if all(b is not None for b in boxes) and all(b is not None for g in old_boxes for b in g):
+        res = box_volumes(boxes, old_boxes)  # type: ignore[arg-type]
+        if res is not None:
+            return res[0], res[1], res[2], 0
+    return _isl_volumes(cur_imgs, old_imgs)
+
+
+GlobalBox = tuple[tuple[int, int], ...] | None  # half-open global thread ranges; None: empty
+
+
+def global_box(box: BlockBox, block: tuple[int, int, int], domain: tuple[int, int, int]
+                ) -> GlobalBox:
+    """The global thread coordinates ``b * B + t`` of :func:`thread_set`: a box."""
+    out = []
+    for (lo, hi), b, n in zip(box, block, domain):
+        g_lo, g_hi = lo * b, min(hi * b, n)
+        if hi <= lo or g_hi <= g_lo:
+            return None
+        out.append((g_lo, g_hi))
+    return tuple(out)
+
+
+def _progression(
+    form: LinForm, block: tuple[int, int, int], gbox: tuple[tuple[int, int], ...],
+    used: set[int],
+) -> tuple[int, int, int, int] | None:
+    """An index over the global thread box as ``const + a * g_j`` for
+    ``g_j`` in ``[lo, hi)``: ``(const, a, lo, hi)`` (``a = 0`` and an empty
+    range when it is the same for every thread); None when it is not such a
+    progression or ``g_j`` already feeds another index."""
+    if form.floors or form.div != 1:
+        return None
+    if any(form.coef[j] != block[j] * form.coef[3 + j] for j in range(3)):
+        return None
+    a = form.coef[3:]
+    c = form.const + sum(a[j] * gbox[j][0] for j in range(3) if gbox[j][1] - gbox[j][0] == 1)
+    varying = [j for j in range(3) if a[j] and gbox[j][1] - gbox[j][0] > 1]
+    if len(varying) > 1 or (varying and varying[0] in used):
+        return None
+    if not varying:
+        return c, 0, 0, 1
+    j = varying[0]
+    used.add(j)
+    return c, a[j], gbox[j][0], gbox[j][1]
+
+
+def _interval(c: int, a: int, lo: int, hi: int) -> tuple[int, int, int]:
+    """``{c + a * g : lo <= g < hi}`` as ``(first, end, stride)``."""
+    ends = (a * lo + c, a * (hi - 1) + c)
+    first, last = min(ends), max(ends)
+    return first, last + 1, abs(a) if last > first else 1
+
+
+def _linear_sectors(base: int, a: int, lo: int, hi: int) -> list[tuple[int, int, int]]:
+    """Sectors ``floor((base + a * g) / 32)`` for ``g`` in ``[lo, hi)`` as
+    strided intervals: one interval when a step moves at most one sector;
+    else one per residue of ``g`` modulo the period ``P = 32 / gcd(32, a)``,
+    after which the sector advances by exactly ``K = |a| P / 32``."""
+    if a == 0 or hi - lo == 1:
+        sec = (base + a * lo) // SECTOR
+        return [(sec, sec + 1, 1)]
+    if abs(a) <= SECTOR:
+        ends = ((base + a * lo) // SECTOR, (base + a * (hi - 1)) // SECTOR)
+        return [(min(ends), max(ends) + 1, 1)]
+    period = SECTOR // math.gcd(SECTOR, abs(a))
+    step = abs(a) * period // SECTOR
+    out = []
+    for r in range(min(period, hi - lo)):
+        n = (hi - 1 - lo - r) // period + 1
+        first = (base + a * (lo + r)) // SECTOR
+        last = first + (n - 1) * step * (1 if a > 0 else -1)
+        out.append((min(first, last), max(first, last) + 1, step if n > 1 else 1))
+    return out
+
+
+def _image(acc: Access, bound: dict[SymForm, LinForm], block: tuple[int, int, int],
+           gbox: tuple[tuple[int, int], ...], address: str = "paper"
+           ) -> list[StridedBox] | None:
+    """The sector image of a global thread box under ``acc`` (as
+    :func:`access_map`), computed directly when every index is ``const + a *
+    g_j`` of a global coordinate ``g_j = blockIdx_j * B_j + threadIdx_j``
+    and each ``g_j`` feeds at most one index: a union of products of
+    strided intervals. In paper mode the sector division of the contiguous
+    index must keep a progression (stride at most, or a multiple of, the
+    elements per sector); the linear mode splits it by residue
+    (:func:`_linear_sectors`). None otherwise (isl then does it)."""
+    used: set[int] = set()
+    prog = [_progression(bound[f], block, gbox, used) for f in acc.forms]
+    if any(p is None for p in prog):
+        return None
+    f = acc.field
+    if address == "linear":
+        merged = merged_dims(acc, bound)
+        base = f.base_offset + f.itemsize * sum(
+            p[0] * f.strides[d] for d, p in enumerate(prog[:merged])  # type: ignore[index]
+        )
+        _, a, lo, hi = prog[merged - 1]  # type: ignore[misc]
+        first = _linear_sectors(base, f.itemsize * f.strides[merged - 1] * a, lo, hi)
+        rest = [_interval(*p) for p in prog[merged:]]  # type: ignore[misc]
+        return [(x, *rest) for x in first]
+    out = [_interval(*p) for p in prog]  # type: ignore[misc]
+    lo, end, stride = out[0]
+    per = SECTOR // f.itemsize
+    if stride <= per or end - lo == 1:
+        stride = 1
+    elif stride % per == 0:
+        stride //= per
+    else:
+        return None
+    lo, last = lo // per, (end - 1) // per
+    out[0] = (lo, last + 1, stride if last > lo else 1)
+    return [tuple(out)]
+
+
+def _direct_volumes(
+    accs: list[Access], bound: dict[SymForm, LinForm], block: tuple[int, int, int],
+    current: GlobalBox, earlier: list[GlobalBox], address: str = "paper",
+) -> tuple[int, list[int], list[int]] | None:
+    """:func:`box_volumes` on images from :func:`_image`, without isl; None
+    if an image is not a union of strided boxes or the grid would be too
+    large."""
+    groups: list[list[StridedBox]] = []
+    for g in [current, *earlier]:
+        boxes_g: list[StridedBox] = []
+        for a in accs if g is not None else []:
+            img = _image(a, bound, block, g, address)
+            if img is None:
+                return None
+            boxes_g += img
+        groups.append(boxes_g)
+    if not any(groups):
+        return 0, [0] * len(earlier), [0] * len(earlier)
+    if all(st == 1 for g in groups for b in g for _, _, st in b):
+        boxes = [[tuple((lo, hi) for lo, hi, _ in b) for b in g] for g in groups]
+    else:
+        boxes = _unstride(groups)
+    return box_volumes(boxes[0], boxes[1:])  # type: ignore[arg-type]
+
+
+def _by_field(accesses: tuple[Access, ...]) -> dict[str, list[Access]]:
+    out: dict[str, list[Access]] = {}
+    for acc in accesses:
+        out.setdefault(acc.field.name, []).append(acc)
+    return out
+
+
+def wave_volumes(
+    kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm], method: str = "auto",
+    address: str = "paper",
+) -> WaveVolumes:
+    """New, old and overlapping sectors of the representative wave
+    (MODEL.md §6). ``Old_p`` sums the images of every loaded *and* every
+    stored field in set ``p``; ``Overlap_p`` compares loads with loads.
+    ``address`` selects the sector space of :func:`access_map`.
+
+    ``method="auto"`` computes the images of fields whose every index is a
+    global thread coordinate times a constant plus an offset directly as
+    strided boxes (:func:`_image`), and all other fields with isl;
+    ``method="isl"`` uses isl for every field. Both count exactly and agree
+    (tests/test_waves.py); the direct route only saves time."""
+    if method not in ("auto", "isl"):
+        raise ValueError(f"method must be 'auto' or 'isl', got {method!r}")
+    if address not in ADDRESS_MODES:
+        raise ValueError(f"address must be one of {ADDRESS_MODES}, got {address!r}")
+    sets: WaveSets = wave_sets(launch)
+    block, domain = launch.block, kernel.domain
+    boxes = (sets.current, sets.x, sets.y, sets.z)
+    gboxes = [global_box(b, block, domain) for b in boxes]
+    isl_sets: list[isl.Set] = []
+
+    def volumes(accs: list[Access], with_earlier: bool) -> tuple[int, list[int], list[int], int]:
+        n_earlier = 3 if with_earlier else 0
+        res = None
+        if method == "auto":
+            res = _direct_volumes(
+                accs, bound, block, gboxes[0], gboxes[1:1 + n_earlier], address
+            )
+            if res is None:
+                res = strided_volumes(accs, bound, block, domain, list(boxes[:1 + n_earlier]),
+                                      address)
+        if res is not None:
+            return res[0], res[1], res[2], 0
+        if not isl_sets:
+            isl_sets.extend(thread_set(b, block, domain) for b in boxes)
+        maps = [access_map(a, bound, address) for a in accs]
+        return field_volumes(maps, isl_sets[0], isl_sets[1:1 + n_earlier])
+
+    enumerated = 0
+    new_load = new_store = 0
+    old = [0, 0, 0]
+    ovl = [0, 0, 0]
+    # A repeated address adds nothing to a union of images: count each once.
+    for accs in _by_field(merge_repeated(kernel.loads, bound)).values():
+        n, o, v, e = volumes(accs, True)
+        new_load += n
+        old = [a + b for a, b in zip(old, o)]
+        ovl = [a + b for a, b in zip(ovl, v)]
+        enumerated += e
+    for accs in _by_field(merge_repeated(kernel.stores, bound)).values():
+        n, o, _, e = volumes(accs, True)
+        new_store += n
+        old = [a + b for a, b in zip(old, o)]
+        enumerated += e
+    return WaveVolumes(
+        new_load=new_load * SECTOR,
+        new_store=new_store * SECTOR,
+        old=((old[0] + old[1]) * SECTOR, old[2] * SECTOR),
+        overlap=((ovl[0] + ovl[1]) * SECTOR, ovl[2] * SECTOR),
+        old_sets=tuple(o * SECTOR for o in old),  # type: ignore[arg-type]
+        overlap_sets=tuple(o * SECTOR for o in ovl),  # type: ignore[arg-type]
+        threads=valid_threads(sets.current, launch, domain),
+        enumerated=enumerated,
+    )
