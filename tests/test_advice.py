@@ -102,3 +102,26 @@ def test_advice_is_frozen_and_needs_no_kernel():
         a.limiter = "l2"  # type: ignore[misc]
     assert all(isinstance(h.message, str) and h.message for h in a.hints)
     assert math.isclose(a.glups, p.glups)
+
+
+def test_an_l1_bound_prediction_quotes_the_validation_of_l1_bound_sets():
+    import json
+
+    from stencils import convolution2d
+    from warpspeed.reports.advice import ACCURACY_JSON, L1_BOUND_SETS, l1_bound_scores
+
+    k = convolution2d.kernel()
+    table = json.loads(ACCURACY_JSON.read_text())["validation"]["leave_one_set_out"]
+    for model, key in (("latency", "joint"), ("paper", "paper")):
+        p = ws.predict(k, A100, (64, 2, 1), model=model)
+        assert p.limiter == "l1"
+        hint = next(h for h in advise(p, A100, k).hints if h.kind == "l1_validation")
+        recorded = {e["dataset"]: e for e in table[key] if e["dataset"] in L1_BOUND_SETS}
+        assert {name for name, *_ in l1_bound_scores(model)} == set(L1_BOUND_SETS)
+        for name, e in recorded.items():
+            assert f"{name} {e['median_ratio']:.2f}x" in hint.message
+            assert f"rank correlation {e['spearman']:.2f}" in hint.message
+    # a DRAM-bound star says nothing of the L1's validation
+    s = star()
+    p = ws.predict(s, A100, (256, 1, 1))
+    assert p.limiter != "l1" and "l1_validation" not in kinds(advise(p, A100, s))
