@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import KernelError
+from ..volumes.distinct import distinct
 
 if TYPE_CHECKING:  # kernel.py imports this module; no import cycle at run time
     from ..volumes.levels import Volumes
@@ -100,14 +101,7 @@ def _unique_per_group(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
     """The distinct (group, value) pairs as one sorted key array; ``value``
     must lie below 2**40 apart from the group's minimum."""
     values = values - values.min()
-    return _distinct(groups.astype(np.int64) * (1 << 40) + values)
-
-
-def _distinct(x: np.ndarray) -> np.ndarray:
-    """The sorted distinct values (a sort: faster than ``np.unique``'s hash
-    table on large integer arrays)."""
-    x = np.sort(x, kind="stable")
-    return x[np.concatenate(([True], x[1:] != x[:-1]))] if x.size else x
+    return distinct(groups.astype(np.int64) * (1 << 40) + values)
 
 
 def _l1_cycles(g: Gather) -> float:
@@ -156,7 +150,7 @@ def gather_volumes(gathers: tuple[Gather, ...], warp: int = 32) -> GatherVolumes
                 whole.append(s + names[g.field.name] * 2**40)
             cyc += _l1_cycles(g)
         exact = np.concatenate(whole) if whole else np.empty(0, dtype=np.int64)
-        dram_exact = _distinct(exact).size * SECTOR / length if exact.size else 0.0
+        dram_exact = distinct(exact).size * SECTOR / length if exact.size else 0.0
         if store:
             l2s += per_warp
             ds += dram_exact

@@ -6,6 +6,7 @@ memory level (MODEL.md §3-§7), which :mod:`warpspeed.timing` turns into time.
 * ``sampling``: thread enumeration with NumPy for the block stage.
 * ``l1``: L1 load/store cycles by half-warp enumeration.
 * ``footprint``: block footprints, the L2 → L1 volumes.
+* ``distinct``: sorted distinct values of integer arrays (footprints, gathers).
 * ``waves``: whole-wave DRAM footprints with isl sets.
 * ``counting``: exact point counts of the wave sets without barvinok.
 * ``strided_images``: wave images of folds strided by the block size.

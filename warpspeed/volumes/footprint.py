@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .distinct import distinct
 from .sampling import (
     WARP,
     Sample,
@@ -57,21 +58,6 @@ def _per_warp_sectors(s: Sample, indices: range) -> np.ndarray:
     return out
 
 
-def _distinct(values: np.ndarray) -> np.ndarray:
-    """Sorted distinct values; a bitmap when their range is small, else a
-    stable sort (merges the already sorted runs of shifted instructions;
-    much faster than ``np.unique``'s hash table on these arrays)."""
-    if values.size == 0:
-        return values
-    lo, hi = int(values.min()), int(values.max())
-    if hi - lo < 8 * values.size + 4096:
-        mask = np.zeros(hi - lo + 1, dtype=bool)
-        mask[values - lo] = True
-        return np.flatnonzero(mask) + lo
-    x = np.sort(values, kind="stable")
-    return x[np.concatenate(([True], x[1:] != x[:-1]))]
-
-
 def _block_sectors(s: Sample, indices: list[int]) -> list[np.ndarray]:
     """The distinct sectors the accesses ``indices`` touch in each sampled
     block, sorted: the union over instructions, from each group's
@@ -85,9 +71,9 @@ def _block_sectors(s: Sample, indices: list[int]) -> list[np.ndarray]:
             continue
         parts = []
         for rep, shifts in groups:
-            u = _distinct(rep[i][act] // SECTOR)
+            u = distinct(rep[i][act] // SECTOR)
             parts.append((u[None, :] + (shifts // SECTOR)[:, None]).ravel())
-        out.append(_distinct(np.concatenate(parts)))
+        out.append(distinct(np.concatenate(parts)))
     return out
 
 
