@@ -103,3 +103,19 @@ def test_kernels_without_repeats_predict_as_before():
 def test_reload_flag_must_be_a_bool():
     with pytest.raises(ws.KernelError, match="reload_repeated"):
         dataclasses.replace(convolution2d.kernel(filter_size=3), reload_repeated="yes")
+
+
+def test_a_ranking_whose_best_merges_loads_says_so():
+    # fold (1, 2, 1) at by = 1: rows i and 1 + i for i < 15 share rows 1..14,
+    # 14 * 15 = 210 of the 450 loads repeat an address
+    def rank(**kw):
+        return ws.rank(lambda f: convolution2d.kernel(fold=f, **kw), A100, folds=[(1, 2, 1)],
+                       blocks=[(64, 1, 1)], jobs=1)
+
+    merged = rank()
+    note = next(n for n in merged.notes if "repeat an address" in n)
+    assert "counts 210 of its 450 loads" in note and "reload_repeated=True" in note
+    assert not any("repeat an address" in n for n in rank(reload_repeated=True).notes)
+    unfolded = ws.rank(lambda f: convolution2d.kernel(fold=f), A100, folds=[(1, 1, 1)],
+                       blocks=[(64, 1, 1)], jobs=1)
+    assert not any("repeat an address" in n for n in unfolded.notes)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .expr import LinForm, SymForm
+from .expr import LinForm, SymForm, bind_all
 from .kernel import Access, Field, Kernel
 
 
@@ -165,3 +165,13 @@ def thread_accesses(
     if kernel.reload_repeated:
         return kernel.loads, kernel.stores
     return merge_repeated(kernel.loads, bound), merge_repeated(kernel.stores, bound)
+
+
+def repeated_loads(kernel: Kernel, block: tuple[int, int, int]) -> int:
+    """How many of a thread's loads repeat an address of another of its
+    loads once ``block`` is bound: the loads :func:`thread_accesses` counts
+    once (0 when ``kernel.reload_repeated``)."""
+    if kernel.reload_repeated or not kernel.loads:
+        return 0
+    bound = bind_all((a.forms for a in kernel.loads), block)
+    return len(kernel.loads) - len(merge_repeated(kernel.loads, bound))

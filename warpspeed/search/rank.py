@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import LaunchError
-from ..input.addresses import kernel_forms
+from ..input.addresses import kernel_forms, repeated_loads
 from ..input.expr import bind_all
 from ..input.kernel import Kernel
 from ..machine import Machine, load_machine
@@ -331,10 +331,26 @@ def rank(
     try:
         runner = Runner(pool, workers, progress)
         r = _evaluate(variants, m, curves, classes, rep_variant, excluded, runner, top, model)
-        return replace(r, notes=tuple(notes))
+        return replace(r, notes=tuple(notes + _merge_note(r, variants)))
     finally:
         if own_pool and pool is not None:
             pool.shutdown(cancel_futures=True)
+
+
+def _merge_note(r: Ranking, variants: Sequence[tuple[Fold, Kernel]]) -> list[str]:
+    """A note when the best prediction counts repeated loads once: the
+    compiler may not merge them (MODEL.md §1, §10)."""
+    if not r.predictions:
+        return []
+    best = r.predictions[0]
+    k = next(k for fold, k in variants if fold == best.fold)
+    n = repeated_loads(k, best.block)
+    if not n:
+        return []
+    return [f"the best, fold {best.fold} block {best.block}, counts {n} of its {len(k.loads)} "
+            "loads per thread once because they repeat an address (MODEL.md §1); compilers "
+            "do not always merge them (MODEL.md §10), reload_repeated=True on the kernel "
+            "ranks without the merge"]
 
 
 def _evaluate(
