@@ -88,9 +88,10 @@ def kernel(
         raise ws.KernelError(f"filter_size must be positive, got {filter_size!r}")
     tx, ty = _tiles(tile_x, tile_y, fold)
     bits = _precision(precision)
-    nx, ny = (int(v) for v in shape)
-    if nx < 1 or ny < 1:
-        raise ws.KernelError(f"shape must be two positive extents, got {shape!r}")
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if len(dims) != 2 or any(int(v) < 1 for v in dims):
+        raise ws.KernelError(f"shape must be 2 positive integers (x, y), got {shape!r}")
+    nx, ny = (int(v) for v in dims)
     item = bits // 8
     inp = ws.Field("input", shape=(nx + fs - 1, ny + fs - 1), itemsize=item)
     out = ws.Field("output", shape=(nx, ny), itemsize=item)

@@ -27,7 +27,12 @@ def kernel(
 ) -> ws.Kernel:
     """The hand-written star (module docstring)."""
     r = int(radius)
-    nx, ny, nz = (int(v) for v in shape)
+    if r < 1:
+        raise ws.KernelError(f"radius must be at least 1, got {radius!r}")
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if len(dims) != 3 or any(int(v) < 1 for v in dims):
+        raise ws.KernelError(f"shape must be 3 positive integers, got {shape!r}")
+    nx, ny, nz = (int(v) for v in dims)
     fx, fy, fz = (int(v) for v in fold)
     if any(n % f for n, f in zip((nx, ny, nz), (fx, fy, fz))):
         raise ws.KernelError(f"fold {fold} must divide the interior {shape}")
@@ -36,7 +41,11 @@ def kernel(
         first = 8 * r * (1 + full[0] + full[0] * full[1])
         base = -first % 128
     else:
-        base = int(alignment) % 128
+        try:
+            base = int(alignment) % 128
+        except ValueError:
+            raise ws.KernelError(
+                f"alignment must be 'interior' or a byte offset, got {alignment!r}") from None
     src = ws.Field("src", shape=full, itemsize=8, base_offset=base)
     dst = ws.Field("dst", shape=full, itemsize=8, base_offset=base)
     x, y, z = ws.tidx, ws.tidy, ws.tidz

@@ -81,6 +81,9 @@ def test_bad_parameters_are_refused_with_a_clear_error():
         convolution2d.kernel(tile_y=2, fold=(1, 4, 1))
     with pytest.raises(ws.KernelError, match="filter_size"):
         convolution2d.kernel(filter_size=0)
+    for shape in ((10,), (64, 0), (8, 8, 8)):
+        with pytest.raises(ws.KernelError, match="2 positive integers"):
+            convolution2d.kernel(shape=shape)
     assert convolution2d.kernel(tile_y=2, fold=(1, 1, 1)).fold == (1, 2, 1)
 
 

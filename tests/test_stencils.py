@@ -86,3 +86,16 @@ def test_lbm_stores_19_doubles_per_update_up_to_partial_sectors(lbm):
     p = ws.predict(lbm, "A100", (32, 4, 4))
     assert 19 * 8 <= p.volumes.l2_store <= 19 * 8 * 9 / 8
     assert 19 * 8 <= p.volumes.dram_store <= 19 * 8 * 9 / 8
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"radius": 0}, "radius must be at least 1"),
+    ({"shape": (8, 8)}, "shape must be 3 positive integers"),
+    ({"shape": (8, 0, 8)}, "shape must be 3 positive integers"),
+    ({"alignment": "foo"}, "alignment must be 'interior' or a byte offset"),
+])
+def test_the_hand_written_star_refuses_bad_parameters_by_name(kwargs, match):
+    from stencils import star3d_by_hand
+
+    with pytest.raises(ws.KernelError, match=match):
+        star3d_by_hand.kernel(**kwargs)
