@@ -1,6 +1,6 @@
 """What the two L1-bound development sets say about the L1 count
-(``python fits/l1_evidence.py``; MODEL.md §4 and §11, issue "L1-bound
-kernels", part 2: "choose by the data").
+(``python fits/l1_evidence.py [--rows]``; MODEL.md §4 and §11, issue
+"L1-bound kernels", part 2: "choose by the data").
 
 Two candidate counts of L1 cycles per warp and lattice update:
 
@@ -32,10 +32,18 @@ per further 128 B line than the micro-benchmark's 0.28 (a scan, not a
 fit: which cost would reconcile which set). Nothing here changes the
 model: the script is the evidence for what MODEL.md §4 says about both
 counts.
+
+``--rows`` prints every V100 box row (measured cycles against both counts)
+and the median of measured over the half-warp count per block width:
+blocks one to four threads wide take 0.84-0.89 of the paper's count (its
+1 KiB rule over-charges rows spread over a half warp), eight wide 0.96,
+16 and wider 1.13-1.32 (where the measured cycles also hold FP work,
+45 % of the count, and the L2 traffic of the flat blocks).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
@@ -164,12 +172,33 @@ def folding_gains(data: Sequence[Counted]) -> list[tuple[str, int, float, float]
     return out
 
 
+def box_rows(data: Sequence[Counted]) -> list[str]:
+    """One line per box row, then the median of measured over the
+    half-warp count per block width (the ``--rows`` view)."""
+    lines = ["block | measured cycles | half warp | warp pipe | measured / half warp"]
+    widths: dict[int, list[float]] = defaultdict(list)
+    for c in sorted(data, key=lambda c: c.block):
+        widths[c.block[0]].append(c.measured / c.half_warp)
+        lines.append(f"{c.block} | {c.measured:.0f} | {c.half_warp:.0f} | {c.warp_pipe:.0f} | "
+                     f"{c.measured / c.half_warp:.2f}")
+    lines.append("by block width: median measured / half warp (rows)")
+    lines += [f"  bx = {bx:4d}: {np.median(v):.2f} ({len(v)})" for bx, v in sorted(widths.items())]
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", action="store_true", help="every V100 box row and the medians "
+                    "per block width instead of the comparison")
+    args = ap.parse_args(argv)
     try:
         sets = counted_sets()
     except ReferenceDataError as exc:
         print(exc, file=sys.stderr)
         return 2
+    if args.rows:
+        print("\n".join(box_rows(sets["box2d_r7 (V100)"])))
+        return 0
     core = {name: compared(name, data) for name, data in sets.items()}
     print("measured SM cycles per warp-update / L1 count, core-bound rows")
     print("set | rows | count | median (10-90 %) | Spearman(count, measured)")

@@ -78,20 +78,19 @@ def test_warp_sectors_by_hand():
     assert st.footprint.l1_load == pytest.approx(25 * 32 / 32)
 
 
-@needs_shared
-def test_l1_cycles_script_uses_the_paper_count(capsys):
+def test_l1_evidence_half_warp_count_of_a_one_wide_box_block():
     # block (1, 64, 1): every half warp reads 16 rows 120 kB apart, 16
     # distinct 1 KiB regions, so 2 * 16 cycles per warp instruction for
     # 225 loads and one store, 7232 cycles per warp-update (the guard's
     # partial half warps make it slightly less)
-    assert script("l1_cycles").main() == 0
-    out = capsys.readouterr().out
-    line = next(x for x in out.splitlines() if x.startswith("(1, 64, 1)"))
-    paper = float(line.split("|")[3])
-    assert 7200 <= paper <= 32 * 226
+    from warpspeed.validation.reference import Row
+
+    row = Row("box2d_r7", "box2d", (("radius", 7), ("n", 15000)), (1, 64, 1), (1, 1, 1),
+              None, None, 0.613)
+    c = script("l1_evidence").count_row(row, "V100")
+    assert 7200 <= c.half_warp <= 32 * 226
     # measured SM cycles per warp-update: 80 SMs * 1.38 GHz / GLup/s * 32
-    glups, measured = float(line.split("|")[1]), float(line.split("|")[2])
-    assert measured == pytest.approx(80 * 1.38 / glups * 32, rel=0.01)  # GLup/s printed rounded
+    assert c.measured == pytest.approx(80 * 1.38 / 0.613 * 32)
 
 
 def test_lru_replay_by_hand():
