@@ -53,3 +53,17 @@ def test_sample_equals_every_block_when_the_period_fits(domain, block, pitch, of
         assert sampled == pytest.approx(full, rel=1e-9)
     else:  # an approximation of the average; still close
         assert sampled == pytest.approx(full, rel=0.25)
+
+
+@given(st.lists(st.integers(-(2**40), 2**40), max_size=200), st.integers(0, 2**20))
+@settings(max_examples=60, deadline=None)
+def test_distinct_equals_numpy_unique_on_both_paths(values, spread):
+    # small ranges take the bitmap, wide ones the sort: both give np.unique
+    import numpy as np
+
+    from warpspeed.volumes.distinct import distinct
+
+    wide = np.array(values, dtype=np.int64)
+    narrow = wide % (spread + 1) - 7
+    for x in (wide, narrow):
+        assert np.array_equal(distinct(x), np.unique(x))
