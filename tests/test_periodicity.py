@@ -140,3 +140,43 @@ def test_select_with_branches_apart_over_many_threads_is_refused_by_name():
     wrap = sp.Piecewise((2 * X - 9, X > 4), (X + 1, True))
     with pytest.raises(wps.TernaryIndexError, match=r"differ by a thread-dependent amount"):
         wps.extract(_wrap_kernel(wrap))
+
+
+@pytest.mark.parametrize("stencil, n, periodic, block", [
+    (Stencil.D2Q9, 66, (True, True), (64, 2, 1)),
+    (Stencil.D3Q19, 34, (True, False, True), (16, 4, 2)),
+    (Stencil.D3Q19, 40, (False, True, False), (32, 1, 1)),
+])
+def test_wrapped_images_cut_into_affine_pieces_count_as_isl_does(stencil, n, periodic, block):
+    # the direct route cuts a wrapped index's thread box where its indicator
+    # changes (two affine pieces) instead of handing it to isl: the counts
+    # must agree exactly, in both address modes, and isl enumerates nothing
+    import dataclasses
+
+    from warpspeed.model import block_stage
+    from warpspeed.volumes.waves import wave_volumes
+
+    k = wps.extract(_periodic_lbm(stencil, n, periodic)).kernel
+    st = block_stage(k, ws.load_machine("A100"), block)
+    for address in ("paper", "linear"):
+        direct = wave_volumes(k, st.launch, st.bound, method="auto", address=address)
+        exact = wave_volumes(k, st.launch, st.bound, method="isl", address=address)
+        assert direct.enumerated == 0
+        assert direct == dataclasses.replace(exact, enumerated=0)
+
+
+def test_a_wrap_indicator_cuts_the_thread_box_in_two():
+    from warpspeed.input.expr import LinForm
+    from warpspeed.volumes.waves import _floor_pieces
+
+    # index x - 1 + 62 * [x < 2] over x in [1, 63): the indicator
+    # floor((62 - x) / 61) is 1 for x = 1 only (wraps.py, t <= E / 2 form)
+    zero = (0,) * 6
+    ind = LinForm(62, (-1, 0, 0, -1, 0, 0), (), 61)  # blockDim.x = 1: g = blockIdx + threadIdx
+    form = LinForm(-1, (1, 0, 0, 1, 0, 0), ((62, ind, 1),), 1)
+    pieces = _floor_pieces([form], (1, 1, 1), ((1, 63), (0, 1), (0, 1)))
+    assert [p for p, _ in pieces] == [((1, 2), (0, 1), (0, 1)), ((2, 63), (0, 1), (0, 1))]
+    assert [f[0].const for _, f in pieces] == [61, -1]  # x - 1 + 62 at x = 1, x - 1 after
+    assert all(not f[0].floors for _, f in pieces)
+    assert _floor_pieces([LinForm(0, zero, ((1, LinForm(0, (1, 1, 0, 1, 1, 0), (), 2), 1),), 1)],
+                         (1, 1, 1), ((0, 8), (0, 8), (0, 1))) is None  # two coordinates

@@ -27,10 +27,12 @@ skewed, diagonal pattern) falls back to enumeration by isl, and
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
 import islpy as isl
+import numpy as np
 
 from ..input.addresses import merge_repeated
 from ..input.expr import LinForm, SymForm
@@ -271,6 +273,54 @@ def _linear_sectors(base: int, a: int, lo: int, hi: int) -> list[tuple[int, int,
     return out
 
 
+#: At most this many pieces of a thread box on which every floor of an
+#: access is constant (a periodic wrap makes two per wrapped axis).
+MAX_FLOOR_PIECES = 16
+
+
+def _floor_pieces(
+    forms: list[LinForm], block: tuple[int, int, int], gbox: tuple[tuple[int, int], ...]
+) -> list[tuple[tuple[tuple[int, int], ...], list[LinForm]]] | None:
+    """The global thread box cut into pieces on which every floor term of
+    ``forms`` is constant, with each form's floors replaced by their value
+    there: the indicators of periodic wraps (:mod:`warpspeed.pystencils.wraps`)
+    become two affine pieces. None when a floor is nested, depends on more
+    than one global coordinate or not on ``g_j = blockIdx_j * B_j +
+    threadIdx_j``, or when there would be more than
+    :data:`MAX_FLOOR_PIECES` pieces."""
+    cuts: list[set[int]] = [{lo, hi} for lo, hi in gbox]
+    for form in forms:
+        for _, inner, _ in form.floors:
+            a = inner.coef[3:]
+            if inner.floors or any(inner.coef[j] != block[j] * a[j] for j in range(3)):
+                return None
+            varying = [j for j in range(3) if a[j] and gbox[j][1] - gbox[j][0] > 1]
+            if len(varying) > 1:
+                return None
+            for j in varying:
+                lo, hi = gbox[j]
+                g = np.arange(lo, hi)
+                vals = (inner.const + a[j] * g) // inner.div
+                cuts[j].update((lo + 1 + np.flatnonzero(np.diff(vals))).tolist())
+    ranges = [sorted(c) for c in cuts]
+    if math.prod(len(r) - 1 for r in ranges) > MAX_FLOOR_PIECES:
+        return None
+    out = []
+    for piece in itertools.product(*(list(zip(r[:-1], r[1:])) for r in ranges)):
+        g0 = [lo for lo, _ in piece]  # every floor is constant on the piece
+        out.append((piece, [
+            LinForm(form.const + sum(c * _floor_at(inner, g0) for c, inner, _ in form.floors),
+                    form.coef, (), form.div)
+            for form in forms
+        ]))
+    return out
+
+
+def _floor_at(inner: LinForm, g: list[int]) -> int:
+    """A floor term of global coordinates ``g`` (``inner`` a global form)."""
+    return (inner.const + sum(inner.coef[3 + j] * g[j] for j in range(3))) // inner.div
+
+
 def _image(acc: Access, bound: dict[SymForm, LinForm], block: tuple[int, int, int],
            gbox: tuple[tuple[int, int], ...], address: str = "paper"
            ) -> list[StridedBox] | None:
@@ -278,17 +328,39 @@ def _image(acc: Access, bound: dict[SymForm, LinForm], block: tuple[int, int, in
     :func:`access_map`), computed directly when every index is ``const + a *
     g_j`` of a global coordinate ``g_j = blockIdx_j * B_j + threadIdx_j``
     and each ``g_j`` feeds at most one index: a union of products of
-    strided intervals. In paper mode the sector division of the contiguous
-    index must keep a progression (stride at most, or a multiple of, the
-    elements per sector); the linear mode splits it by residue
-    (:func:`_linear_sectors`). None otherwise (isl then does it)."""
+    strided intervals. Floors of one global coordinate (periodic wraps) are
+    first cut into pieces where they are constant (:func:`_floor_pieces`).
+    In paper mode the sector division of the contiguous index must keep a
+    progression (stride at most, or a multiple of, the elements per
+    sector); the linear mode splits it by residue (:func:`_linear_sectors`).
+    None otherwise (isl then does it)."""
+    forms = [bound[f] for f in acc.forms]
+    merged = merged_dims(acc, bound) if address == "linear" else 0
+    if not any(f.floors for f in forms):
+        return _affine_image(acc, forms, block, gbox, address, merged)
+    pieces = _floor_pieces(forms, block, gbox)
+    if pieces is None:
+        return None
+    out: list[StridedBox] = []
+    for sub, sub_forms in pieces:
+        img = _affine_image(acc, sub_forms, block, sub, address, merged)
+        if img is None:
+            return None
+        out += img
+    return out
+
+
+def _affine_image(acc: Access, forms: list[LinForm], block: tuple[int, int, int],
+                  gbox: tuple[tuple[int, int], ...], address: str, merged: int
+                  ) -> list[StridedBox] | None:
+    """:func:`_image` of forms without floors; ``merged`` as
+    :func:`merged_dims` of the access (linear mode)."""
     used: set[int] = set()
-    prog = [_progression(bound[f], block, gbox, used) for f in acc.forms]
+    prog = [_progression(f, block, gbox, used) for f in forms]
     if any(p is None for p in prog):
         return None
     f = acc.field
     if address == "linear":
-        merged = merged_dims(acc, bound)
         base = f.base_offset + f.itemsize * sum(
             p[0] * f.strides[d] for d, p in enumerate(prog[:merged])  # type: ignore[index]
         )
