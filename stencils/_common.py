@@ -15,14 +15,6 @@ from warpspeed.pystencils import generate, kernel_from_pystencils
 INTERIOR = "interior"
 
 
-def check_shape(shape: Sequence[int], dims: int) -> tuple[int, ...]:
-    """The interior extents as a tuple of ``dims`` positive integers."""
-    s = tuple(int(v) for v in shape)
-    if len(s) != dims or any(v < 1 for v in s):
-        raise ws.KernelError(f"shape must be {dims} positive integers, got {shape!r}")
-    return s
-
-
 def field(
     name: str, interior: Sequence[int], ghost: int, components: int = 0,
     dtype: str = "float64",

@@ -28,7 +28,8 @@ import sympy as sp
 
 import warpspeed as ws
 
-from ._common import build, check_shape, field
+from ._checks import check_shape
+from ._common import build, field
 
 #: Unique accesses per lattice update, per field: (loads, stores).
 ACCESSES = {"g": (15, 0), "g_tmp": (0, 15), "phi": (7, 0), "u": (3, 0), "phi_tmp": (0, 1)}

@@ -30,6 +30,8 @@ import itertools
 
 import warpspeed as ws
 
+from ._checks import check_shape
+
 #: The 16 foldings of the A100 scan, ``(tile_x, tile_y, 1)`` with tiles 1..4;
 #: ``warpspeed rank convolution2d`` ranks them unless ``--fold`` is given.
 FOLDS: tuple[tuple[int, int, int], ...] = tuple(
@@ -88,10 +90,7 @@ def kernel(
         raise ws.KernelError(f"filter_size must be positive, got {filter_size!r}")
     tx, ty = _tiles(tile_x, tile_y, fold)
     bits = _precision(precision)
-    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    if len(dims) != 2 or any(int(v) < 1 for v in dims):
-        raise ws.KernelError(f"shape must be 2 positive integers (x, y), got {shape!r}")
-    nx, ny = (int(v) for v in dims)
+    nx, ny = check_shape(shape, 2)
     item = bits // 8
     inp = ws.Field("input", shape=(nx + fs - 1, ny + fs - 1), itemsize=item)
     out = ws.Field("output", shape=(nx, ny), itemsize=item)

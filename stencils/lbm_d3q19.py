@@ -17,7 +17,8 @@ import sympy as sp
 
 import warpspeed as ws
 
-from ._common import build, check_shape, field
+from ._checks import check_shape
+from ._common import build, field
 
 
 def update_rule(pdfs: Any, pdfs_tmp: Any) -> Any:

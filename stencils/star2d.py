@@ -11,7 +11,8 @@ import pystencils as ps
 
 import warpspeed as ws
 
-from ._common import build, check_shape, field
+from ._checks import check_shape
+from ._common import build, field
 
 
 def generate(

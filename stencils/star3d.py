@@ -16,7 +16,8 @@ import pystencils as ps
 
 import warpspeed as ws
 
-from ._common import build, check_shape, field
+from ._checks import check_shape
+from ._common import build, field
 
 
 def assignments(radius: int, src: ps.Field, dst: ps.Field) -> list[ps.Assignment]:

@@ -18,6 +18,8 @@ import itertools
 
 import warpspeed as ws
 
+from ._checks import check_shape
+
 
 def kernel(
     radius: int = 4,
@@ -29,10 +31,7 @@ def kernel(
     r = int(radius)
     if r < 1:
         raise ws.KernelError(f"radius must be at least 1, got {radius!r}")
-    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    if len(dims) != 3 or any(int(v) < 1 for v in dims):
-        raise ws.KernelError(f"shape must be 3 positive integers, got {shape!r}")
-    nx, ny, nz = (int(v) for v in dims)
+    nx, ny, nz = check_shape(shape, 3)
     fx, fy, fz = (int(v) for v in fold)
     if any(n % f for n, f in zip((nx, ny, nz), (fx, fy, fz))):
         raise ws.KernelError(f"fold {fold} must divide the interior {shape}")

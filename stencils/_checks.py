@@ -1,0 +1,18 @@
+"""Parameter checks shared by every ready-made stencil, the hand-written
+ones included (no pystencils import)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import warpspeed as ws
+
+
+def check_shape(shape: Sequence[int] | int, dims: int) -> tuple[int, ...]:
+    """The interior extents as a tuple of ``dims`` positive integers; a
+    single number counts as one extent."""
+    extents = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    s = tuple(int(v) for v in extents)
+    if len(s) != dims or any(v < 1 for v in s):
+        raise ws.KernelError(f"shape must be {dims} positive integers, got {shape!r}")
+    return s
