@@ -56,13 +56,8 @@ from warpspeed.input.addresses import thread_accesses
 from warpspeed.machine import load_machine
 from warpspeed.model import block_stage, finish
 from warpspeed.timing import DEFAULT_MODEL, MODELS
-from warpspeed.validation.reference import (
-    ReferenceDataError,
-    Row,
-    convolution_rows,
-    kernel_for,
-    rows,
-)
+from warpspeed.validation.reference import CONVOLUTION, ReferenceDataError, Row, kernel_for, rows
+from warpspeed.validation.transfer import DEV_SETS
 from warpspeed.volumes.capacity import load_fits
 from warpspeed.volumes.l1 import TAG_CYCLES_PER_LINE, l1_pipe_cycles_per_warp_lup
 from warpspeed.volumes.sampling import sample
@@ -107,19 +102,24 @@ def count_row(row: Row, machine: str) -> Counted:
                    st.l1_cycles, scan[0], per_ns * p.terms["t_memory_ns"], scan)
 
 
-def counted_sets() -> dict[str, list[Counted]]:
-    """Every timed row of both sets, counted (the box's two runs averaged)."""
+def box_counted() -> list[Counted]:
+    """Every timed box row, counted (the two runs of a block averaged)."""
     box: dict[tuple[int, int, int], list[Row]] = defaultdict(list)
     for r in rows("box2d_r7"):
         if r.glups:
             box[r.block].append(r)
-    box_rows = [Row(rs[0].dataset, rs[0].kernel, rs[0].params, b, rs[0].fold, None, None,
-                    float(np.mean([r.glups for r in rs])))  # type: ignore[misc]
-                for b, rs in box.items()]
+    return [count_row(Row(rs[0].dataset, rs[0].kernel, rs[0].params, b, rs[0].fold, None, None,
+                          float(np.mean([r.glups for r in rs]))), "V100")  # type: ignore[misc]
+            for b, rs in box.items()]
+
+
+def counted_sets() -> dict[str, list[Counted]]:
+    """Both sets counted: the box, and the convolution rows of the joint fit
+    (:data:`warpspeed.validation.transfer.DEV_SETS`: tiles of 3 left out)."""
+    conv = next(d for d in DEV_SETS if d.name == CONVOLUTION)
     return {
-        "box2d_r7 (V100)": [count_row(r, "V100") for r in box_rows],
-        "convolution (A100)": [count_row(r, "A100") for r in convolution_rows()
-                               if r.glups and 3 not in r.fold[:2]],
+        "box2d_r7 (V100)": box_counted(),
+        "convolution (A100)": [count_row(r, conv.machine) for r in conv.load() if r.glups],
     }
 
 
@@ -192,13 +192,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "per block width instead of the comparison")
     args = ap.parse_args(argv)
     try:
+        if args.rows:
+            print("\n".join(box_rows(box_counted())))
+            return 0
         sets = counted_sets()
     except ReferenceDataError as exc:
         print(exc, file=sys.stderr)
         return 2
-    if args.rows:
-        print("\n".join(box_rows(sets["box2d_r7 (V100)"])))
-        return 0
     core = {name: compared(name, data) for name, data in sets.items()}
     print("measured SM cycles per warp-update / L1 count, core-bound rows")
     print("set | rows | count | median (10-90 %) | Spearman(count, measured)")

@@ -340,8 +340,8 @@ def rank(
 def _merge_note(r: Ranking, variants: Sequence[tuple[Fold, Kernel]]) -> list[str]:
     """A note when the best counts repeated loads once (MODEL.md §1, §10)."""
     best = r.predictions[0] if r.predictions else None
-    k = next((k for fold, k in variants if best and fold == best.fold), None)
-    n = repeated_loads(k, best.block) if k is not None and best is not None else 0
+    k = dict(variants).get(best.fold) if best is not None else None
+    n = repeated_loads(k, best.block) if k is not None else 0
     if not n:
         return []
     return [f"the best, fold {best.fold} block {best.block}, counts {n} of its {len(k.loads)} "
