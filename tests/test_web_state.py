@@ -115,7 +115,7 @@ def test_bad_input_shows_the_librarys_message_on_its_field() -> None:
     ({"fold": "1,1,17"}, "fold", "between 1 and 16"),
     ({"fp": "lots"}, "fp", "must be integers"),
     ({"registers": "300"}, "registers", "between 1 and 255"),
-    ({"machine": "B200"}, "machine", "unknown machine 'B200'"),
+    ({"machine": "B300"}, "machine", "unknown machine 'B300'"),
     ({"machine": state.UPLOADED}, "machine_file", "upload a machine file"),
     ({"machine": state.UPLOADED, "machine_file": "z1garbage"}, "machine_file", "damaged"),
     ({"model": "magic"}, "model", "unknown model 'magic'"),

@@ -181,6 +181,7 @@ def cmd_machines(args: argparse.Namespace) -> int:
         m = load_machine(path)
         rows.append({
             "name": m.name, "description": m.description, "validated": m.validated,
+            "vendor": m.vendor, "architecture": m.architecture, "grounding": m.grounding,
             "sms": m.sms, "clock_ghz": m.clock_ghz, "l2_bytes": m.l2_bytes,
             "dram_bandwidth": m.dram_bandwidth, "l2_bandwidth": m.l2_bandwidth, "fits": m.fits,
         })
@@ -190,12 +191,14 @@ def cmd_machines(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title="machines")
-    for c in ("name", "SMs", "GHz", "L2 (MiB)", "DRAM GB/s", "L2 GB/s", "validated", "description"):
+    for c in ("name", "vendor", "architecture", "SMs", "GHz", "L2 (MiB)", "DRAM GB/s",
+              "L2 GB/s", "grounding", "description"):
         table.add_column(c)
     for r in rows:
-        table.add_row(r["name"], str(r["sms"]), str(r["clock_ghz"]), f"{r['l2_bytes'] / 2**20:g}",
-                      f"{r['dram_bandwidth']:g}", f"{r['l2_bandwidth']:g}",
-                      "yes" if r["validated"] else "no", r["description"])
+        table.add_row(r["name"], r["vendor"], r["architecture"], str(r["sms"]),
+                      str(r["clock_ghz"]), f"{r['l2_bytes'] / 2**20:g}",
+                      f"{r['dram_bandwidth']:g}", f"{r['l2_bandwidth']:g}", r["grounding"],
+                      r["description"])
     _print(table)
     return 0
 
@@ -376,6 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_m = sub.add_parser("machines", help="list the known GPUs")
     p_m.add_argument("--json", action="store_true", help="print JSON")
     p_m.set_defaults(func=cmd_machines)
+    from .cli_calibrate import add_parser as add_calibrate
+
+    add_calibrate(p_m)
     p_mo = sub.add_parser("models", help="list the timing models and what each adds")
     p_mo.add_argument("--json", action="store_true", help="print JSON")
     p_mo.set_defaults(func=cmd_models)

@@ -7,6 +7,9 @@ A machine file holds one table per parameter with its value and its source::
     description = "NVIDIA A100 SXM4 40GB"
     fits = "paper"            # a file in fits/ (without .toml) or a path
     arch = "sm_80"            # nvcc -arch for register counts (optional)
+    vendor = "NVIDIA"         # or "AMD" (optional, default NVIDIA)
+    architecture = "Ampere"   # optional, derived from arch on NVIDIA
+    grounding = "kernels"     # or "micro-benchmarks", "datasheet" (optional)
 
     [sms]
     value = 108
@@ -24,6 +27,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from .errors import MachineError
+from .fpclasses import FP_CLASSES
 
 MACHINE_DIR = Path(__file__).parent / "machines"
 
@@ -54,6 +58,10 @@ class Machine:
     shared_memory_per_block: int
     sources: tuple[tuple[str, str], ...]
     path: str
+    # What the file describes and what grounds its numbers (MODEL.md §12).
+    vendor: str = "NVIDIA"
+    architecture: str = ""
+    grounding: str = "datasheet"
     # Parameters of the default timing model (warpspeed.timing.latency);
     # None when a user's file lacks them (the paper model does not need them).
     fp32_fma_per_sm_cycle: int | None = None
@@ -78,7 +86,22 @@ class Machine:
         return dict(self.sources)[parameter]
 
 
-_TEXT = ("name", "description", "validated", "fits", "arch", "sources", "path")
+_TEXT = ("name", "description", "validated", "fits", "arch", "sources", "path",
+         "vendor", "architecture", "grounding")
+#: Plain keys of a machine file (MODEL.md §12).
+PLAIN_KEYS = ("name", "description", "validated", "fits", "arch", "vendor", "architecture",
+              "grounding")
+VENDORS = ("NVIDIA", "AMD")
+#: How a file's numbers are grounded, strongest first (MODEL.md §12): checked against
+#: kernel measurements, calibrated on micro-benchmark tables of this GPU, or data
+#: sheets only (figures of a related GPU's tables carried over count as data sheet).
+GROUNDINGS = ("kernels", "micro-benchmarks", "datasheet")
+#: Architecture of an NVIDIA compute capability, for files without ``architecture``.
+NVIDIA_ARCHITECTURES = {
+    "sm_70": "Volta", "sm_72": "Volta", "sm_75": "Turing", "sm_80": "Ampere",
+    "sm_86": "Ampere", "sm_87": "Ampere", "sm_89": "Ada", "sm_90": "Hopper",
+    "sm_100": "Blackwell", "sm_120": "Blackwell",
+}
 _COSTS = ("fp64_cost", "fp32_cost")
 #: Optional parameters of single constructs (atomics: warpspeed.input.atomics).
 OPTIONAL_PARAMETERS = {"atomics_per_clock": "float"}
@@ -106,6 +129,7 @@ def _parse(path: Path) -> Machine:
     for key in ("name", "fits"):
         if not isinstance(data.get(key), str):
             raise MachineError(f"machine file {path}: '{key}' must be a string")
+    labels = _labels(path, data)
     values: dict[str, object] = {}
     sources = []
     for key, typ in {**_NUMERIC, **LATENCY_PARAMETERS, **OPTIONAL_PARAMETERS}.items():
@@ -135,7 +159,7 @@ def _parse(path: Path) -> Machine:
     unknown = (
         set(data) - set(_NUMERIC) - set(LATENCY_PARAMETERS) - set(_COSTS)
         - set(OPTIONAL_PARAMETERS)
-        - {"name", "description", "validated", "fits", "arch"}
+        - set(PLAIN_KEYS)
     )
     if unknown & set(_REMOVED):
         raise MachineError(
@@ -152,8 +176,37 @@ def _parse(path: Path) -> Machine:
         arch=str(data.get("arch", "sm_80")),
         sources=tuple(sources),
         path=str(path),
+        **labels,
         **values,  # type: ignore[arg-type]
     )
+
+
+def _labels(path: Path, data: dict) -> dict[str, str]:
+    """``vendor``, ``architecture`` and ``grounding`` of a file (MODEL.md §12),
+    with the defaults of files written before they existed: NVIDIA, the
+    architecture of ``arch``, and "kernels" if ``validated`` else "datasheet"."""
+    for key in ("vendor", "architecture", "grounding", "arch", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise MachineError(f"machine file {path}: '{key}' must be a string")
+    vendor = data.get("vendor", "NVIDIA")
+    if vendor not in VENDORS:
+        raise MachineError(f"machine file {path}: vendor must be one of {list(VENDORS)}, "
+                           f"got {vendor!r}")
+    arch = data.get("arch", "sm_80")
+    architecture = data.get("architecture") or (
+        NVIDIA_ARCHITECTURES.get(arch, "") if vendor == "NVIDIA" else "")
+    if not architecture:
+        raise MachineError(f"machine file {path}: add architecture = \"...\" (e.g. \"CDNA2\"); "
+                           f"it cannot be derived from arch = {arch!r}")
+    validated = bool(data.get("validated", False))
+    grounding = data.get("grounding", "kernels" if validated else "datasheet")
+    if grounding not in GROUNDINGS:
+        raise MachineError(f"machine file {path}: grounding must be one of {list(GROUNDINGS)}, "
+                           f"got {grounding!r}")
+    if validated and grounding != "kernels":
+        raise MachineError(f"machine file {path}: validated = true needs grounding = "
+                           f"\"kernels\" (checked against kernel measurements), got {grounding!r}")
+    return {"vendor": vendor, "architecture": architecture, "grounding": grounding}
 
 
 #: Keys of older machine files, with why they went.
@@ -177,8 +230,6 @@ _RANGE: dict[str, tuple[float, float, str]] = {
 def _costs(path: Path, key: str, entry: object) -> tuple[tuple[str, float], ...]:
     """A table ``[fp64_cost]`` / ``[fp32_cost]``: FMA issue slots per
     instruction of each FP class but ``fma`` (which costs 1), and a source."""
-    from .input.kernel import FP_CLASSES
-
     if entry is None:
         return ()
     if not isinstance(entry, dict) or not isinstance(entry.get("source"), str):

@@ -11,17 +11,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
 from ..errors import KernelError, NonAffineError
+from ..fpclasses import FP_CLASSES as _FP_CLASSES
 from .atomics import Atomics
 from .expr import SymForm, parse
 from .gathers import Gather
 
 ITEMSIZES = (1, 2, 4, 8, 16)
 
-#: Classes of floating-point work, each costed per machine in FMA issue
-#: slots (``[fp_cost]`` of the machine files): ``fma`` covers add, sub, mul,
-#: fused multiply-add, min, max and abs; ``trig`` sin, cos, tan and their
-#: inverses; ``other`` any other math function.
-FP_CLASSES = ("fma", "div", "sqrt", "rsqrt", "exp", "log", "pow", "trig", "other")
+#: Classes of floating-point work (defined in :mod:`warpspeed.fpclasses`, which the
+#: machine files share); re-exported here for the kernel description.
+FP_CLASSES = _FP_CLASSES
 
 
 def _positive_ints(value: object, what: str) -> tuple[int, ...]:

@@ -1,0 +1,240 @@
+"""A new GPU in minutes (MODEL.md §12): a machine file from the public
+micro-benchmark tables and a small data-sheet base file
+(``warpspeed machines calibrate``).
+
+The base file is a machine file without the numbers the tables determine: the
+data-sheet facts (SMs, clock, cache sizes, FP rates, occupancy limits, FP costs)
+with their sources, and any number a table the user does not have must supply
+(e.g. a latency carried over from a related GPU, with that said in its source).
+:func:`calibrate` adds what each given table determines, with a source naming the
+table and how the number was derived:
+
+* ``stream``: ``dram_bandwidth`` (scale plateau), ``dram_bw_read``,
+  ``dram_bw_copy``, ``dram_bw_write``, ``turnover_ns`` and the fitted
+  ``memory_shape`` (needs the two latencies, from ``latency`` or the base);
+* ``latency``: ``dram_latency_ns`` and ``l2_latency_ns`` (plateaus);
+* ``l2``: ``l2_bandwidth`` (plateau below half the L2);
+* ``roofline``: ``fp_overlap_exponent`` (and ``overlap_exponent`` when the base
+  has no kernel-fitted one);
+* ``small_kernels``: ``launch_overhead_us``;
+* ``l1``: confirms ``l1_bytes`` (the cliff must lie within a factor 2), noted in
+  its source.
+
+``grounding`` becomes ``"micro-benchmarks"`` unless the base says ``"kernels"``.
+Approximation: the derivations are the plateau and fit rules of MODEL.md §11 /
+§12; they assume the tables follow the benchmark's conventions
+(``shared/data/microbench/README.md``).
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from ..machine import LATENCY_PARAMETERS, PLAIN_KEYS, Machine, load_machine
+from ..timing.memory import MemoryParams
+from . import microbench as mb
+
+#: Words of every source written from a table when the caller gives none.
+DEFAULT_CITE = "the user's micro-benchmark tables"
+
+
+class CalibrationError(mb.TableError):
+    """The base file or the tables do not give every number a machine file needs."""
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Paths of the micro-benchmark tables of one GPU (any may be None but stream)."""
+
+    stream: Path
+    latency: Path | None = None
+    l1: Path | None = None
+    l2: Path | None = None
+    small_kernels: Path | None = None
+    roofline: Path | None = None
+
+
+def _name(path: Path) -> str:
+    """A table as sources name it: ``stream/mi210.csv``."""
+    p = Path(path)
+    return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
+
+
+def _entry(value: float, source: str) -> dict[str, object]:
+    return {"value": value, "source": source}
+
+
+def _base_value(base: dict, key: str, path: Path, why: str) -> float:
+    entry = base.get(key)
+    if not isinstance(entry, dict) or not isinstance(entry.get("value"), (int, float)):
+        raise CalibrationError(f"base file {path} needs a table [{key}] with 'value' and "
+                               f"'source' ({why})")
+    return float(entry["value"])
+
+
+def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
+              latency_l2_mib: float | None = None, latency_llc_mib: float | None = None,
+              dram_scale: float = 1.0, grounding: str = "micro-benchmarks",
+              name: str | None = None) -> dict:
+    """The machine file's data (a TOML-able dict) from ``base_path`` and
+    ``tables`` (module docstring).
+
+    * ``latency_l2_mib`` / ``latency_llc_mib``: the whole L2 and a last-level
+      cache behind it (Infinity Cache) of the GPU the latency table was measured
+      on, for its plateau windows (default: ``l2_bytes`` of the base, no LLC).
+    * ``dram_scale``: multiplies every DRAM bandwidth taken from the stream
+      table, for a related GPU's table standing in (the ratio of the two data-sheet
+      peaks; ``cite`` should say so). An approximation: the latencies and the
+      fitted shape are carried over unchanged.
+    * ``grounding``: what the file's ``grounding`` becomes ("datasheet" when the
+      tables are a related GPU's), unless the base says "kernels".
+    """
+    if not (isinstance(dram_scale, (int, float)) and 0 < dram_scale < 100):
+        raise CalibrationError(f"the DRAM scale must be a positive factor, got {dram_scale!r}")
+    base_path = Path(base_path)
+    try:
+        base = tomllib.loads(base_path.read_text())
+    except OSError as exc:
+        raise CalibrationError(f"cannot read base file {base_path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise CalibrationError(f"base file {base_path} is not valid TOML: {exc}") from exc
+    out = dict(base)
+    if name:
+        out["name"] = name
+    l2_bytes = _base_value(base, "l2_bytes", base_path, "the L2 size, from the data sheet")
+    l2_mib = latency_l2_mib if latency_l2_mib else l2_bytes / 2**20
+    tag = f"({cite})"
+
+    if tables.latency is not None:
+        lat = mb.load_latency(tables.latency, l2_mib, latency_llc_mib)
+        t = _name(tables.latency)
+        llc = (f"{latency_llc_mib:g} MiB last-level cache" if latency_llc_mib
+               else f"{l2_mib:g} MiB L2")
+        out["dram_latency_ns"] = _entry(round(lat.dram_ns, 1), (
+            f"{t} {tag}: median of latency_cycles / clock_MHz ({lat.clock_mhz:.0f} MHz) over "
+            f"the {lat.dram_rows} rows with footprint >= 1.5 x the {llc}: the DRAM plateau; "
+            "not fitted"))
+        out["l2_latency_ns"] = _entry(round(lat.l2_ns, 1), (
+            f"{t} {tag}: median latency over footprints 1 MB .. L2 / 4: the (near) L2 plateau"))
+    dram_ns = _base_value(out, "dram_latency_ns", base_path,
+                          "no --latency table: give the DRAM latency in the base")
+    l2_ns = _base_value(out, "l2_latency_ns", base_path,
+                        "no --latency table: give the L2 latency in the base")
+
+    s = mb.load_stream(tables.stream)
+    fit = mb.memory_fit(s, dram_ns, l2_ns)
+    p: MemoryParams = fit.params
+    t = _name(tables.stream)
+    sms = _base_value(base, "sms", base_path, "the SM / CU count, from the data sheet")
+    sm_note = ("" if s.sms == sms else f"; the table's {s.sms} SMs (as the runtime reported "
+               f"them) hold the same threads as this file's {sms:g}")
+    pl = fit.plateaus
+    k = float(dram_scale)
+
+    scaled = "" if k == 1 else f"; x {k:g}, the ratio of the data-sheet DRAM peaks"
+
+    def reached(col: str) -> str:
+        note = "" if pl[col][1] else "; NOT REACHED: still rising at full occupancy, a lower bound"
+        return note + scaled
+
+    out["dram_bandwidth"] = _entry(round(k * pl["scale"][0], 1), (
+        f"{t} {tag}: scale_GBs plateau (one load per store, median of the values within 2 % "
+        f"of the maximum): the attainable copy bandwidth{reached('scale')}"))
+    out["dram_bw_read"] = _entry(round(k * p.dram_bw_read, 1), (
+        f"{t} {tag}: the larger of the read_GBs plateau ({pl['read'][0]:.0f}) and the init "
+        f"plateau: a pure load stream has no bus turnarounds, like a pure store stream"
+        f"{scaled}"))
+    out["dram_bw_copy"] = _entry(round(k * p.dram_bw_copy, 1), (
+        f"{t} {tag}: scale_GBs plateau (one load per store){reached('scale')}"))
+    out["dram_bw_write"] = _entry(round(k * p.dram_bw_write, 1), (
+        f"{t} {tag}: init_GBs plateau (stores only){reached('init')}"))
+    out["turnover_ns"] = _entry(round(p.turnover_ns, 1), (
+        f"{t} {tag}: shortest init residence, threads in flight x 8 B / init_GBs, at block "
+        f"size {fit.t0_block}: a store-only thread slot's launch-issue-retire time{sm_note}"))
+    out["memory_shape"] = _entry(round(p.shape, 4), (
+        f"{t} {tag}: fitted (scipy, minimax over the read, scale and triad columns, with the "
+        "latencies above): the latency-under-load coefficient"))
+
+    if tables.l2 is not None:
+        bw, n = mb.l2_bandwidth(tables.l2, int(l2_bytes))
+        out["l2_bandwidth"] = _entry(round(bw, 1), (
+            f"{_name(tables.l2)} {tag}: median bandwidth of the {n} data sets of at most half "
+            "the L2: the L2 plateau"))
+    if tables.roofline is not None:
+        o = mb.fp_overlap(tables.roofline)
+        out["fp_overlap_exponent"] = _entry(round(o.exponent, 2), (
+            f"{_name(tables.roofline)} {tag}: p-norm exponent of FP and memory time fitted on "
+            f"the {o.rows} transition rows (mean error {100 * o.mape:.1f} %)"))
+    if "overlap_exponent" not in base and "fp_overlap_exponent" in out:
+        out["overlap_exponent"] = _entry(out["fp_overlap_exponent"]["value"], (
+            "no kernel measurements on this GPU, so no kernel-fitted value: the FP/memory "
+            "exponent (fp_overlap_exponent) stands in for L1 work too"))
+    if tables.small_kernels is not None:
+        us = mb.launch_overhead_us(tables.small_kernels)
+        out["launch_overhead_us"] = _entry(round(us, 2), (
+            f"{_name(tables.small_kernels)} {tag}: median wall time per launch of back-to-back "
+            f"kernels of at most {mb.SMALL} elements"))
+    if tables.l1 is not None:
+        l1 = _base_value(base, "l1_bytes", base_path, "the L1 size, from the data sheet")
+        lo, hi = mb.l1_cliff_kb(tables.l1)
+        if not lo * 1024 / 2 <= l1 <= hi * 1024 * 2:
+            raise CalibrationError(
+                f"{tables.l1}: the L1 cliff lies between {lo:g} and {hi:g} kB, but the base "
+                f"says l1_bytes = {l1:g}: check the data sheet figure")
+        entry = dict(out["l1_bytes"])
+        entry["source"] = (f"{entry['source']}; {_name(tables.l1)} {tag} shows the cliff "
+                           f"between {lo:g} and {hi:g} kB")
+        out["l1_bytes"] = entry
+    if grounding not in ("micro-benchmarks", "datasheet"):
+        raise CalibrationError(f"grounding must be 'micro-benchmarks' or 'datasheet', got "
+                               f"{grounding!r}")
+    if out.get("grounding") != "kernels":
+        out["grounding"] = grounding
+    missing = [k for k in LATENCY_PARAMETERS if k not in out]
+    if missing:
+        raise CalibrationError(
+            f"the default model needs {missing}: give the tables that determine them "
+            "(--roofline: fp_overlap_exponent, --small-kernels: launch_overhead_us) or put "
+            f"them in the base file {base_path} with their sources")
+    return out
+
+
+def _value(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else "nan"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    raise CalibrationError(f"cannot write {v!r} to a machine file")
+
+
+def toml_text(data: dict, header: str = "") -> str:
+    """A machine file's text: plain keys, then the tables in the order of
+    :class:`~warpspeed.machine.Machine`, then any other table of the base."""
+    lines = [f"# {x}" for x in header.splitlines()] + ([""] if header else [])
+    plain = [k for k in data if not isinstance(data[k], dict)]
+    for k in sorted(plain, key=lambda k: (PLAIN_KEYS.index(k) if k in PLAIN_KEYS else 99, k)):
+        lines.append(f"{k} = {_value(data[k])}")
+    order = [f.name for f in fields(Machine)]
+    tables = [k for k in data if isinstance(data[k], dict)]
+    for k in sorted(tables, key=lambda k: (order.index(k) if k in order else len(order),
+                                           tables.index(k))):
+        entry = data[k]
+        keys = [x for x in ("value", "source") if x in entry] + [
+            x for x in entry if x not in ("value", "source")]
+        lines += ["", f"[{k}]", *(f"{x} = {_value(entry[x])}" for x in keys)]
+    return "\n".join(lines) + "\n"
+
+
+def write_machine(data: dict, out: Path, header: str = "") -> Machine:
+    """Write the machine file and load it back (the loader checks every key and
+    range; a failure names the key)."""
+    out = Path(out)
+    out.write_text(toml_text(data, header))
+    return load_machine(out)

@@ -1,0 +1,274 @@
+"""The public GPU micro-benchmark tables (MODEL.md §11, §12): readers and the
+machine parameters each table determines.
+
+The tables are the CSV conversions of te42kyfo/gpu-benches described in
+``shared/data/microbench/README.md``; a user who runs those benchmarks on a new
+GPU writes the same columns. Every function here is pure: a table in, numbers
+out, plus the words that say how they were derived (the machine file's
+``source`` strings). ``fits/calibrate_memory.py``, ``fits/calibrate_overlap.py``
+and ``warpspeed machines calibrate`` (:mod:`warpspeed.validation.calibrate`) all
+use them.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import MachineError
+from ..timing.latency import overlap
+from ..timing.memory import MemoryParams, achieved_bandwidth
+
+
+class TableError(MachineError):
+    """A micro-benchmark table is missing, lacks a column or is inconsistent."""
+
+
+#: Blocks per SM of the stream benchmark (gpu-stream: measureKernels(k, bs, 2)).
+BLOCKS_PER_SM = 2
+#: Bytes of one array element of the stream benchmark (double).
+ELEMENT = 8
+#: Stream columns: DRAM elements loaded and stored per thread.
+KERNELS = {"init": (0, 1), "read": (1, 0), "scale": (1, 1), "triad": (2, 1),
+           "3pt": (1, 1), "5pt": (1, 1)}
+#: Stream columns ``memory_shape`` is fitted on.
+FITTED = ("read", "scale", "triad")
+#: Plateau: the median of the values within this fraction of a column's maximum.
+PLATEAU_BAND = 0.02
+#: Largest element count whose launches count as "empty" (the overhead floor).
+SMALL = 16384
+
+
+def read_table(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    """The rows of a CSV table; :class:`TableError` naming the file if it is
+    missing, empty or lacks one of ``columns``."""
+    path = Path(path)
+    try:
+        with path.open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    except OSError as exc:
+        raise TableError(f"cannot read micro-benchmark table {path}: {exc.strerror}") from exc
+    if not rows:
+        raise TableError(f"micro-benchmark table {path} has no rows")
+    missing = [c for c in columns if c not in rows[0]]
+    if missing:
+        raise TableError(f"micro-benchmark table {path} lacks the columns {missing} "
+                         "(see shared/data/microbench/README.md for the format)")
+    return rows
+
+
+def _floats(rows: list[dict[str, str]], column: str, path: Path) -> np.ndarray:
+    try:
+        return np.array([float(r[column]) for r in rows])
+    except (TypeError, ValueError) as exc:
+        raise TableError(f"micro-benchmark table {path}: column {column} is not numeric") from exc
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One stream table (MODEL.md §11): block sizes, threads in flight on the
+    whole GPU (both resident blocks), SMs, GB/s per kernel column."""
+
+    block: np.ndarray
+    threads: np.ndarray
+    sms: int
+    gbs: dict[str, np.ndarray]
+
+    def bytes_in_flight(self, kernel: str) -> np.ndarray:
+        loads, stores = KERNELS[kernel]
+        return self.threads * ELEMENT * (loads + stores)
+
+
+def load_stream(path: Path) -> Stream:
+    """A ``stream/<gpu>.csv`` table. Its ``threads_in_flight`` column is SMs x
+    block size (one block); the benchmark keeps two blocks per SM resident, which
+    the occupancy column shows (``2 x block / threads per SM``, one constant)."""
+    cols = ("block_size", "threads_in_flight", "occupancy_percent",
+            *(f"{k}_GBs" for k in KERNELS))
+    rows = read_table(path, cols)
+    block = _floats(rows, "block_size", path).astype(int)
+    column = _floats(rows, "threads_in_flight", path).astype(int)
+    sms = {int(c) // int(b) for c, b in zip(column, block)}
+    if len(sms) != 1 or any(c % b for c, b in zip(column, block)):
+        raise TableError(f"{path}: threads_in_flight is not SMs x block size")
+    occupancy = _floats(rows, "occupancy_percent", path)
+    per_sm = BLOCKS_PER_SM * block[-1] / (occupancy[-1] / 100)
+    implied = BLOCKS_PER_SM * block / per_sm * 100
+    if np.max(np.abs(occupancy - implied)) > 0.2 + 0.02 * np.max(occupancy):
+        raise TableError(f"{path}: the occupancy column does not show {BLOCKS_PER_SM} blocks "
+                         "per SM")
+    gbs = {k: _floats(rows, f"{k}_GBs", path) for k in KERNELS}
+    return Stream(block, BLOCKS_PER_SM * column.astype(float), sms.pop(), gbs)
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Plateaus of a pointer-chasing table (ns, from cycles and clock)."""
+
+    clock_mhz: float
+    dram_ns: float
+    dram_rows: int
+    l2_ns: float
+    l2_far_ns: float
+
+
+def load_latency(path: Path, l2_mib: float, llc_mib: float | None = None) -> Latency:
+    """The DRAM plateau (footprints >= 1.5 x the last-level cache: the full L2,
+    or ``llc_mib``, an Infinity Cache behind it), the near L2 plateau
+    (min(1 MB, L2 / 8) .. L2 / 4) and the far one (0.75 .. 0.95 x L2) of a
+    ``latency/<gpu>.csv`` table. Latencies are ``latency_cycles / clock_MHz``
+    (the table's ns column is wrong beyond 68883 kB)."""
+    rows = read_table(path, ("clock_MHz", "chain_footprint_kB", "latency_cycles"))
+    clock = float(rows[0]["clock_MHz"])
+    kb = _floats(rows, "chain_footprint_kB", path)
+    ns = _floats(rows, "latency_cycles", path) / clock * 1e3
+    l2_kb = l2_mib * 1024
+    dram = kb >= 1.5 * max(l2_kb, (llc_mib or 0) * 1024)
+    near = (kb >= min(1024, l2_kb / 8)) & (kb <= 0.25 * l2_kb)
+    far = (kb >= 0.75 * l2_kb) & (kb <= 0.95 * l2_kb)
+    if not dram.any() or not near.any():
+        raise TableError(f"{path}: no footprints beyond 1.5 x the last-level cache or none "
+                         f"in the L2 window (L2 {l2_mib:g} MiB): are the cache sizes right?")
+    far_ns = float(np.median(ns[far])) if far.any() else float("nan")
+    return Latency(clock, float(np.median(ns[dram])), int(dram.sum()),
+                   float(np.median(ns[near])), far_ns)
+
+
+def plateau(values: np.ndarray) -> tuple[float, bool]:
+    """Median of the values within PLATEAU_BAND of the maximum, and whether
+    the column reached it: its last quarter lies inside the band."""
+    top = values.max()
+    band = values >= (1 - PLATEAU_BAND) * top
+    reached = bool(np.all(band[-len(values) // 4:]))
+    return float(np.median(values[band])), reached
+
+
+def predict(p: MemoryParams, s: Stream, kernel: str) -> np.ndarray:
+    """The memory model's bandwidth for one stream column (MODEL.md §11)."""
+    loads, stores = KERNELS[kernel]
+    f = loads / (loads + stores)
+    return np.array([achieved_bandwidth(p, float(c), f) for c in s.bytes_in_flight(kernel)])
+
+
+def relative_errors(p: MemoryParams, s: Stream, kernel: str) -> np.ndarray:
+    return predict(p, s, kernel) / s.gbs[kernel] - 1.0
+
+
+def fit_shape(p: MemoryParams, s: Stream) -> float:
+    """The shape minimising the largest |log(model / measured)| over the
+    fitted curves: a coarse scan, then bounded Brent around the best."""
+    from scipy.optimize import minimize_scalar
+
+    def worst(shape: float) -> float:
+        q = replace(p, shape=float(shape))
+        return max(float(np.max(np.abs(np.log1p(relative_errors(q, s, k))))) for k in FITTED)
+
+    grid = np.linspace(0.0, 3.0, 61)
+    best = grid[int(np.argmin([worst(x) for x in grid]))]
+    lo, hi = max(0.0, best - 0.05), best + 0.05
+    res = minimize_scalar(worst, bounds=(lo, hi), method="bounded", options={"xatol": 1e-5})
+    return float(res.x)
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    """The memory-model parameters of one GPU from its stream and latency
+    plateaus (MODEL.md §11): derived, not fitted, but ``shape``."""
+
+    params: MemoryParams
+    plateaus: dict[str, tuple[float, bool]]
+    t0_block: int
+
+
+def memory_fit(s: Stream, dram_latency_ns: float, l2_latency_ns: float) -> MemoryFit:
+    """Turnover (shortest init residence), saturated bandwidths (plateaus of
+    the read, scale and init columns; read is the larger of its plateau and
+    init's) and the fitted shape of one stream table."""
+    residence = s.bytes_in_flight("init") / s.gbs["init"]
+    i0 = int(np.argmin(residence))
+    plateaus = {k: plateau(s.gbs[k]) for k in ("init", "read", "scale", "triad")}
+    read_bw = max(plateaus["read"][0], plateaus["init"][0])
+    p = MemoryParams(
+        dram_latency_ns=dram_latency_ns, l2_latency_ns=l2_latency_ns,
+        dram_bw_read=read_bw, dram_bw_copy=plateaus["scale"][0],
+        dram_bw_write=plateaus["init"][0], shape=0.0, turnover_ns=float(residence[i0]),
+    )
+    return MemoryFit(replace(p, shape=fit_shape(p, s)), plateaus, int(s.block[i0]))
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """The fitted FP/memory overlap exponent of one roofline table and its error."""
+
+    exponent: float
+    rows: int
+    mape: float
+
+
+def fp_overlap(path: Path) -> Overlap:
+    """The exponent ``p`` of ``t = (t_fp^p + t_mem^p)^(1/p)`` on the transition
+    rows of a ``roofline/<gpu>.csv`` table (MODEL.md §11): memory time per byte
+    from the first row, FP time per byte from the table's largest GFlop/s; the
+    rows where neither side is below a quarter of the other; minimum mean
+    absolute relative error."""
+    from scipy.optimize import minimize_scalar
+
+    rows = read_table(path, ("flop_per_byte", "bandwidth_GBs", "gflops"))
+    fpb = _floats(rows, "flop_per_byte", path)
+    bw = _floats(rows, "bandwidth_GBs", path)
+    gf = _floats(rows, "gflops", path)
+    t_mem = np.full_like(bw, 1.0 / bw[np.argmin(fpb)])
+    t_fp = fpb / gf.max()
+    meas = 1.0 / bw
+    keep = (t_fp > 0.25 * t_mem) & (t_mem > 0.25 * t_fp)
+    if keep.sum() < 2:
+        raise TableError(f"{path}: fewer than two rows in the FP/memory transition")
+
+    def err(p: float) -> float:
+        model = np.array([overlap(f, t, p) for f, t in zip(t_fp[keep], t_mem[keep])])
+        return float(np.mean(np.abs(model / meas[keep] - 1)))
+
+    res = minimize_scalar(err, bounds=(1.0, 16.0), method="bounded")
+    return Overlap(float(res.x), int(keep.sum()), float(res.fun))
+
+
+def launch_overhead_us(path: Path) -> float:
+    """The median wall time per launch of the smallest kernels (at most
+    :data:`SMALL` elements, every block size) of a ``small_kernels`` table, µs."""
+    rows = read_table(path, ("elements", "time_per_launch_us"))
+    small = [float(r["time_per_launch_us"]) for r in rows if float(r["elements"]) <= SMALL]
+    if not small:
+        raise TableError(f"{path}: no rows with at most {SMALL} elements")
+    return float(np.median(small))
+
+
+def l2_bandwidth(path: Path, l2_bytes: int) -> tuple[float, int]:
+    """The L2 plateau of an ``l2_cache/<gpu>.csv`` table: the median bandwidth
+    over the data sets of at most half the L2 (all blocks read one shared set,
+    too spread out for the L1), and how many rows it takes."""
+    rows = read_table(path, ("data_set_kB", "bandwidth_GBs"))
+    kb = _floats(rows, "data_set_kB", path)
+    bw = _floats(rows, "bandwidth_GBs", path)
+    inside = kb * 1024 <= 0.5 * l2_bytes
+    if not inside.any():
+        raise TableError(f"{path}: no data set of at most half the L2 ({l2_bytes} B)")
+    return float(np.median(bw[inside])), int(inside.sum())
+
+
+def l1_cliff_kb(path: Path) -> tuple[float, float]:
+    """The L1 capacity an ``l1_cache/<gpu>.csv`` table shows: the first data set
+    (kB) whose bandwidth falls below 70 % of the best before it, and the last
+    one before it within 10 % of that best."""
+    rows = read_table(path, ("data_set_kB", "bandwidth_GBs"))
+    kb = _floats(rows, "data_set_kB", path)
+    bw = _floats(rows, "bandwidth_GBs", path)
+    best = np.maximum.accumulate(bw)
+    drop = np.nonzero(bw[1:] < 0.7 * best[:-1])[0]
+    if not len(drop):
+        raise TableError(f"{path}: no L1 cliff (bandwidth never drops below 70 % of its best)")
+    i = int(drop[0]) + 1
+    before = np.nonzero(bw[:i] >= 0.9 * best[i - 1])[0]
+    return float(kb[before[-1]]), float(kb[i])
