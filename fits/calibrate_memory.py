@@ -36,39 +36,32 @@ are validation (same DRAM mix as scale, never fitted).
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
-from warpspeed.timing.memory import (
-    STORE_WEIGHT,
-    WALL_EXPONENT,
-    MemoryParams,
-    achieved_bandwidth,
+from warpspeed.timing.memory import STORE_WEIGHT, WALL_EXPONENT, MemoryParams
+from warpspeed.validation.microbench import (
+    BLOCKS_PER_SM,
+    FITTED,
+    Latency,
+    Stream,
+    load_latency,
+    load_stream,
+    memory_fit,
+    relative_errors,
 )
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "microbench"
 OUT = Path(__file__).resolve().parent / "memory.toml"
 SOURCE = "te42kyfo/gpu-benches, commit 1c36d50 (shared/data/microbench)"
 
-#: Blocks per SM of the stream benchmark (gpu-stream/main.cu: measureKernels(k, bs, 2)).
-BLOCKS_PER_SM = 2
-#: Bytes of one array element (double).
-ELEMENT = 8
-#: Stream columns: DRAM elements loaded and stored per thread.
-KERNELS = {"init": (0, 1), "read": (1, 0), "scale": (1, 1), "triad": (2, 1),
-           "3pt": (1, 1), "5pt": (1, 1)}
-FITTED = ("read", "scale", "triad")
 PREDICTED = ("init",)
 VALIDATION = ("3pt", "5pt")
 TOLERANCE = 0.10
-#: Plateau: the median of the values within this fraction of a column's maximum.
-PLATEAU_BAND = 0.02
 
 
 @dataclass(frozen=True)
@@ -99,98 +92,6 @@ GPUS = {
 }
 
 
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-@dataclass(frozen=True)
-class Stream:
-    """One stream table: block sizes, threads in flight, GB/s per kernel."""
-
-    block: np.ndarray
-    threads: np.ndarray
-    sms: int
-    gbs: dict[str, np.ndarray]
-
-    def bytes_in_flight(self, kernel: str) -> np.ndarray:
-        loads, stores = KERNELS[kernel]
-        return self.threads * ELEMENT * (loads + stores)
-
-
-def load_stream(path: Path) -> Stream:
-    rows = read_csv(path)
-    block = np.array([int(r["block_size"]) for r in rows])
-    column = np.array([int(r["threads_in_flight"]) for r in rows])
-    sms = {int(c) // int(b) for c, b in zip(column, block)}
-    if len(sms) != 1:
-        raise SystemExit(f"{path}: threads_in_flight is not SMs x block size")
-    occupancy = np.array([float(r["occupancy_percent"]) for r in rows])
-    implied = BLOCKS_PER_SM * block / 2048 * 100  # all five GPUs: 2048 threads per SM
-    if np.max(np.abs(occupancy - implied)) > 0.2:
-        raise SystemExit(f"{path}: occupancy column does not show {BLOCKS_PER_SM} blocks per SM")
-    gbs = {k: np.array([float(r[f"{k}_GBs"]) for r in rows]) for k in KERNELS}
-    return Stream(block, BLOCKS_PER_SM * column.astype(float), sms.pop(), gbs)
-
-
-@dataclass(frozen=True)
-class Latency:
-    """Plateaus of a pointer-chasing table (ns, from cycles and clock)."""
-
-    clock_mhz: float
-    dram_ns: float
-    dram_rows: int
-    l2_ns: float
-    l2_far_ns: float
-
-
-def load_latency(path: Path, l2_mib: float) -> Latency:
-    rows = read_csv(path)
-    clock = float(rows[0]["clock_MHz"])
-    kb = np.array([float(r["chain_footprint_kB"]) for r in rows])
-    ns = np.array([float(r["latency_cycles"]) for r in rows]) / clock * 1e3
-    l2_kb = l2_mib * 1024
-    dram = kb >= 1.5 * l2_kb
-    near = (kb >= 1024) & (kb <= 0.25 * l2_kb)
-    far = (kb >= 0.75 * l2_kb) & (kb <= 0.95 * l2_kb)
-    return Latency(clock, float(np.median(ns[dram])), int(dram.sum()),
-                   float(np.median(ns[near])), float(np.median(ns[far])))
-
-
-def plateau(values: np.ndarray) -> tuple[float, bool]:
-    """Median of the values within PLATEAU_BAND of the maximum, and whether
-    the column reached it: its last quarter lies inside the band."""
-    top = values.max()
-    band = values >= (1 - PLATEAU_BAND) * top
-    reached = bool(np.all(band[-len(values) // 4:]))
-    return float(np.median(values[band])), reached
-
-
-def predict(p: MemoryParams, s: Stream, kernel: str) -> np.ndarray:
-    loads, stores = KERNELS[kernel]
-    f = loads / (loads + stores)
-    return np.array([achieved_bandwidth(p, float(c), f) for c in s.bytes_in_flight(kernel)])
-
-
-def relative_errors(p: MemoryParams, s: Stream, kernel: str) -> np.ndarray:
-    return predict(p, s, kernel) / s.gbs[kernel] - 1.0
-
-
-def fit_shape(p: MemoryParams, s: Stream) -> float:
-    """The shape minimising the largest |log(model / measured)| over the
-    fitted curves: a coarse scan, then bounded Brent around the best."""
-
-    def worst(shape: float) -> float:
-        q = MemoryParams(**{**p.__dict__, "shape": float(shape)})
-        return max(float(np.max(np.abs(np.log1p(relative_errors(q, s, k))))) for k in FITTED)
-
-    grid = np.linspace(0.0, 3.0, 61)
-    best = grid[int(np.argmin([worst(x) for x in grid]))]
-    lo, hi = max(0.0, best - 0.05), best + 0.05
-    res = minimize_scalar(worst, bounds=(lo, hi), method="bounded", options={"xatol": 1e-5})
-    return float(res.x)
-
-
 @dataclass(frozen=True)
 class Calibration:
     gpu: str
@@ -203,21 +104,15 @@ class Calibration:
 
 
 def calibrate(gpu: str, data: Path) -> Calibration:
+    """One GPU's parameters (warpspeed.validation.microbench.memory_fit, the
+    rules `warpspeed machines calibrate` applies) and its curve errors."""
     g = GPUS[gpu]
     s = load_stream(data / "stream" / f"{gpu}.csv")
     lat = load_latency(data / "latency" / f"{g.latency}.csv", g.l2_mib)
-    residence = s.bytes_in_flight("init") / s.gbs["init"]
-    i0 = int(np.argmin(residence))
-    plateaus = {k: plateau(s.gbs[k]) for k in ("init", "read", "scale", "triad")}
-    read_bw = max(plateaus["read"][0], plateaus["init"][0])
-    p = MemoryParams(
-        dram_latency_ns=lat.dram_ns, l2_latency_ns=lat.l2_ns,
-        dram_bw_read=read_bw, dram_bw_copy=plateaus["scale"][0],
-        dram_bw_write=plateaus["init"][0], shape=0.0, turnover_ns=float(residence[i0]),
-    )
-    p = MemoryParams(**{**p.__dict__, "shape": fit_shape(p, s)})
+    fit = memory_fit(s, lat.dram_ns, lat.l2_ns)
+    p = fit.params
     errors = {k: relative_errors(p, s, k) for k in (*PREDICTED, *FITTED, *VALIDATION)}
-    return Calibration(gpu, p, s, lat, plateaus, int(s.block[i0]), errors)
+    return Calibration(gpu, p, s, lat, fit.plateaus, fit.t0_block, errors)
 
 
 # --------------------------------------------------------------------- output

@@ -29,20 +29,19 @@ copy them into the machine files (the sources there name this script).
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from warpspeed.timing.latency import overlap
+from warpspeed.validation import microbench as mb
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "microbench"
 NVIDIA_ROOFLINE = ("a100_40", "a40", "h200", "l40")
 NVIDIA_LAUNCH = ("a100_80", "a40", "h200", "l40")
 #: Largest element count whose launches count as "empty" (the overhead floor).
-SMALL = 16384
+SMALL = mb.SMALL
 
 
 @dataclass(frozen=True)
@@ -55,42 +54,25 @@ class Overlap:
     mape: float
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
+def _table(path: Path) -> Path:
     if not path.is_file():
         raise FileNotFoundError(
             f"{path} not found: the micro-benchmark tables live in shared/data/microbench "
             "beside the repository (public data of te42kyfo/gpu-benches, not shipped)"
         )
-    with path.open() as fh:
-        return list(csv.DictReader(fh))
+    return path
 
 
 def fp_overlap(gpu: str, data: Path = DATA) -> Overlap:
-    """The exponent ``p`` of one GPU's roofline table (module docstring)."""
-    from scipy.optimize import minimize_scalar
-
-    rows = _rows(data / "roofline" / f"{gpu}.csv")
-    fpb = np.array([float(r["flop_per_byte"]) for r in rows])
-    bw = np.array([float(r["bandwidth_GBs"]) for r in rows])
-    gf = np.array([float(r["gflops"]) for r in rows])
-    t_mem = np.full_like(bw, 1.0 / bw[np.argmin(fpb)])
-    t_fp = fpb / gf.max()
-    meas = 1.0 / bw
-    keep = (t_fp > 0.25 * t_mem) & (t_mem > 0.25 * t_fp)
-
-    def err(p: float) -> float:
-        model = np.array([overlap(f, t, p) for f, t in zip(t_fp[keep], t_mem[keep])])
-        return float(np.mean(np.abs(model / meas[keep] - 1)))
-
-    res = minimize_scalar(err, bounds=(1.0, 16.0), method="bounded")
-    return Overlap(gpu, float(res.x), int(keep.sum()), float(res.fun))
+    """The exponent ``p`` of one GPU's roofline table (module docstring;
+    warpspeed.validation.microbench.fp_overlap)."""
+    o = mb.fp_overlap(_table(data / "roofline" / f"{gpu}.csv"))
+    return Overlap(gpu, o.exponent, o.rows, o.mape)
 
 
 def launch_overhead_us(gpu: str, data: Path = DATA) -> float:
     """The median wall time per launch of the smallest kernels, in µs."""
-    rows = _rows(data / "small_kernels" / f"{gpu}.csv")
-    small = [float(r["time_per_launch_us"]) for r in rows if int(r["elements"]) <= SMALL]
-    return float(np.median(small))
+    return mb.launch_overhead_us(_table(data / "small_kernels" / f"{gpu}.csv"))
 
 
 def main(argv: list[str] | None = None) -> int:

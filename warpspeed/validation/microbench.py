@@ -118,16 +118,19 @@ class Latency:
 def load_latency(path: Path, l2_mib: float, llc_mib: float | None = None) -> Latency:
     """The DRAM plateau (footprints >= 1.5 x the last-level cache: the full L2,
     or ``llc_mib``, an Infinity Cache behind it), the near L2 plateau
-    (min(1 MB, L2 / 8) .. L2 / 4) and the far one (0.75 .. 0.95 x L2) of a
-    ``latency/<gpu>.csv`` table. Latencies are ``latency_cycles / clock_MHz``
-    (the table's ns column is wrong beyond 68883 kB)."""
+    (1 MB .. L2 / 4, or L2 / 8 .. L2 / 4 when that holds fewer than 3 rows)
+    and the far one (0.75 .. 0.95 x L2) of a ``latency/<gpu>.csv`` table.
+    Latencies are ``latency_cycles / clock_MHz`` (the table's ns column is
+    wrong beyond 68883 kB)."""
     rows = read_table(path, ("clock_MHz", "chain_footprint_kB", "latency_cycles"))
     clock = float(rows[0]["clock_MHz"])
     kb = _floats(rows, "chain_footprint_kB", path)
     ns = _floats(rows, "latency_cycles", path) / clock * 1e3
     l2_kb = l2_mib * 1024
     dram = kb >= 1.5 * max(l2_kb, (llc_mib or 0) * 1024)
-    near = (kb >= min(1024, l2_kb / 8)) & (kb <= 0.25 * l2_kb)
+    near = (kb >= 1024) & (kb <= 0.25 * l2_kb)
+    if near.sum() < 3:  # a small L2 (4 MiB): widen the window down to L2 / 8
+        near = (kb >= l2_kb / 8) & (kb <= 0.25 * l2_kb)
     far = (kb >= 0.75 * l2_kb) & (kb <= 0.95 * l2_kb)
     if not dram.any() or not near.any():
         raise TableError(f"{path}: no footprints beyond 1.5 x the last-level cache or none "
