@@ -25,7 +25,8 @@ from pystencils.boundaries.createindexlist import (
 import warpspeed as ws
 import warpspeed.pystencils as wps
 from tests.corpus.lbm import channel_list
-from warpspeed.input.gathers import Gather, gather_volumes
+from warpspeed.input.gathers import Gather
+from warpspeed.volumes.gathers import gather_volumes
 
 N = 66  # array extent: 64 interior cells and one ghost layer each side
 

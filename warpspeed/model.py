@@ -15,7 +15,6 @@ from pathlib import Path
 from .errors import LaunchError
 from .input.addresses import kernel_forms, thread_accesses
 from .input.expr import LinForm, SymForm, bind_all
-from .input.gathers import gather_volumes, with_gathers
 from .input.kernel import Kernel
 from .machine import Machine, load_machine
 from .timing import DEFAULT_MODEL, MODELS, Timing, timing
@@ -23,6 +22,7 @@ from .timing.atomics import with_atomics
 from .timing.paper import LIMITERS
 from .volumes.capacity import CapacityFits, load_fits
 from .volumes.footprint import Footprint, block_footprint
+from .volumes.gathers import gather_volumes, with_gathers
 from .volumes.l1 import l1_cycles_per_warp_lup
 from .volumes.launch import Launch, make_launch
 from .volumes.levels import Volumes, level_volumes
@@ -187,7 +187,7 @@ def finish(
     lv = level_volumes(kernel, m, launch, stage.footprint, wave, curves,
                        merged_stores=MODELS[model].merged_stores,
                        reread_evicts=MODELS[model].reread_evicts)
-    if kernel.gathers:  # indexed accesses, counted apart (warpspeed.input.gathers)
+    if kernel.gathers:  # indexed accesses, counted apart (warpspeed.volumes.gathers)
         gv = gather_volumes(kernel.gathers, m.warp_size)
         lv = replace(lv, volumes=with_gathers(lv.volumes, gv))
         stage = replace(stage, l1_cycles=stage.l1_cycles + gv.l1_cycles)
