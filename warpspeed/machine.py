@@ -118,6 +118,9 @@ _NUMERIC = {
     and f.name not in OPTIONAL_PARAMETERS
 }
 
+#: Parameters every machine file needs (the paper model's), with their types.
+REQUIRED_PARAMETERS = dict(_NUMERIC)
+
 
 def _parse(path: Path) -> Machine:
     try:

@@ -33,7 +33,13 @@ import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from ..machine import LATENCY_PARAMETERS, PLAIN_KEYS, Machine, load_machine
+from ..machine import (
+    LATENCY_PARAMETERS,
+    PLAIN_KEYS,
+    REQUIRED_PARAMETERS,
+    Machine,
+    load_machine,
+)
 from ..timing.memory import MemoryParams
 from . import microbench as mb
 
@@ -193,6 +199,11 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
                                f"{grounding!r}")
     if out.get("grounding") != "kernels":
         out["grounding"] = grounding
+    missing = [k for k in REQUIRED_PARAMETERS if k not in out]
+    if missing:
+        raise CalibrationError(
+            f"the machine file needs {missing}: give the tables that determine them (--l2: "
+            f"l2_bandwidth) or put them in the base file {base_path} with their sources")
     missing = [k for k in LATENCY_PARAMETERS if k not in out]
     if missing:
         raise CalibrationError(

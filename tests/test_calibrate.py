@@ -1,0 +1,275 @@
+"""``warpspeed machines calibrate`` (MODEL.md §12): machine files from
+micro-benchmark tables, checked on synthetic tables whose parameters are known
+and by rebuilding the shipped files from the public tables."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import warpspeed as ws
+from warpspeed.cli import main as cli
+from warpspeed.machine import GROUNDINGS, LATENCY_PARAMETERS, machine_files
+from warpspeed.timing.memory import MemoryParams, achieved_bandwidth
+from warpspeed.validation import microbench as mb
+from warpspeed.validation.calibrate import CalibrationError, Tables, calibrate, write_machine
+from warpspeed.validation.reference import shared_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = ROOT / "warpspeed" / "machines" / "base"
+MICROBENCH = shared_dir() / "data" / "microbench"
+needs_tables = pytest.mark.skipif(
+    not (MICROBENCH / "stream").is_dir(),
+    reason=f"micro-benchmark tables not found at {MICROBENCH}: the public data live in the "
+           "project's shared/ folder beside the repository and are not shipped")
+
+#: Machines written by the calibrate command, and what grounds them.
+CALIBRATED = {"A40": "micro-benchmarks", "L40": "micro-benchmarks", "MI100": "micro-benchmarks",
+              "MI210": "micro-benchmarks", "RX6900XT": "micro-benchmarks",
+              "L40S": "datasheet", "MI250X-GCD": "datasheet", "MI300X": "datasheet",
+              "RX7900XTX": "datasheet", "B200": "datasheet"}
+
+
+def _build_script():
+    spec = importlib.util.spec_from_file_location("fits_build_machines",
+                                                  ROOT / "fits" / "build_machines.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# ----------------------------------------------------------- synthetic truth
+
+TRUE = MemoryParams(dram_latency_ns=400.0, l2_latency_ns=150.0, dram_bw_read=1500.0,
+                    dram_bw_copy=1300.0, dram_bw_write=1450.0, shape=0.6, turnover_ns=250.0)
+SMS = 200
+
+
+def _synthetic_stream(path: Path, p: MemoryParams = TRUE) -> None:
+    """A stream table in the benchmark's format whose every column is the
+    memory model with ``p`` (two blocks per SM, 8 B per array element)."""
+    lines = ["block_size,threads_in_flight,occupancy_percent,init_GBs,read_GBs,scale_GBs,"
+             "triad_GBs,3pt_GBs,5pt_GBs"]
+    for block in range(32, 1025, 32):
+        threads = 2 * SMS * block
+        cols = []
+        for k in ("init", "read", "scale", "triad", "3pt", "5pt"):
+            loads, stores = mb.KERNELS[k]
+            cols.append(achieved_bandwidth(p, threads * 8.0 * (loads + stores),
+                                           loads / (loads + stores)))
+        # plateau columns: the saturated values themselves at the largest blocks
+        lines.append(f"{block},{SMS * block},{2 * block / 2048 * 100:.1f},"
+                     + ",".join(f"{c:.3f}" for c in cols))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _synthetic_latency(path: Path, l2_mib: float) -> None:
+    """Pointer chasing with plateaus 30 ns (L1), 150 ns (L2), 400 ns (DRAM)."""
+    rows = ["clock_MHz,chain_footprint_kB,latency_ns,latency_cycles"]
+    kb = 1.0
+    while kb < 40 * l2_mib * 1024:
+        ns = 30.0 if kb < 64 else 150.0 if kb < l2_mib * 1024 else 400.0
+        rows.append(f"1000,{kb:.0f},{ns},{ns}")  # 1000 MHz: one cycle per ns
+        kb *= 1.3
+    path.write_text("\n".join(rows) + "\n")
+
+
+def _synthetic_l2(path: Path, l2_mib: float) -> None:
+    """An L2 table: 3000 GB/s while the data set fits half the L2, 900 beyond."""
+    rows = ["block_run_kB,data_set_kB,bandwidth_GBs"]
+    for kb in (512, 1024, 2048, 3072, 4096, 6144, 12288, 65536):
+        rows.append(f"512,{kb},{3000.0 if kb <= l2_mib * 512 else 900.0}")
+    path.write_text("\n".join(rows) + "\n")
+
+
+def test_plateaus_and_turnover_of_a_synthetic_stream_table(tmp_path: Path) -> None:
+    _synthetic_stream(tmp_path / "s.csv")
+    fit = mb.memory_fit(mb.load_stream(tmp_path / "s.csv"), 400.0, 150.0)
+    p = fit.params
+    # init never waits for a load: its shortest residence is the turnover itself
+    # (the wall stretches it slightly even at the smallest block)
+    assert p.turnover_ns == pytest.approx(TRUE.turnover_ns, rel=0.02)
+    # the plateaus are medians within 2 % of the maximum: at most 2 % below saturation
+    for got, true in ((p.dram_bw_copy, TRUE.dram_bw_copy), (p.dram_bw_write, TRUE.dram_bw_write)):
+        assert 0.97 * true <= got <= true
+    # the fitted shape brings every fitted curve back within a few per cent
+    for k in mb.FITTED:
+        assert np.max(np.abs(mb.relative_errors(p, mb.load_stream(tmp_path / "s.csv"), k))) < 0.05
+
+
+def test_latency_plateaus_of_a_synthetic_table(tmp_path: Path) -> None:
+    _synthetic_latency(tmp_path / "l.csv", 8)
+    lat = mb.load_latency(tmp_path / "l.csv", 8)
+    assert (lat.dram_ns, lat.l2_ns) == (400.0, 150.0)
+    # an Infinity Cache of 64 MiB behind a 4 MiB L2: the DRAM window moves past it
+    _synthetic_latency(tmp_path / "l4.csv", 64)
+    lat = mb.load_latency(tmp_path / "l4.csv", 4, llc_mib=64)
+    assert lat.dram_ns == 400.0
+
+
+def test_calibrate_writes_a_loadable_machine_with_every_source(tmp_path: Path) -> None:
+    _synthetic_stream(tmp_path / "stream.csv")
+    _synthetic_latency(tmp_path / "latency.csv", 8)
+    _synthetic_l2(tmp_path / "l2.csv", 8)
+    out = tmp_path / "mine.toml"
+    code = cli(["machines", "calibrate", "--base", str(BASE / "MI100.toml"),
+                "--stream", str(tmp_path / "stream.csv"), "--l2", str(tmp_path / "l2.csv"),
+                "--latency", str(tmp_path / "latency.csv"), "--name", "MINE",
+                "--cite", "synthetic tables", "--out", str(out)])
+    assert code == 0
+    m = ws.load_machine(out)
+    assert (m.name, m.vendor, m.architecture, m.grounding) == ("MINE", "AMD", "CDNA",
+                                                               "micro-benchmarks")
+    assert (m.dram_latency_ns, m.l2_latency_ns, m.l2_bandwidth) == (400.0, 150.0, 3000.0)
+    assert m.turnover_ns == pytest.approx(TRUE.turnover_ns, rel=0.02)
+    assert all(getattr(m, k) is not None for k in LATENCY_PARAMETERS)
+    for key in ("dram_bw_copy", "memory_shape", "dram_latency_ns", "turnover_ns"):
+        assert "synthetic tables" in m.source(key) and "stream.csv" in m.source(key) or (
+            "latency.csv" in m.source(key))
+    # the header records the command that rebuilds the file
+    assert "warpspeed machines calibrate --base" in out.read_text().splitlines()[1]
+
+
+def test_dram_scale_multiplies_only_the_bandwidths(tmp_path: Path) -> None:
+    _synthetic_stream(tmp_path / "s.csv")
+    _synthetic_latency(tmp_path / "l.csv", 8)
+    _synthetic_l2(tmp_path / "l2.csv", 8)
+    t = Tables(stream=tmp_path / "s.csv", latency=tmp_path / "l.csv", l2=tmp_path / "l2.csv")
+    one = calibrate(BASE / "MI100.toml", t)
+    two = calibrate(BASE / "MI100.toml", t, dram_scale=2.0, grounding="datasheet")
+    for k in ("dram_bandwidth", "dram_bw_read", "dram_bw_copy", "dram_bw_write"):
+        assert two[k]["value"] == pytest.approx(2 * one[k]["value"], abs=0.11)
+        assert "x 2" in two[k]["source"]
+    for k in ("turnover_ns", "memory_shape", "dram_latency_ns"):
+        assert two[k]["value"] == one[k]["value"]
+    assert two["grounding"] == "datasheet"
+
+
+def test_a_base_without_latencies_needs_a_latency_table(tmp_path: Path) -> None:
+    _synthetic_stream(tmp_path / "s.csv")
+    with pytest.raises(CalibrationError, match=r"\[dram_latency_ns\].*--latency"):
+        calibrate(BASE / "MI210.toml", Tables(stream=tmp_path / "s.csv"))
+
+
+def test_missing_default_model_keys_are_named(tmp_path: Path) -> None:
+    _synthetic_stream(tmp_path / "s.csv")
+    _synthetic_latency(tmp_path / "l.csv", 8)
+    base = (BASE / "MI100.toml").read_text().replace("[fp_overlap_exponent]", "[x]")
+    lines = base.splitlines()
+    i = lines.index("[x]")
+    (tmp_path / "base.toml").write_text("\n".join(lines[:i] + lines[i + 3:]) + "\n")
+    with pytest.raises(CalibrationError, match="l2_bandwidth.*--l2"):
+        calibrate(tmp_path / "base.toml", Tables(stream=tmp_path / "s.csv",
+                                                 latency=tmp_path / "l.csv"))
+    _synthetic_l2(tmp_path / "l2.csv", 8)
+    with pytest.raises(CalibrationError, match="fp_overlap_exponent.*--roofline"):
+        calibrate(tmp_path / "base.toml", Tables(
+            stream=tmp_path / "s.csv", latency=tmp_path / "l.csv", l2=tmp_path / "l2.csv"))
+
+
+def test_a_table_without_its_columns_is_refused_by_name(tmp_path: Path) -> None:
+    (tmp_path / "s.csv").write_text("block_size,threads_in_flight\n32,1600\n")
+    with pytest.raises(mb.TableError, match="lacks the columns.*occupancy_percent"):
+        mb.load_stream(tmp_path / "s.csv")
+    with pytest.raises(mb.TableError, match="cannot read"):
+        mb.load_stream(tmp_path / "missing.csv")
+
+
+def test_the_cli_reports_a_bad_table_in_one_line_and_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "s.csv").write_text("block_size\n32\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "warpspeed.cli", "machines", "calibrate", "--base",
+         str(BASE / "MI100.toml"), "--stream", str(tmp_path / "s.csv"), "--out",
+         str(tmp_path / "o.toml")],
+        capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "lacks the columns" in proc.stderr
+
+
+def test_write_machine_refuses_an_out_of_range_value(tmp_path: Path) -> None:
+    data = tomllib.loads((machine_files()["mi210"]).read_text())
+    data["memory_shape"] = {"value": 500.0, "source": "x"}
+    with pytest.raises(ws.MachineError, match="memory_shape"):
+        write_machine(data, tmp_path / "bad.toml")
+
+
+# ------------------------------------------------ the shipped files, rebuilt
+
+@needs_tables
+@pytest.mark.parametrize("name", sorted(CALIBRATED))
+def test_shipped_file_is_rebuilt_from_its_tables(name: str, tmp_path: Path) -> None:
+    build = _build_script()
+    out = tmp_path / f"{name}.toml"
+    assert cli(build.command(name, MICROBENCH, out)) == 0
+    rebuilt, shipped = ws.load_machine(out), ws.load_machine(name)
+    for key in ("dram_bandwidth", "dram_bw_read", "dram_bw_copy", "dram_bw_write",
+                "turnover_ns", "memory_shape", "dram_latency_ns", "l2_latency_ns",
+                "l2_bandwidth", "fp_overlap_exponent", "launch_overhead_us"):
+        assert getattr(rebuilt, key) == getattr(shipped, key), key
+        assert rebuilt.source(key) == shipped.source(key), key
+    assert rebuilt.grounding == shipped.grounding == CALIBRATED[name]
+
+
+@needs_tables
+def test_mi210_dram_figures_are_its_stream_plateaus() -> None:
+    """Independent of the calibrate code path: the scale column's largest
+    values (read straight from the CSV) bound the shipped copy bandwidth."""
+    import csv
+
+    with (MICROBENCH / "stream" / "mi210.csv").open() as fh:
+        scale = sorted(float(r["scale_GBs"]) for r in csv.DictReader(fh))
+    m = ws.load_machine("MI210")
+    assert 0.98 * scale[-1] <= m.dram_bw_copy <= scale[-1]
+    assert m.dram_bandwidth == m.dram_bw_copy
+
+
+# ------------------------------------------------------------ the listing
+
+def test_machines_json_shows_vendor_architecture_and_grounding() -> None:
+    proc = subprocess.run([sys.executable, "-m", "warpspeed.cli", "machines", "--json"],
+                          capture_output=True, text=True, cwd=ROOT,
+                          env={"PYTHONPATH": str(ROOT)})
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert set(CALIBRATED) <= set(rows)
+    for name, grounding in CALIBRATED.items():
+        assert rows[name]["grounding"] == grounding
+    assert rows["MI300X"]["vendor"] == "AMD" and rows["MI300X"]["architecture"] == "CDNA3"
+    assert rows["V100"]["grounding"] == "kernels" and rows["V100"]["architecture"] == "Volta"
+    assert all(r["grounding"] in GROUNDINGS for r in rows.values())
+
+
+@pytest.mark.parametrize("text, match", [
+    ('vendor = "Intel"', "vendor must be one of"),
+    ('grounding = "vibes"', "grounding must be one of"),
+    ('vendor = "AMD"\narch = "gfx90a"', "add architecture"),
+])
+def test_bad_labels_are_refused_by_name(text: str, match: str, tmp_path: Path) -> None:
+    lines = [x for x in machine_files()["a100-80gb"].read_text().splitlines()
+             if not x.startswith(("vendor", "grounding", "arch", "architecture"))]
+    (tmp_path / "m.toml").write_text(text + "\n" + "\n".join(lines) + "\n")
+    with pytest.raises(ws.MachineError, match=match):
+        ws.load_machine(tmp_path / "m.toml")
+
+
+def test_validated_needs_kernel_grounding(tmp_path: Path) -> None:
+    text = machine_files()["v100"].read_text().replace('grounding = "kernels"',
+                                                       'grounding = "datasheet"')
+    (tmp_path / "v.toml").write_text(text)
+    with pytest.raises(ws.MachineError, match="validated = true needs grounding"):
+        ws.load_machine(tmp_path / "v.toml")
+
+
+def test_old_files_without_labels_get_the_defaults(tmp_path: Path) -> None:
+    lines = [x for x in machine_files()["a100"].read_text().splitlines()
+             if not x.startswith(("vendor", "grounding", "architecture"))]
+    (tmp_path / "old.toml").write_text("\n".join(lines) + "\n")
+    m = ws.load_machine(tmp_path / "old.toml")
+    assert (m.vendor, m.architecture, m.grounding) == ("NVIDIA", "Ampere", "kernels")
