@@ -141,6 +141,10 @@ def kernel_for(row: Row) -> Kernel:
     params = dict(row.params)
     if row.kernel == "box2d":
         return box2d(int(params["radius"]), int(params["n"]))  # type: ignore[arg-type]
+    if row.kernel == "fluidx3d":
+        from stencils import lbm_fluidx3d
+
+        return lbm_fluidx3d.kernel(**params)  # type: ignore[arg-type]
     if row.kernel == "convolution2d":
         from stencils import convolution2d
 
@@ -295,6 +299,32 @@ def convolution_rows() -> list[Row]:
     return out
 
 
-__all__ = ["CONVOLUTION", "DATASETS", "ReferenceDataError", "Row", "Scores", "box2d",
-           "convolution_rows", "data_dir", "format_report", "kernel_for", "predictions",
+#: FluidX3D's single-GPU D3Q19 benchmark rows (``shared/data/lbm``, see its README).
+LBM = "fluidx3d_d3q19"
+
+
+def lbm_rows(gpu: str) -> list[Row]:
+    """The measured rows of one GPU (``A40`` or ``MI100``) in
+    ``shared/data/lbm/fluidx3d_d3q19.csv``: the D3Q19 SRT step on 256^3 cells,
+    1D work-groups of 64 threads, FP32 and FP16S storage
+    (:mod:`stencils.lbm_fluidx3d`), MLUP/s as GLup/s. No volumes were measured."""
+    path = shared_dir() / "data" / "lbm" / f"{LBM}.csv"
+    params = (("shape", (256, 256, 256)),)
+    out = []
+    for r in _read(path):
+        if r.get("gpu") != gpu:
+            continue
+        try:
+            for storage, column in (("fp32", "fp32_fp32_MLUPs"), ("fp16s", "fp32_fp16s_MLUPs")):
+                out.append(Row(f"{LBM}_{gpu}", "fluidx3d", (*params, ("storage", storage)),
+                               (64, 1, 1), (1, 1, 1), None, None, float(r[column]) / 1000))
+        except (KeyError, ValueError) as exc:
+            raise ReferenceDataError(f"{path}: unreadable row {r}: {exc!r}") from exc
+    if not out:
+        raise ReferenceDataError(f"{path} has no row for GPU {gpu!r}")
+    return out
+
+
+__all__ = ["CONVOLUTION", "DATASETS", "LBM", "ReferenceDataError", "Row", "Scores", "box2d",
+           "convolution_rows", "lbm_rows", "data_dir", "format_report", "kernel_for", "predictions",
            "report", "rows", "score", "shared_dir"]

@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..machine import load_machine
+from ..machine import Machine, load_machine
 from ..measure import Measurement, MeasurementError, format_triple, read_csv
 from ..model import Prediction
 from ..volumes.capacity import load_fits
@@ -265,9 +265,24 @@ def validate_command(
              else predictor(rows, m, curves))
     fits_name = Path(curves.path).stem if curves.path else str(fits or m.fits)
     r = report(pairs, machine=m.name, fits=fits_name, subset=subset, warp_size=m.warp_size)
+    grounds = machine_grounding(m)
     if json:
-        return _json.dumps(r.to_dict(), indent=2)
-    return format_report(r)
+        return _json.dumps({**r.to_dict(), "machine_grounding": grounds}, indent=2)
+    tables = ", ".join(grounds["tables"]) or "none"
+    sets = ", ".join(grounds["kernel_sets"]) or "none"
+    return (format_report(r) + f"\n\n{m.name} is grounded by {grounds['grounding']}: "
+            f"micro-benchmark tables {tables}; kernel measurements {sets}.")
+
+
+def machine_grounding(m: Machine) -> dict[str, object]:
+    """What grounds machine ``m`` (:mod:`warpspeed.validation.grounds`): its
+    label, the micro-benchmark tables its sources name, the development sets
+    measured on it."""
+    from .grounds import tables_of
+    from .transfer import DEV_SETS
+
+    return {"grounding": m.grounding, "tables": list(tables_of(m)),
+            "kernel_sets": [d.name for d in DEV_SETS if d.machine == m.name]}
 
 
 __all__ = [
@@ -279,6 +294,7 @@ __all__ = [
     "group_report",
     "infer_machine",
     "machine_for_device",
+    "machine_grounding",
     "mape",
     "measured_value",
     "pair_predictions",
