@@ -33,6 +33,8 @@ import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+import numpy as np
+
 from ..machine import (
     LATENCY_PARAMETERS,
     PLAIN_KEYS,
@@ -160,9 +162,11 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
     out["turnover_ns"] = _entry(round(p.turnover_ns, 1), (
         f"{t} {tag}: shortest init residence, threads in flight x 8 B / init_GBs, at block "
         f"size {fit.t0_block}: a store-only thread slot's launch-issue-retire time{sm_note}"))
+    worst = max(float(np.max(np.abs(mb.relative_errors(p, s, c)))) for c in mb.FITTED)
     out["memory_shape"] = _entry(round(p.shape, 4), (
         f"{t} {tag}: fitted (scipy, minimax over the read, scale and triad columns, with the "
-        "latencies above): the latency-under-load coefficient"))
+        f"latencies above): the latency-under-load coefficient; largest error on those "
+        f"columns {100 * worst:.0f} %"))
 
     if tables.l2 is not None:
         bw, n = mb.l2_bandwidth(tables.l2, int(l2_bytes))
