@@ -114,3 +114,12 @@ def test_a_reported_only_set_does_not_move_the_fitted_exponent() -> None:
     # the reported-only set is still scored: the 1/0.75 miss shows in its median
     (dram,) = [x for x in with_dram.joint if x.dataset == "dram"]
     assert dram.median_ratio == pytest.approx(1 / 0.75, rel=0.01)
+
+
+def test_validate_csv_names_what_grounds_its_machine() -> None:
+    from warpspeed.validation.validate import machine_grounding
+
+    g = machine_grounding(ws.load_machine("MI100"))
+    assert g["grounding"] == "micro-benchmarks"
+    assert "stream/mi100" in g["tables"] and "latency/mi210" in g["tables"]  # a stand-in
+    assert g["kernel_sets"] == ["fluidx3d_d3q19_MI100"]
