@@ -80,6 +80,13 @@ class Machine:
     # Atomics to one address per core clock (warpspeed.input.atomics, the reduction
     # limiter); None when a user's file lacks it (kernels without atomics).
     atomics_per_clock: float | None = None
+    # The memory hierarchy's granules and the AMD levels (MODEL.md §15); the
+    # defaults are NVIDIA's, so files without these tables describe an NVIDIA GPU.
+    l1_sector_bytes: int = 32
+    l1_line_bytes: int = 128
+    simds_per_sm: int = 1
+    mall_bytes: int = 0
+    mall_bandwidth: float = 0.0
 
     def source(self, parameter: str) -> str:
         """Where the value of ``parameter`` comes from."""
@@ -105,6 +112,12 @@ NVIDIA_ARCHITECTURES = {
 _COSTS = ("fp64_cost", "fp32_cost")
 #: Optional parameters of single constructs (atomics: warpspeed.input.atomics).
 OPTIONAL_PARAMETERS = {"atomics_per_clock": "float"}
+#: Parameters of the memory hierarchy with NVIDIA defaults (MODEL.md §15): the L1
+#: sector and line (32 B, 128 B), SIMDs per SM/CU sharing its register file (1: one
+#: pool), and the last-level cache behind the L2 (AMD Infinity Cache / MALL; 0: none).
+ARCH_PARAMETERS = {f.name: f.type for f in fields(Machine)
+                   if f.name in ("l1_sector_bytes", "l1_line_bytes", "simds_per_sm",
+                                 "mall_bytes", "mall_bandwidth")}
 #: Parameters only the default timing model needs, with their types.
 LATENCY_PARAMETERS = {
     f.name: f.type.split(" |")[0]
@@ -115,7 +128,7 @@ _NUMERIC = {
     f.name: f.type
     for f in fields(Machine)
     if f.name not in _TEXT + _COSTS and f.name not in LATENCY_PARAMETERS
-    and f.name not in OPTIONAL_PARAMETERS
+    and f.name not in OPTIONAL_PARAMETERS and f.name not in ARCH_PARAMETERS
 }
 
 #: Parameters every machine file needs (the paper model's), with their types.
@@ -135,9 +148,11 @@ def _parse(path: Path) -> Machine:
     labels = _labels(path, data)
     values: dict[str, object] = {}
     sources = []
-    for key, typ in {**_NUMERIC, **LATENCY_PARAMETERS, **OPTIONAL_PARAMETERS}.items():
+    for key, typ in {**_NUMERIC, **LATENCY_PARAMETERS, **OPTIONAL_PARAMETERS,
+                     **ARCH_PARAMETERS}.items():
         entry = data.get(key)
-        if entry is None and (key in LATENCY_PARAMETERS or key in OPTIONAL_PARAMETERS):
+        if entry is None and (key in LATENCY_PARAMETERS or key in OPTIONAL_PARAMETERS
+                              or key in ARCH_PARAMETERS):
             continue
         if not isinstance(entry, dict) or "value" not in entry or "source" not in entry:
             raise MachineError(
@@ -161,7 +176,7 @@ def _parse(path: Path) -> Machine:
         values[key] = _costs(path, key, data.get(key))
     unknown = (
         set(data) - set(_NUMERIC) - set(LATENCY_PARAMETERS) - set(_COSTS)
-        - set(OPTIONAL_PARAMETERS)
+        - set(OPTIONAL_PARAMETERS) - set(ARCH_PARAMETERS)
         - set(PLAIN_KEYS)
     )
     if unknown & set(_REMOVED):
@@ -171,6 +186,7 @@ def _parse(path: Path) -> Machine:
         )
     if unknown:
         raise MachineError(f"machine file {path}: unknown keys {sorted(unknown)}")
+    _check_granules(path, values)
     return Machine(
         name=data["name"],
         description=str(data.get("description", "")),
@@ -182,6 +198,20 @@ def _parse(path: Path) -> Machine:
         **labels,
         **values,  # type: ignore[arg-type]
     )
+
+
+def _check_granules(path: Path, values: dict[str, object]) -> None:
+    """The L1 sector divides the line and both are powers of two; a last-level
+    cache has both its size and its bandwidth (MODEL.md §15)."""
+    sector = int(values.get("l1_sector_bytes", 32))  # type: ignore[call-overload]
+    line = int(values.get("l1_line_bytes", 128))  # type: ignore[call-overload]
+    if sector & (sector - 1) or line & (line - 1) or line % sector:
+        raise MachineError(f"machine file {path}: [l1_sector_bytes] ({sector}) and "
+                           f"[l1_line_bytes] ({line}) must be powers of two, the sector "
+                           "no larger than the line")
+    if ("mall_bytes" in values) != ("mall_bandwidth" in values):
+        raise MachineError(f"machine file {path}: give [mall_bytes] and [mall_bandwidth] "
+                           "together (the last-level cache's size and bandwidth)")
 
 
 def _labels(path: Path, data: dict) -> dict[str, str]:

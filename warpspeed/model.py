@@ -19,6 +19,7 @@ from .input.kernel import Kernel
 from .machine import Machine, load_machine
 from .timing import DEFAULT_MODEL, MODELS, Timing, timing
 from .timing.atomics import with_atomics
+from .timing.hierarchy import architecture_notes, with_mall
 from .timing.paper import LIMITERS
 from .volumes.capacity import CapacityFits, load_fits
 from .volumes.footprint import Footprint, block_footprint
@@ -54,6 +55,9 @@ class Prediction:
     hit_fractions: dict[str, float]
     model: str = "paper"
     terms: dict[str, float] = field(default_factory=dict)
+    #: Where the model's terms have no counterpart on the machine, or the kernel was
+    #: generated for the other vendor (MODEL.md §15).
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         v = self.volumes
@@ -79,6 +83,7 @@ class Prediction:
             "limiter": self.limiter,
             "model": self.model,
             "terms": dict(self.terms),
+            "notes": list(self.notes),
             "details": {
                 "volumes": asdict(v),
                 "l1_alloc_per_block": self.footprint.alloc_per_block,
@@ -164,7 +169,7 @@ def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -
     launch = make_launch(kernel, machine, block)
     bound = bind_all([kernel_forms(kernel)], launch.block)
     loads, stores = thread_accesses(kernel, bound)
-    smp = sample(kernel, launch, loads + stores, bound)
+    smp = sample(kernel, launch, loads + stores, bound, warp=machine.warp_size)
     if not smp.active.any():
         raise LaunchError(f"no thread of block {launch.block} lies inside the domain")
     return BlockStage(
@@ -173,7 +178,8 @@ def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -
         launch=launch,
         bound=bound,
         l1_cycles=l1_cycles_per_warp_lup(smp),
-        footprint=block_footprint(smp, len(loads)),
+        footprint=block_footprint(smp, len(loads), machine.l1_sector_bytes,
+                                  machine.l1_line_bytes, machine.warp_size),
     )
 
 
@@ -191,8 +197,10 @@ def finish(
         gv = gather_volumes(kernel.gathers, m.warp_size)
         lv = replace(lv, volumes=with_gathers(lv.volumes, gv))
         stage = replace(stage, l1_cycles=stage.l1_cycles + gv.l1_cycles)
-    t = with_atomics(timing(model, kernel, m, launch, stage.l1_cycles, lv.volumes, wave),
-                     kernel, m, launch)
+    mem, mall_note = with_mall(kernel, m)  # MODEL.md §15: data fitting in the MALL
+    t = with_atomics(timing(model, kernel, mem, launch, stage.l1_cycles, lv.volumes, wave),
+                     kernel, mem, launch)
+    notes = architecture_notes(kernel, m, model) + ((mall_note,) if mall_note else ())
     return Prediction(
         machine=m.name,
         kernel=kernel.name,
@@ -213,6 +221,7 @@ def finish(
         hit_fractions=lv.hit_fractions,
         model=model,
         terms=t.terms,
+        notes=notes,
     )
 
 

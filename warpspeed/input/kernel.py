@@ -281,6 +281,9 @@ class Kernel:
     reload_repeated: bool = False
     atomics: Atomics | None = None
     gathers: tuple[Gather, ...] = ()
+    #: The code generator's target ("CUDA", "HIP"), when known: a prediction on
+    #: the other vendor's GPU carries a note (MODEL.md §15). Not part of equality.
+    target: str | None = field(default=None, compare=False)
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:

@@ -273,6 +273,7 @@ def extract(
         fixed_block=fixed_block,
         atomics=atomics,
         gathers=gather_accesses,
+        target=_target_name(kernel_function),
     )
     return Extraction(kernel, counter_steps(walker.counters), tuple(notes))
 
@@ -386,6 +387,12 @@ def _missing(fields: list[Any], shape: ShapeSpec) -> MissingShapeError:
         "dimensions; give their spatial extents including ghost layers, x first (or a "
         "mapping field name -> shape)"
     )
+
+
+def _target_name(kernel_function: Any) -> str | None:
+    """"CUDA" or "HIP": the pystencils target the kernel was generated for."""
+    name = getattr(getattr(kernel_function, "target", None), "name", None)
+    return name if name in ("CUDA", "HIP") else None
 
 
 def _gpu_body(kernel_function: Any) -> PsBlock:

@@ -56,6 +56,7 @@ from .design_space import (
     Fold,
     block_shapes,
     canonical_block,
+    partial_wave,
     trim_reason,
 )
 from .executor import Runner, chunks, mp_context
@@ -291,7 +292,7 @@ def rank(
             )
         for b in own:
             trim = blocks is None and k.fixed_block is None
-            reason = trim_reason(b, k.domain) if trim else None
+            reason = (trim_reason(b, k.domain) if trim else None) or partial_wave(b, m)
             if reason is None:
                 try:
                     launch = make_launch(k, m, b)

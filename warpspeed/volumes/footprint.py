@@ -15,6 +15,8 @@ from .sampling import (
     sorted_rows,
 )
 
+#: NVIDIA's L1 sector and line; a machine's ``l1_sector_bytes`` and
+#: ``l1_line_bytes`` replace them (MODEL.md §15).
 SECTOR = 32
 LINE = 128
 
@@ -44,25 +46,26 @@ class Footprint:
     l2_store_v1: float = 0.0
 
 
-def _per_warp_sectors(s: Sample, indices: range) -> np.ndarray:
-    """Distinct sectors per warp, summed over the instructions ``indices``:
-    shape (blocks,). Instructions one constant apart sort once
-    (:func:`warpspeed.volumes.sampling.shift_groups`)."""
+def _per_warp_sectors(s: Sample, indices: range, sector: int = SECTOR,
+                      warp: int = WARP) -> np.ndarray:
+    """Distinct sectors per warp (wavefront of ``warp`` lanes), summed over
+    the instructions ``indices``: shape (blocks,). Instructions one constant
+    apart sort once (:func:`warpspeed.volumes.sampling.shift_groups`)."""
     nb, threads = s.active.shape
-    act = s.active.reshape(nb, threads // WARP, WARP)
+    act = s.active.reshape(nb, threads // warp, warp)
     any_active = act.any(axis=-1)
     out = np.zeros(nb)
     for rep, shifts in shift_groups(s, indices):
-        rows = sorted_rows(rep.reshape(nb, threads // WARP, WARP), act)
-        out += shifted_distinct_sum(rows, any_active, shifts, SECTOR).sum(axis=1)
+        rows = sorted_rows(rep.reshape(nb, threads // warp, warp), act)
+        out += shifted_distinct_sum(rows, any_active, shifts, sector).sum(axis=1)
     return out
 
 
-def _block_sectors(s: Sample, indices: list[int]) -> list[np.ndarray]:
+def _block_sectors(s: Sample, indices: list[int], sector: int = SECTOR) -> list[np.ndarray]:
     """The distinct sectors the accesses ``indices`` touch in each sampled
     block, sorted: the union over instructions, from each group's
     representative shifted by whole sectors."""
-    groups = shift_groups(s, indices, SECTOR)
+    groups = shift_groups(s, indices, sector)
     out = []
     for i in range(s.active.shape[0]):
         act = s.active[i]
@@ -71,39 +74,45 @@ def _block_sectors(s: Sample, indices: list[int]) -> list[np.ndarray]:
             continue
         parts = []
         for rep, shifts in groups:
-            u = distinct(rep[i][act] // SECTOR)
-            parts.append((u[None, :] + (shifts // SECTOR)[:, None]).ravel())
+            u = distinct(rep[i][act] // sector)
+            parts.append((u[None, :] + (shifts // sector)[:, None]).ravel())
         out.append(distinct(np.concatenate(parts)))
     return out
 
 
-def block_footprint(s: Sample, n_loads: int) -> Footprint:
+def block_footprint(s: Sample, n_loads: int, sector: int = SECTOR, line: int = LINE,
+                    warp: int = WARP) -> Footprint:
     """MODEL.md §5 on the sampled blocks; the first ``n_loads`` accesses of
-    the sample are the loads, the rest the stores."""
+    the sample are the loads, the rest the stores. ``sector``, ``line`` and
+    ``warp`` are the machine's L1 sector and line and its wavefront width
+    (MODEL.md §15; NVIDIA's 32 B, 128 B and 32 by default); the sample must
+    be padded to whole wavefronts (:func:`warpspeed.volumes.sampling.sample`)."""
     w = s.weights
     lups = float(np.sum(s.active.sum(axis=1) * w)) * s.lups_per_thread
     n = len(s.accesses)
-    l1_load = float(np.sum(_per_warp_sectors(s, range(n_loads)) * w)) * SECTOR / lups
-    l2_store = float(np.sum(_per_warp_sectors(s, range(n_loads, n)) * w)) * SECTOR / lups
+    l1_load = float(np.sum(_per_warp_sectors(s, range(n_loads), sector, warp) * w)) \
+        * sector / lups
+    l2_store = float(np.sum(_per_warp_sectors(s, range(n_loads, n), sector, warp) * w)) \
+        * sector / lups
     nb = len(w)
     v1, lines, sv1 = np.zeros(nb), np.zeros(nb), np.zeros(nb)
     per_field: dict[str, list[list[int]]] = {}  # loads, stores
     for k, acc in enumerate(s.accesses):
         per_field.setdefault(acc.field.name, [[], []])[k >= n_loads].append(k)
     for loads, stores in per_field.values():
-        ld = _block_sectors(s, loads) if loads else [np.zeros(0, np.int64)] * nb
-        st = _block_sectors(s, stores) if stores else [np.zeros(0, np.int64)] * nb
+        ld = _block_sectors(s, loads, sector) if loads else [np.zeros(0, np.int64)] * nb
+        st = _block_sectors(s, stores, sector) if stores else [np.zeros(0, np.int64)] * nb
         for i in range(nb):
             v1[i] += len(ld[i])
             if len(ld[i]):
-                lines[i] += 1 + np.count_nonzero(np.diff(ld[i] // (LINE // SECTOR)))
+                lines[i] += 1 + np.count_nonzero(np.diff(ld[i] // (line // sector)))
             sv1[i] += len(st[i])
     blocks_active = s.active.any(axis=1)
-    alloc = float(np.sum(lines * w) / np.sum(w * blocks_active)) * LINE
+    alloc = float(np.sum(lines * w) / np.sum(w * blocks_active)) * line
     return Footprint(
         l1_load=l1_load,
-        l2_load_v1=float(np.sum(v1 * w)) * SECTOR / lups,
+        l2_load_v1=float(np.sum(v1 * w)) * sector / lups,
         l2_store=l2_store,
         alloc_per_block=alloc,
-        l2_store_v1=float(np.sum(sv1 * w)) * SECTOR / lups,
+        l2_store_v1=float(np.sum(sv1 * w)) * sector / lups,
     )

@@ -71,14 +71,21 @@ def occupancy(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> 
     """Blocks per SM from threads, blocks, registers and shared memory.
 
     Registers are allocated per warp in units of ``register_alloc_unit``
-    (256); MODEL.md §3 asks for all four limits, not registers only.
+    (256); MODEL.md §3 asks for all four limits, not registers only. On a
+    machine with ``simds_per_sm`` > 1 (AMD CUs: 4 SIMDs on CDNA, 2 SIMD32 on
+    RDNA) the register file is counted per SIMD (MODEL.md §15): approximated,
+    the wavefronts of a block are taken to spread evenly over the SIMDs.
     """
     threads = math.prod(block)
     warps = math.ceil(threads / machine.warp_size)
     unit = machine.register_alloc_unit
     regs_per_warp = math.ceil(kernel.registers * machine.warp_size / unit) * unit
     by_threads = machine.max_threads_per_sm // threads
-    by_registers = machine.registers_per_sm // (regs_per_warp * warps)
+    # A CU's VGPRs are split among its SIMDs and a wavefront's live in one: the
+    # waves that fit are counted per SIMD (MODEL.md §15); one pool on NVIDIA.
+    simds = machine.simds_per_sm
+    waves = simds * ((machine.registers_per_sm // simds) // regs_per_warp)
+    by_registers = waves // warps
     if kernel.shared_memory > machine.shared_memory_per_block:
         raise LaunchError(
             f"the kernel uses {kernel.shared_memory} B of shared memory per block; "

@@ -176,6 +176,7 @@ def sample(
     accesses: tuple[Access, ...],
     bound: dict[SymForm, LinForm],
     every_block: bool = False,
+    warp: int = WARP,
 ) -> Sample:
     """Enumerate the representative blocks (see the module docstring);
     ``bound`` holds the index forms bound to the launch's block size.
@@ -183,7 +184,7 @@ def sample(
     sample on small grids)."""
     bx, by, bz = launch.block
     threads = bx * by * bz
-    padded = -(-threads // WARP) * WARP
+    padded = -(-threads // warp) * warp  # whole wavefronts of ``warp`` lanes (32 or 64)
     t = np.arange(padded)
     local = np.stack([t % bx, (t // bx) % by, t // (bx * by)])
     reps, cls, shift = _classes(accesses, bound)

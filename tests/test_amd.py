@@ -1,0 +1,242 @@
+"""AMD GPUs in the model (MODEL.md §15): wavefronts of 64, registers per SIMD,
+the L1 line as the sector, the Infinity Cache as a level for data that fits,
+HIP kernels from pystencils and lbmpy through extract, predict, rank and the
+``create_kernel`` hook, and the notes of a kernel predicted on the other
+vendor's GPU. Truth: hand counts of sectors, registers and bytes."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pystencils as ps
+import pytest
+import sympy as sp
+
+import warpspeed as ws
+from warpspeed.machine import MACHINE_DIR, load_machine
+from warpspeed.pystencils import create_kernel, extract
+from warpspeed.search.rank import rank
+from warpspeed.timing.hierarchy import data_bytes
+from warpspeed.volumes.launch import occupancy
+
+AMD = ("MI100", "MI210", "MI250X-GCD", "MI300X", "RX6900XT", "RX7900XTX")
+
+
+def _cfg(target):
+    """A code generator configuration for ``target`` ("CUDA", "HIP"), no GPU needed."""
+    return ps.CreateKernelConfig(target=getattr(ps.Target, str(target).split(".")[-1]),
+                                 jit=ps.no_jit)
+
+
+def _star_rule(shape):
+    src, dst = ps.fields(f"src, dst: float64[{shape}]", layout="fzyx")
+    nb = [(0, 0, 0), (1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]
+    return [ps.Assignment(dst.center, sp.Rational(1, 7) * sum(src[o] for o in nb))]
+
+
+def _star(target, n=66):
+    return extract(ps.create_kernel(_star_rule(f"{n}, {n}, {n}"), _cfg(target))).kernel
+
+
+def _d3q19(target, n=66):
+    from stencils.lbm_d3q19 import update_rule
+
+    pdfs, tmp = ps.fields(f"pdfs(19), pdfs_tmp(19): float64[{n}, {n}, {n}]", layout="fzyx")
+    return extract(ps.create_kernel(update_rule(pdfs, tmp), _cfg(target))).kernel
+
+
+def _dram(p):
+    return p.volumes.dram_load + p.volumes.dram_store
+
+
+def _machine_file(tmp_path, name, **tables):
+    """The machine file ``name`` with the given tables replaced."""
+    out, skip = [], 0
+    for line in (MACHINE_DIR / f"{name}.toml").read_text().splitlines():
+        if line in {f"[{k}]" for k in tables}:
+            skip = 2  # the table's value and source lines
+            continue
+        if skip:
+            skip -= 1
+            continue
+        out.append(line)
+    for key, value in tables.items():
+        out += [f"[{key}]", f"value = {value}", 'source = "test"']
+    p = tmp_path / f"{name}-test.toml"
+    p.write_text("\n".join(out) + "\n")
+    return p
+
+
+# ---------------------------------------------------------------- machine keys
+
+def test_nvidia_files_get_the_nvidia_granules_and_no_last_level_cache():
+    m = load_machine("A100")
+    assert (m.l1_sector_bytes, m.l1_line_bytes, m.simds_per_sm, m.mall_bytes) == (32, 128, 1, 0)
+
+
+@pytest.mark.parametrize("name", AMD)
+def test_amd_files_name_a_source_for_every_hierarchy_key(name):
+    m = load_machine(name)
+    assert m.vendor == "AMD" and m.simds_per_sm in (2, 4)
+    for key in ("simds_per_sm", "l1_sector_bytes", "l1_line_bytes"):
+        assert len(m.source(key)) > 20
+    assert m.l1_line_bytes % m.l1_sector_bytes == 0
+
+
+def test_a_sector_larger_than_the_line_is_refused(tmp_path):
+    p = _machine_file(tmp_path, "MI210", l1_sector_bytes=128, l1_line_bytes=64)
+    with pytest.raises(ws.MachineError, match="l1_sector_bytes.*l1_line_bytes"):
+        load_machine(p)
+
+
+def test_a_last_level_cache_needs_its_bandwidth(tmp_path):
+    p = _machine_file(tmp_path, "MI210", mall_bytes=1 << 27)
+    with pytest.raises(ws.MachineError, match="mall_bandwidth"):
+        load_machine(p)
+
+
+# ---------------------------------------------------------------- block stage
+
+def _shifted_load(n=4096):
+    a = ws.Field("A", shape=(n + 64,), itemsize=8)
+    b = ws.Field("B", shape=(n,), itemsize=8)
+    return ws.Kernel(loads=[a[ws.tidx + 1]], stores=[b[ws.tidx]], domain=(n, 1, 1))
+
+
+@pytest.mark.parametrize("name,sector", [("A100", 32), ("MI210", 64), ("RX6900XT", 128)])
+def test_l1_load_counts_the_machines_sectors_per_wavefront(name, sector):
+    # a wavefront of w lanes reads doubles at bytes 8 .. 8 w + 8: by hand,
+    # ceil((8 w + 8) / sector) sectors (the first one starts at 0)
+    m = load_machine(name)
+    p = ws.predict(_shifted_load(), m, (256, 1, 1), model="paper")
+    w = m.warp_size
+    hand = math.ceil((8 * w + 8) / sector) * sector / w
+    assert p.volumes.l1_load == pytest.approx(hand)
+
+
+def test_registers_are_counted_per_simd_on_cdna():
+    # MI210: 4 SIMDs of 512 VGPRs x 64 lanes; 80 registers round to 80 per lane
+    # (granule 8): 512 // 80 = 6 waves per SIMD, 24 per CU; blocks of 5 waves: 4.
+    # One pooled file would hold 131072 // (80 * 64) = 25 waves: 5 blocks.
+    k = dataclasses.replace(_shifted_load(), registers=80)
+    m = load_machine("MI210")
+    assert occupancy(k, m, (320, 1, 1)).by_registers == (4 * (512 // 80)) // 5 == 4
+    pooled = dataclasses.replace(m, simds_per_sm=1)
+    assert occupancy(k, pooled, (320, 1, 1)).by_registers == 131072 // (80 * 64) // 5 == 5
+
+
+# ---------------------------------------------------------------- Infinity Cache
+
+@pytest.mark.parametrize("model", ["paper", "latency"])
+def test_data_that_fits_the_infinity_cache_streams_at_its_bandwidth(model):
+    k = _star("HIP", 66)  # 2 x 66^3 doubles = 4.4 MB, inside the 128 MB of RX6900XT
+    m = load_machine("RX6900XT")
+    assert data_bytes(k) == 2 * 66**3 * 8
+    p = ws.predict(k, m, (64, 4, 1), model=model)
+    q = ws.predict(k, dataclasses.replace(m, mall_bytes=0), (64, 4, 1), model=model)
+    assert any("Infinity Cache" in n for n in p.notes)
+    assert not any("Infinity Cache" in n for n in q.notes)
+    assert _dram(p) == _dram(q)  # the volume is the same, only its bandwidth differs
+    if model == "paper":
+        assert p.limits["dram"] / q.limits["dram"] == pytest.approx(
+            m.mall_bandwidth / m.dram_bandwidth)
+    else:
+        assert p.glups > q.glups
+
+
+def test_data_larger_than_the_infinity_cache_goes_to_dram():
+    k = _star("HIP", 66)
+    m = dataclasses.replace(load_machine("RX6900XT"), mall_bytes=data_bytes(k) - 1)
+    p = ws.predict(k, m, (64, 4, 1), model="paper")
+    assert not any("Infinity Cache" in n for n in p.notes)
+
+
+# ---------------------------------------------------------------- HIP kernels
+
+@pytest.fixture(scope="module")
+def hip_star():
+    return _star("HIP", 130)
+
+
+@pytest.fixture(scope="module")
+def hip_d3q19():
+    return _d3q19("HIP", 66)
+
+
+def test_hip_kernel_is_extracted_like_the_cuda_one(hip_star):
+    cuda = _star("CUDA", 130)
+    assert hip_star.target == "HIP" and cuda.target == "CUDA"
+    assert hip_star == cuda  # the same accesses, domain and work (the target is not compared)
+
+
+@pytest.mark.parametrize("machine", ["MI210", "MI100", "RX6900XT", "A100"])
+@pytest.mark.parametrize("model", ["paper", "latency"])
+def test_hip_star_dram_volume_is_the_hand_count(hip_star, machine, model):
+    # by hand: each point of the 130^3 source array is read once, each of the
+    # 128^3 interior points written once: 8 B x (130^3 / 128^3 + 1) per update
+    hand = 8.0 * (130**3 / 128**3 + 1)
+    m = dataclasses.replace(load_machine(machine), mall_bytes=0)
+    p = ws.predict(hip_star, m, (64, 4, 1), model=model)
+    assert 0.97 <= _dram(p) / hand <= 1.35
+
+
+@pytest.mark.parametrize("machine", ["MI210", "MI100", "A100"])
+def test_hip_d3q19_dram_volume_is_the_hand_count(hip_d3q19, machine):
+    # by hand: 19 pdfs of every cell of the 66^3 array read once, 19 of the
+    # 64^3 interior written once, 8 B each
+    hand = 19 * 8.0 * (66**3 / 64**3 + 1)
+    p = ws.predict(hip_d3q19, machine, (64, 2, 1))
+    assert 0.97 <= _dram(p) / hand <= 1.35
+
+
+def test_vendor_mismatch_is_noted_both_ways(hip_star):
+    cuda = dataclasses.replace(hip_star, target="CUDA")
+    on = {(k.target, m): ws.predict(k, m, (64, 4, 1), model="paper").notes
+          for k in (hip_star, cuda) for m in ("MI210", "A100")}
+    assert any("generated for CUDA" in n for n in on[("CUDA", "MI210")])
+    assert any("generated for HIP" in n for n in on[("HIP", "A100")])
+    assert not any("generated for" in n for n in on[("HIP", "MI210")])
+    assert on[("CUDA", "A100")] == ()
+    # an AMD prediction says which of the model's terms are NVIDIA's
+    assert any("L1 count" in n for n in on[("HIP", "MI210")])
+
+
+def test_notes_are_in_the_json(hip_star):
+    d = ws.predict(hip_star, "MI210", (64, 4, 1)).to_dict()
+    assert d["notes"] and all(isinstance(n, str) for n in d["notes"])
+
+
+def test_rank_on_amd_offers_whole_wavefronts_only(hip_star):
+    r = rank(hip_star, "MI210", threads=(32, 128), folds=[(1, 1, 1)], jobs=1)
+    ranked = [p.block for p in r.predictions]
+    assert ranked and all(math.prod(b) % 64 == 0 for b in ranked)
+    partial = [e for e in r.excluded if math.prod(e.block) == 32]
+    assert partial and all("wavefront" in e.reason for e in partial)
+    # NVIDIA ranks 32-thread blocks as before
+    nv = rank(hip_star, "A100", threads=(32,), folds=[(1, 1, 1)], jobs=1)
+    assert any(math.prod(p.block) == 32 for p in nv.predictions)
+
+
+@pytest.mark.parametrize("machine", ["MI210", "A100"])
+def test_hook_ranks_a_hip_star_like_a_cuda_one(machine):
+    kernel, ranking = create_kernel(_star_rule("34, 34, 34"), _cfg(ps.Target.HIP),
+                                    machine=machine, threads=256, folds=[(1, 1, 1)], jobs=1)
+    assert kernel.target == ps.Target.HIP
+    assert ranking and all(math.prod(p.block) == 256 for p in ranking)
+    assert all(a.glups >= b.glups for a, b in zip(ranking, ranking[1:]))
+
+
+@pytest.mark.parametrize("machine", ["MI210", "A100"])
+def test_hook_ranks_an_lbmpy_d3q19_hip_kernel(machine):
+    from stencils.lbm_d3q19 import update_rule
+
+    pdfs, tmp = ps.fields("pdfs(19), pdfs_tmp(19): float64[34, 34, 34]", layout="fzyx")
+    kernel, ranking = create_kernel(update_rule(pdfs, tmp), _cfg(ps.Target.HIP),
+                                    machine=machine, threads=128, folds=[(1, 1, 1)], jobs=1)
+    assert kernel.target == ps.Target.HIP and ranking
+    m = load_machine(machine)
+    assert all(math.prod(p.block) % m.warp_size == 0 for p in ranking)
+    hand = 19 * 8.0 * (34**3 / 32**3 + 1)
+    best = ranking[0]
+    assert 0.97 <= (best.volumes.dram_load + best.volumes.dram_store) / hand <= 1.35
