@@ -6,6 +6,7 @@ vendor's GPU. Truth: hand counts of sectors, registers and bytes."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import math
 
@@ -15,9 +16,11 @@ import sympy as sp
 
 import warpspeed as ws
 from warpspeed.machine import MACHINE_DIR, load_machine
+from warpspeed.model import block_stage
 from warpspeed.pystencils import create_kernel, extract
 from warpspeed.search.rank import rank
 from warpspeed.timing.hierarchy import data_bytes
+from warpspeed.validation.reference import shared_dir
 from warpspeed.volumes.launch import occupancy
 
 AMD = ("MI100", "MI210", "MI250X-GCD", "MI300X", "RX6900XT", "RX7900XTX")
@@ -240,3 +243,62 @@ def test_hook_ranks_an_lbmpy_d3q19_hip_kernel(machine):
     hand = 19 * 8.0 * (34**3 / 32**3 + 1)
     best = ranking[0]
     assert 0.97 <= (best.volumes.dram_load + best.volumes.dram_store) / hand <= 1.35
+
+
+# ---------------------------------------------------------------- L1 against the tables
+
+L1_STRIDES = shared_dir() / "data" / "microbench" / "l1_strides"
+
+
+def _l1_rows(gpu, machine):
+    """(row, line count per 32 lanes, half-warp count per 32 lanes) of every
+    block row and every stride row up to 16 of ``l1_strides/<gpu>.csv``: one
+    block of 1024 threads, as the benchmark runs it (its cycles are per 32
+    lanes: bytes_per_cycle_sm x cycles = 32 x the element size)."""
+    m = load_machine(machine)
+    out = []
+    with (L1_STRIDES / f"{gpu}.csv").open() as fh:
+        for r in csv.DictReader(fh):
+            size = 4 if r["type"] == "float" else 8
+            p, pitch = int(r["stride_or_width"]), int(r["stride_or_pitch"])
+            if r["pattern"] == "block":
+                a = ws.Field("A", shape=(pitch, 1024 // p + 1), itemsize=size)
+                k = ws.Kernel(loads=[a[ws.tidx, ws.tidy]], stores=[], domain=(p, 1024 // p, 1))
+                block = (p, 1024 // p, 1)
+            elif 1 <= p <= 16:
+                a = ws.Field("A", shape=(1024 * p + 1,), itemsize=size)
+                k = ws.Kernel(loads=[a[ws.tidx * p]], stores=[], domain=(1024, 1, 1))
+                block = (1024, 1, 1)
+            else:
+                continue
+            assert float(r["bytes_per_cycle_sm"]) * float(r["cycles_per_warp_load"]) == \
+                pytest.approx(32 * size, rel=0.05)
+            st = block_stage(k, m, block)
+            halfwarp = block_stage(k, dataclasses.replace(m, l1_model="halfwarp"), block)
+            scale = 32 / m.warp_size
+            out.append((r, st.l1_cycles * scale, halfwarp.l1_cycles * scale))
+    return out
+
+
+@pytest.mark.skipif(not L1_STRIDES.is_dir(), reason=f"L1 stride tables not found at "
+                    f"{L1_STRIDES}: public data kept outside the repository")
+@pytest.mark.parametrize("gpu,machine", [("mi210", "MI210"), ("rdna2", "RX6900XT")])
+def test_line_count_against_the_l1_stride_micro_benchmark(gpu, machine):
+    rows = _l1_rows(gpu, machine)
+    measured = [float(r["cycles_per_warp_load"]) for r, _, _ in rows]
+    # lanes a power-of-two stride >= 64 B apart fall on lines of one set: there
+    # the cache serves exactly one line per clock, as counted
+    worst = [(c, lines) for (r, lines, _), c in zip(rows, measured) if r["pattern"] == "stride"
+             and int(r["stride_or_width"]) * (4 if r["type"] == "float" else 8) >= 64
+             and int(r["stride_or_width"]) & (int(r["stride_or_width"]) - 1) == 0]
+    assert len(worst) >= 3
+    assert all(c / lines == pytest.approx(1.0, abs=0.05) for c, lines in worst)
+    # blocks at least 4 wide (the stencils' shapes): within 0.5-1.9x, and the
+    # spread of measured / count narrower than the half-warp count's
+    blocks = [(c, lines, half) for (r, lines, half), c in zip(rows, measured)
+              if r["pattern"] == "block" and int(r["stride_or_width"]) >= 4]
+    assert len(blocks) == 10
+    ratio = [c / lines for c, lines, _ in blocks]
+    assert 0.5 <= min(ratio) and max(ratio) <= 1.9
+    half = [c / h for c, _, h in blocks]
+    assert max(ratio) / min(ratio) < max(half) / min(half)

@@ -62,6 +62,9 @@ class Machine:
     vendor: str = "NVIDIA"
     architecture: str = ""
     grounding: str = "datasheet"
+    #: The L1 count (MODEL.md §4, §15): NVIDIA's half warps and banks, or one
+    #: cache line per clock (AMD's vL1D and vector L0).
+    l1_model: str = "halfwarp"
     # Parameters of the default timing model (warpspeed.timing.latency);
     # None when a user's file lacks them (the paper model does not need them).
     fp32_fma_per_sm_cycle: int | None = None
@@ -94,10 +97,12 @@ class Machine:
 
 
 _TEXT = ("name", "description", "validated", "fits", "arch", "sources", "path",
-         "vendor", "architecture", "grounding")
+         "vendor", "architecture", "grounding", "l1_model")
 #: Plain keys of a machine file (MODEL.md §12).
 PLAIN_KEYS = ("name", "description", "validated", "fits", "arch", "vendor", "architecture",
-              "grounding")
+              "grounding", "l1_model")
+#: The L1 counts a file may name (MODEL.md §4, §15).
+L1_MODELS = ("halfwarp", "lines")
 VENDORS = ("NVIDIA", "AMD")
 #: How a file's numbers are grounded, strongest first (MODEL.md §12): checked against
 #: kernel measurements, calibrated on micro-benchmark tables of this GPU, or data
@@ -218,7 +223,7 @@ def _labels(path: Path, data: dict) -> dict[str, str]:
     """``vendor``, ``architecture`` and ``grounding`` of a file (MODEL.md §12),
     with the defaults of files written before they existed: NVIDIA, the
     architecture of ``arch``, and "kernels" if ``validated`` else "datasheet"."""
-    for key in ("vendor", "architecture", "grounding", "arch", "description"):
+    for key in ("vendor", "architecture", "grounding", "arch", "description", "l1_model"):
         if key in data and not isinstance(data[key], str):
             raise MachineError(f"machine file {path}: '{key}' must be a string")
     vendor = data.get("vendor", "NVIDIA")
@@ -239,7 +244,12 @@ def _labels(path: Path, data: dict) -> dict[str, str]:
     if validated and grounding != "kernels":
         raise MachineError(f"machine file {path}: validated = true needs grounding = "
                            f"\"kernels\" (checked against kernel measurements), got {grounding!r}")
-    return {"vendor": vendor, "architecture": architecture, "grounding": grounding}
+    l1_model = data.get("l1_model", "halfwarp")
+    if l1_model not in L1_MODELS:
+        raise MachineError(f"machine file {path}: l1_model must be one of {list(L1_MODELS)}, "
+                           f"got {l1_model!r}")
+    return {"vendor": vendor, "architecture": architecture, "grounding": grounding,
+            "l1_model": l1_model}
 
 
 #: Keys of older machine files, with why they went.

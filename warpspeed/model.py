@@ -24,10 +24,10 @@ from .timing.paper import LIMITERS
 from .volumes.capacity import CapacityFits, load_fits
 from .volumes.footprint import Footprint, block_footprint
 from .volumes.gathers import gather_volumes, with_gathers
-from .volumes.l1 import l1_cycles_per_warp_lup
+from .volumes.l1 import l1_cycles_per_warp_lup, line_cycles_per_warp_lup
 from .volumes.launch import Launch, make_launch
 from .volumes.levels import Volumes, level_volumes
-from .volumes.sampling import sample
+from .volumes.sampling import Sample, sample
 from .volumes.waves import WaveVolumes, wave_volumes
 
 
@@ -177,10 +177,19 @@ def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -
         machine=machine,
         launch=launch,
         bound=bound,
-        l1_cycles=l1_cycles_per_warp_lup(smp),
+        l1_cycles=_l1_cycles(smp, machine),
         footprint=block_footprint(smp, len(loads), machine.l1_sector_bytes,
                                   machine.l1_line_bytes, machine.warp_size),
     )
+
+
+def _l1_cycles(smp: Sample, m: Machine) -> float:
+    """L1 cycles per wavefront of ``m.warp_size`` lanes and lattice update:
+    the half-warp count of MODEL.md §4 (per 32 lanes, scaled to the
+    wavefront) or one line per clock (``l1_model = "lines"``, MODEL.md §15)."""
+    if m.l1_model == "lines":
+        return line_cycles_per_warp_lup(smp, m.l1_line_bytes, m.warp_size)
+    return l1_cycles_per_warp_lup(smp) * m.warp_size / 32
 
 
 def finish(

@@ -62,11 +62,13 @@ def architecture_notes(kernel: Kernel, machine: Machine, model: str) -> tuple[st
             f"the kernel was generated for {target}, but {machine.name} is an "
             f"{machine.vendor} GPU that runs {expected} code: the prediction assumes the same "
             f"accesses compiled for {expected} (generate it with Target.{expected} to be sure)")
-    if machine.vendor == "AMD":
+    if machine.l1_model == "lines":
         notes.append(
-            "the L1 count (MODEL.md §4: half warps, 16 banks of 8 B, the 1 KiB rule) is "
-            "NVIDIA's; the vL1D of AMD GPUs has no such published bank model, so the count "
-            "stands for it unchanged (MODEL.md §15)")
+            f"the L1 count is one {machine.l1_line_bytes} B line per clock per wavefront "
+            "instruction (MODEL.md §15), not NVIDIA's half warps and banks (§4): AMD publishes "
+            "no bank model of its vector L1; the line count misses the public L1 "
+            "micro-benchmark by 0.5-1.9x on blocks at least 4 wide")
+    if machine.vendor == "AMD":
         if model == "paper":
             notes.append(
                 "the paper model's capacity curves (MODEL.md §7) were fitted on NVIDIA GPUs; "

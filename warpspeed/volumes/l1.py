@@ -159,3 +159,33 @@ def l1_pipe_cycles_per_warp_lup(s: Sample, tag_cycles: float = TAG_CYCLES_PER_LI
     threads_active = s.active.sum(axis=1)
     return float(np.sum(total * s.weights) / np.sum(threads_active * s.weights)
                  * WARP / s.lups_per_thread)
+
+
+# --------------------------------------------------------------------------
+# AMD's vector L1 (MODEL.md §15): one cache line per clock
+
+
+def line_cycles_per_warp_lup(s: Sample, line: int, warp: int) -> float:
+    """L1 cycles per wavefront of ``warp`` lanes per lattice update on a cache
+    that serves one ``line``-byte line per clock (MODEL.md §15): per
+    wavefront and instruction the distinct lines its active lanes touch,
+    summed over instructions and wavefronts, per active thread times
+    ``warp``, divided by the updates per thread.
+
+    Grounded in AMD's documents, not fitted: every vL1D access is one whole
+    cache line (64 B on CDNA and GCN; ROCm Compute Profiler, vL1D), read at
+    64 B per clock (GCN); RDNA's vector L0 reads a 128 B line per clock.
+    Approximated: no bank conflicts inside a line and no tag-rate limit, so
+    many lines of few bytes (blocks 1 or 2 wide) are not modelled;
+    ``tests/test_amd.py`` compares the count with the public L1 stride
+    micro-benchmark of MI210 and RX 6900 XT."""
+    nb, threads = s.active.shape
+    act = s.active.reshape(nb, threads // warp, warp)
+    any_active = act.any(axis=-1)
+    total = np.zeros(nb)
+    for rep, shifts in shift_groups(s, range(len(s.accesses))):
+        rows = sorted_rows(rep.reshape(nb, threads // warp, warp), act)
+        total += shifted_distinct_sum(rows, any_active, shifts, line).sum(axis=1)
+    threads_active = s.active.sum(axis=1)
+    return float(np.sum(total * s.weights) / np.sum(threads_active * s.weights)
+                 * warp / s.lups_per_thread)
