@@ -26,7 +26,7 @@ from .volumes.footprint import Footprint, block_footprint
 from .volumes.gathers import gather_volumes, with_gathers
 from .volumes.l1 import l1_cycles_per_warp_lup, line_cycles_per_warp_lup
 from .volumes.launch import Launch, make_launch
-from .volumes.levels import Volumes, level_volumes
+from .volumes.levels import LevelVolumes, Volumes, level_volumes
 from .volumes.sampling import Sample, sample
 from .volumes.waves import WaveVolumes, wave_volumes
 
@@ -199,14 +199,24 @@ def finish(
     timing of ``model``. ``wave`` must be counted in the model's address
     space (``MODELS[model].address``)."""
     kernel, m, launch = stage.kernel, stage.machine, stage.launch
-    lv = level_volumes(kernel, m, launch, stage.footprint, wave, curves,
-                       merged_stores=MODELS[model].merged_stores,
-                       reread_evicts=MODELS[model].reread_evicts)
-    if kernel.gathers:  # indexed accesses, counted apart (warpspeed.volumes.gathers)
-        gv = gather_volumes(kernel.gathers, m.warp_size)
-        lv = replace(lv, volumes=with_gathers(lv.volumes, gv))
+    def levels(machine: Machine) -> LevelVolumes:
+        lv = level_volumes(kernel, machine, launch, stage.footprint, wave, curves,
+                           merged_stores=MODELS[model].merged_stores,
+                           reread_evicts=MODELS[model].reread_evicts)
+        if kernel.gathers:  # indexed accesses, counted apart (warpspeed.volumes.gathers)
+            lv = replace(lv, volumes=with_gathers(lv.volumes, gv))
+        return lv
+
+    gv = gather_volumes(kernel.gathers, m.warp_size) if kernel.gathers else None
+    if gv is not None:
         stage = replace(stage, l1_cycles=stage.l1_cycles + gv.l1_cycles)
-    mem, mall_note = with_mall(kernel, m)  # MODEL.md §15: data fitting in the MALL
+    lv = levels(m)
+    # MODEL.md §15: a last-level cache behind the L2 (Infinity Cache)
+    behind = levels(replace(m, l2_bytes=m.mall_bytes)) if m.mall_bytes > m.l2_bytes else None
+    mem, mall_note, past_mall = with_mall(kernel, m, lv.volumes,
+                                          behind.volumes if behind else None)
+    if behind is not None and past_mall:
+        lv = behind
     t = with_atomics(timing(model, kernel, mem, launch, stage.l1_cycles, lv.volumes, wave),
                      kernel, mem, launch)
     notes = architecture_notes(kernel, m, model) + ((mall_note,) if mall_note else ())

@@ -4,10 +4,13 @@ the L2 (AMD Infinity Cache / MALL of RDNA2, RDNA3 and MI300X) and the notes a
 prediction carries where the model's terms have no counterpart on the machine.
 
 * :func:`with_mall`: a kernel whose data fits in the last-level cache has its
-  DRAM volume served at the cache's bandwidth. Approximated: the footprint is
-  the bytes of every field the kernel touches (whole arrays, ghost layers
-  included), the fit is all or nothing, and the cache's latency is taken as
-  the DRAM latency (no public pointer-chasing table isolates it).
+  DRAM volume served at the cache's bandwidth; a larger data set has its
+  layer conditions (MODEL.md §6) counted twice, with the L2 and with the
+  cache as capacity: the cache's traffic and the DRAM's. Approximated: the
+  footprint is the bytes of every field the kernel touches (whole arrays,
+  ghost layers included), the fit is all or nothing, the capacity curves of
+  the L2 (§7) stand for the cache's, and the cache's latency is taken as the
+  DRAM latency (no public pointer-chasing table isolates it).
 * :func:`architecture_notes`: a CUDA kernel on an AMD machine (or a HIP kernel
   on an NVIDIA one), and the paper-model terms that are NVIDIA's.
 """
@@ -19,6 +22,7 @@ from dataclasses import replace
 
 from ..input.kernel import Kernel
 from ..machine import Machine
+from ..volumes.levels import Volumes
 
 #: The code generator's target for each vendor (pystencils ``Target`` names).
 VENDOR_TARGET = {"NVIDIA": "CUDA", "AMD": "HIP"}
@@ -32,24 +36,48 @@ def data_bytes(kernel: Kernel) -> int:
     return sum(math.prod(f.shape) * f.itemsize for f in fields.values())
 
 
-def with_mall(kernel: Kernel, machine: Machine) -> tuple[Machine, str | None]:
-    """The machine the timing models see, and a note: when the kernel's data
-    (:func:`data_bytes`) fits in the machine's last-level cache
-    (``mall_bytes`` > 0), every DRAM bandwidth becomes ``mall_bandwidth``
-    (MODEL.md §15); otherwise the machine unchanged and no note."""
+def with_mall(kernel: Kernel, machine: Machine, past_l2: Volumes,
+              past_mall: Volumes | None) -> tuple[Machine, str | None, bool]:
+    """The machine the timing models see, a note, and whether the DRAM volume
+    is ``past_mall`` (else ``past_l2``) (MODEL.md §15).
+
+    Without a last-level cache (``mall_bytes`` 0), ``machine`` unchanged.
+    When the kernel's data (:func:`data_bytes`) fits in it, every DRAM
+    bandwidth becomes ``mall_bandwidth``. Otherwise the cache holds what a
+    larger L2 would: ``past_l2`` are the volumes with the machine's L2 (what
+    leaves the L2: the cache's traffic), ``past_mall`` the same counted with
+    the cache's size in place of the L2's (what leaves the cache: DRAM). The
+    two stages stream at once, so the time is the longer of the two; the
+    DRAM bandwidths are scaled so that the DRAM volume takes that time."""
     if not machine.mall_bytes:
-        return machine, None
+        return machine, None, False
     size = data_bytes(kernel)
-    if size > machine.mall_bytes:
-        return machine, None
-    bw = machine.mall_bandwidth
-    m = replace(machine, dram_bandwidth=bw,
-                dram_bw_read=bw if machine.dram_bw_read is not None else None,
-                dram_bw_copy=bw if machine.dram_bw_copy is not None else None,
-                dram_bw_write=bw if machine.dram_bw_write is not None else None)
-    return m, (f"the kernel's data ({size / 2**20:.1f} MiB) fits in the {machine.name}'s "
-               f"{machine.mall_bytes / 2**20:.0f} MiB last-level cache (Infinity Cache): its "
-               f"DRAM volume is served at {bw:g} GB/s (MODEL.md §15)")
+    cache = f"{machine.mall_bytes / 2**20:.0f} MiB last-level cache (Infinity Cache)"
+    if size <= machine.mall_bytes:
+        return _scaled(machine, machine.mall_bandwidth / machine.dram_bandwidth), (
+            f"the kernel's data ({size / 2**20:.1f} MiB) fits in the {machine.name}'s {cache}: "
+            f"its DRAM volume is served at {machine.mall_bandwidth:g} GB/s (MODEL.md §15)"), False
+    if past_mall is None:
+        return machine, None, False
+    v_l2 = past_l2.dram_load + past_l2.dram_store
+    v_dram = past_mall.dram_load + past_mall.dram_store
+    if v_dram <= 0:
+        return machine, None, False
+    t = max(v_l2 / machine.mall_bandwidth, v_dram / machine.dram_bandwidth)
+    factor = v_dram / machine.dram_bandwidth / t
+    return _scaled(machine, factor), (
+        f"{v_l2:.1f} B/LUP leave the L2 for the {cache} at {machine.mall_bandwidth:g} GB/s, "
+        f"{v_dram:.1f} B/LUP of them go on to DRAM (the reported DRAM volume; MODEL.md §15)"), True
+
+
+def _scaled(machine: Machine, factor: float) -> Machine:
+    """``machine`` with every DRAM bandwidth times ``factor``."""
+    def f(v: float | None) -> float | None:
+        return None if v is None else v * factor
+
+    return replace(machine, dram_bandwidth=machine.dram_bandwidth * factor,
+                   dram_bw_read=f(machine.dram_bw_read), dram_bw_copy=f(machine.dram_bw_copy),
+                   dram_bw_write=f(machine.dram_bw_write))
 
 
 def architecture_notes(kernel: Kernel, machine: Machine, model: str) -> tuple[str, ...]:
