@@ -214,9 +214,11 @@ def _check_granules(path: Path, values: dict[str, object]) -> None:
         raise MachineError(f"machine file {path}: [l1_sector_bytes] ({sector}) and "
                            f"[l1_line_bytes] ({line}) must be powers of two, the sector "
                            "no larger than the line")
-    if ("mall_bytes" in values) != ("mall_bandwidth" in values):
+    if ("mall_bytes" in values) != ("mall_bandwidth" in values) or (
+            bool(values.get("mall_bytes")) != bool(values.get("mall_bandwidth"))):
         raise MachineError(f"machine file {path}: give [mall_bytes] and [mall_bandwidth] "
-                           "together (the last-level cache's size and bandwidth)")
+                           "together, both 0 or both positive (the last-level cache's size "
+                           "and bandwidth)")
 
 
 def _labels(path: Path, data: dict) -> dict[str, str]:
@@ -267,6 +269,8 @@ _RANGE: dict[str, tuple[float, float, str]] = {
                             "1 adds FP and memory time, larger values overlap them more"),
     # 0 is a valid fit: the DRAM latency does not grow with utilisation
     "memory_shape": (0.0, 100.0, "fits/calibrate_memory.py fits it in [0, 3]"),
+    "mall_bytes": (0.0, math.inf, "0: no last-level cache behind the L2"),
+    "mall_bandwidth": (0.0, math.inf, "0 with mall_bytes 0: no last-level cache"),
 }
 
 
