@@ -217,6 +217,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(json.dumps(p.to_dict(), indent=2))
     else:
         _print(prediction_table([p], title=f"{kernel.name} on {p.machine} ({p.model} model)"))
+        for note in p.notes:  # MODEL.md §15
+            _print(f"note: {note}")
     return 0
 
 
@@ -315,7 +317,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         )
         _print(prediction_table(list(r.predictions), title=title))
         _print(_rank_summary(r, elapsed))
-        for note in r.notes:
+        for note in list(r.notes) + list(r.predictions[0].notes if r.predictions else ()):
             _print(note)
     return 0
 
