@@ -312,3 +312,15 @@ def test_line_count_against_the_l1_stride_micro_benchmark(gpu, machine):
     assert 0.5 <= min(ratio) and max(ratio) <= 1.9
     half = [c / h for c, _, h in blocks]
     assert max(ratio) / min(ratio) < max(half) / min(half)
+
+
+def test_top_k_pruning_holds_when_the_data_fits_the_infinity_cache():
+    # the bound of a pruned class must allow the cache's bandwidth: the top 3
+    # equal the top 3 of predicting every configuration (brute force)
+    k = _star("HIP", 66)
+    r = rank(k, "RX6900XT", threads=(256,), folds=[(1, 1, 1)], top=3, jobs=1, model="paper")
+    everything = rank(k, "RX6900XT", threads=(256,), folds=[(1, 1, 1)], jobs=1, model="paper")
+    truth = sorted((ws.predict(k, "RX6900XT", p.block, model="paper").glups
+                    for p in everything.predictions), reverse=True)[:3]
+    assert [p.glups for p in r.predictions] == pytest.approx(truth)
+    assert any("Infinity Cache" in n for n in r.predictions[0].notes)

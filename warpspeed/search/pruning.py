@@ -262,11 +262,14 @@ def stage_limits(
 
 
 def peak_dram_bandwidth(m: Machine, model: str = DEFAULT_MODEL) -> float:
-    """The largest DRAM bandwidth ``model`` can assign to any kernel."""
+    """The largest DRAM bandwidth ``model`` can assign to any kernel; a kernel
+    whose data fits in a last-level cache has every DRAM bandwidth scaled by
+    ``mall_bandwidth / dram_bandwidth`` (MODEL.md §15)."""
+    scale = max(1.0, m.mall_bandwidth / m.dram_bandwidth) if m.mall_bytes else 1.0
     if model == "paper":
-        return m.dram_bandwidth
-    return max(v for v in (m.dram_bandwidth, m.dram_bw_read, m.dram_bw_copy, m.dram_bw_write)
-               if v is not None)
+        return m.dram_bandwidth * scale
+    return scale * max(v for v in (m.dram_bandwidth, m.dram_bw_read, m.dram_bw_copy,
+                                   m.dram_bw_write) if v is not None)
 
 
 def upper_bound(
