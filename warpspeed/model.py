@@ -33,7 +33,10 @@ from .volumes.waves import WaveVolumes, wave_volumes
 @dataclass(frozen=True)
 class Prediction:
     """The result of :func:`predict`: volumes, limits and the intermediate
-    quantities that explain them. ``to_dict()`` is JSON-serialisable."""
+    quantities that explain them. ``to_dict()`` is JSON-serialisable.
+    ``registers`` / ``registers_source``: the kernel's registers per thread
+    that the occupancy used (MODEL.md §3) and where the count comes from
+    (:class:`warpspeed.Kernel`)."""
 
     machine: str
     kernel: str
@@ -54,6 +57,8 @@ class Prediction:
     hit_fractions: dict[str, float]
     model: str = "paper"
     terms: dict[str, float] = field(default_factory=dict)
+    registers: int = 32
+    registers_source: str = "kernel"
 
     def to_dict(self) -> dict[str, object]:
         v = self.volumes
@@ -64,6 +69,8 @@ class Prediction:
             "fold": list(self.fold),
             "blocks_per_sm": self.blocks_per_sm,
             "occupancy_limited_by": self.occupancy_limited_by,
+            "registers": self.registers,
+            "registers_source": self.registers_source,
             "wave_blocks": self.wave_blocks,
             "wave_shape": list(self.wave_shape),
             "l1_cycles": self.l1_cycles,
@@ -213,6 +220,8 @@ def finish(
         hit_fractions=lv.hit_fractions,
         model=model,
         terms=t.terms,
+        registers=kernel.registers,
+        registers_source=kernel.registers_source,
     )
 
 

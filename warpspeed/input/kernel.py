@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 
 from ..errors import KernelError, NonAffineError
 from .atomics import Atomics
+from .bounds import check_bounds
 from .expr import SymForm, parse
 from .gathers import Gather
 
@@ -49,8 +50,10 @@ class Field:
     ``shape`` is in elements with dimension 0 contiguous unless ``strides``
     (in elements) say otherwise. ``base_offset`` is the byte offset of
     element 0 from a 128 B boundary (MODEL.md §1); it is reduced modulo 128
-    because only the alignment matters to the model. Indices outside the
-    shape are allowed: they address memory beside the allocation.
+    because only the alignment matters to the model. An index may leave its
+    dimension's extent (cross a row) but an access whose element offset
+    leaves the allocation for a thread of the kernel's domain is refused
+    with :class:`warpspeed.OutOfBoundsError` (:mod:`warpspeed.input.bounds`).
 
     Example (indexing a field makes an access; nothing is predicted yet)::
 
@@ -228,7 +231,10 @@ class Kernel:
       ``(class, count)`` pairs so that kernels stay hashable. When given,
       ``fp_instructions`` defaults to the total count. ``precision``: 64
       (double) or 32 (float) arithmetic, which selects the machine's FMA rate.
-    * ``registers``: registers per thread (default 32);
+    * ``registers``: registers per thread (default 32) and
+      ``registers_source``, where the count comes from, shown with every
+      prediction: ``"kernel"`` (given with the kernel), ``"user"``,
+      ``"nvcc sm_80"``, ``"estimate"`` (:mod:`warpspeed.pystencils.registers`);
       ``shared_memory``: bytes of shared memory per block.
     * ``fixed_block``: the only block size the kernel can be launched with,
       when its code generator fixes it (pystencils' ``blockwise4d``); ``None``
@@ -282,6 +288,7 @@ class Kernel:
     reload_repeated: bool = False
     atomics: Atomics | None = None
     gathers: tuple[Gather, ...] = ()
+    registers_source: str = "kernel"
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
@@ -352,6 +359,10 @@ class Kernel:
             1 <= self.registers <= 255
         ):
             raise KernelError(f"registers per thread must be 1..255, got {self.registers!r}")
+        if not isinstance(self.registers_source, str) or not self.registers_source:
+            raise KernelError(
+                f"registers_source must be a non-empty text, got {self.registers_source!r}"
+            )
         if isinstance(self.shared_memory, bool) or not isinstance(self.shared_memory, int) or (
             self.shared_memory < 0
         ):
@@ -366,6 +377,7 @@ class Kernel:
                     f"two different fields are both called {a.field.name!r}; "
                     "give them distinct names"
                 )
+        check_bounds(loads, stores, self.domain)
 
     @property
     def fp_work(self) -> dict[str, float]:
