@@ -87,8 +87,9 @@ def test_hook_ranks_a_kernel_with_parameters():
     ranked = wps.create_kernel(asm, cfg, threads=64, folds=[(1, 1, 1)], jobs=1,
                                params={"sx": 1})
     assert ranked.ranking and ranked.ranking[0].kernel == "kernel"
-    without = wps.create_kernel(asm, cfg, threads=64, folds=[(1, 1, 1)], jobs=1)
-    assert not without.ranking and "MissingParameterError" in without.skipped[0][1]
+    with pytest.raises(ws.EmptyRankingError) as info:
+        wps.create_kernel(asm, cfg, threads=64, folds=[(1, 1, 1)], jobs=1)
+    assert "MissingParameterError" in info.value.reasons[0]
 
 
 # ---------------------------------------------------------------------------

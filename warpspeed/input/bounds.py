@@ -21,6 +21,11 @@ or thread index separately is not checked):
   looked for (approximation: a wrap that leaves the field only between the
   corners is not caught).
 
+Fields named in ``Kernel.unbounded`` are not checked: the pystencils
+frontend names there its fields of symbolic size (the array passed may be
+a view into a larger allocation, as pystencils passes ghost layers) and the
+index lists of boundary kernels; their allocation is not known.
+
 The flat offset, not each index, is compared, because indices may cross
 rows of a layout on purpose (an index dimension folded into x); a
 per-dimension range outside the shape is named in the message.

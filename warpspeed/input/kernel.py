@@ -247,6 +247,10 @@ class Kernel:
       overlap). True keeps every access, for code where the compiler cannot
       merge them (aliasing pointers, ``volatile``, loads across barriers).
 
+    * ``unbounded``: names of fields whose allocation is not known (a view
+      into a larger array); every other access must stay inside its field's
+      allocation over the domain, else :class:`warpspeed.OutOfBoundsError`
+      (:mod:`warpspeed.input.bounds`).
     * ``atomics``: atomic updates of single addresses (a reduction into a
       scalar), :class:`warpspeed.input.atomics.Atomics`; their own limiter.
     * ``gathers``: indexed accesses, a field at positions read from an index
@@ -289,6 +293,7 @@ class Kernel:
     atomics: Atomics | None = None
     gathers: tuple[Gather, ...] = ()
     registers_source: str = "kernel"
+    unbounded: tuple[str, ...] = ()
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
@@ -377,7 +382,9 @@ class Kernel:
                     f"two different fields are both called {a.field.name!r}; "
                     "give them distinct names"
                 )
-        check_bounds(loads, stores, self.domain)
+        object.__setattr__(self, "unbounded", tuple(self.unbounded))
+        check_bounds([a for a in loads if a.field.name not in self.unbounded],
+                     [a for a in stores if a.field.name not in self.unbounded], self.domain)
 
     @property
     def fp_work(self) -> dict[str, float]:

@@ -18,6 +18,7 @@
 from .extract import Extraction, extract, kernel_from_pystencils
 from .fold import FoldError, fold_assignments, folded_config, generate
 from .hook import DEFAULT_FOLDS, Ranked, blocks, create_kernel, predict, rank
+from .indexlists import IndexListLengthError
 from .layouts import split_offset
 from .unsupported import (
     BranchError,
@@ -44,6 +45,7 @@ __all__ = [
     "FoldError",
     "GridStridedLoopError",
     "GuardError",
+    "IndexListLengthError",
     "IndirectAccessError",
     "LoopError",
     "MissingParameterError",
