@@ -190,3 +190,12 @@ def test_hook_names_the_registers_when_no_block_can_launch():
     assert [r.split(":")[0] for r in reasons] == [f"fold {f}" for f in wps.DEFAULT_FOLDS]
     assert all("no block can be predicted" in r and "255 registers per thread (user)" in r
                for r in reasons)
+
+
+def test_hook_with_too_many_threads_raises_instead_of_an_empty_ranking():
+    *_, asm = _jacobi((34, 34, 34))
+    with pytest.raises(ws.EmptyRankingError) as info:
+        wps.create_kernel(asm, CFG, machine="A100", threads=2048, registers="estimate")
+    assert len(info.value.reasons) == len(wps.DEFAULT_FOLDS)
+    assert all("2048 threads per block: A100 allows at most 1024" in r
+               for r in info.value.reasons)
