@@ -12,7 +12,9 @@
   thread-folded variants through pystencils itself (:mod:`.fold`).
 * :func:`predict`, :func:`rank` and :func:`create_kernel` pick the block
   size and folding by prediction while generating (:mod:`.hook`).
-* :mod:`.nvcc`: registers per thread from ``nvcc`` when it is installed.
+* :mod:`.nvcc`: registers per thread from ``nvcc`` when it is installed;
+  :mod:`.registers`: the count the hook and the CLI use (nvcc, cached, else
+  a conservative estimate), with its source.
 """
 
 from .extract import Extraction, extract, kernel_from_pystencils

@@ -23,11 +23,11 @@ to hide their latency) and every temporary lives to the end of the thread:
   size, kept for reuse, plus 16 words once for the library routine itself.
 
 It is capped at 255 (the most a thread can have). Because nothing is ever
-freed, it is at or above nvcc's count on the kernels we checked
-(``tests/test_registers.py``: the corpus' D3Q19 SRT / TRT / MRT, D3Q27
-cumulant, 7-point Jacobi, 27-point box; nvcc 13.0, sm_80); a kernel whose
-compiler keeps many more common subexpressions alive than it declares
-could exceed it, so the output names the estimate.
+freed, it is at or above nvcc's count on every kernel of the corpus
+(``tests/benchmarks/bench_registers.py``: 58 kernels, nvcc 13.0, sm_80;
+``tests/test_registers.py`` checks six of them); a kernel whose compiler
+keeps many more common subexpressions alive than it declares could exceed
+it, so the output names the estimate.
 """
 
 from __future__ import annotations
