@@ -106,8 +106,11 @@ def test_base_offset_is_reduced_to_its_alignment():
     assert ws.Field("C", shape=(4,), base_offset=128 + 24).base_offset == 24
 
 
-def test_an_index_may_cross_a_row_inside_the_allocation():
-    k = ws.Kernel(loads=[A[x - 4, y + 1, z]], stores=[], domain=(64, 63, 64))
+def test_an_index_crossing_into_the_next_row_is_refused_naming_its_range():
+    # inside the allocation (flat offsets 60..262139) but x - 4 spans -4..59: the row before
+    with pytest.raises(ws.OutOfBoundsError, match=r"index 0 spans -4\.\.59 but the extent is 64"):
+        ws.Kernel(loads=[A[x - 4, y + 1, z]], stores=[], domain=(64, 63, 64))
+    k = ws.Kernel(loads=[A[x + 4, y + 1, z]], stores=[], domain=(60, 63, 64))
     assert ws.predict(k, "A100", (64, 4, 1)).volumes.l1_load == pytest.approx(8.0)
 
 

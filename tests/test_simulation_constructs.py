@@ -325,3 +325,15 @@ def test_machine_without_the_atomics_rate_is_refused_for_reductions(tmp_path):
         ws.predict(k, str(mine), (64, 4, 2))
     stencil = ws.Kernel(loads=k.loads, stores=k.loads, domain=k.domain)
     assert ws.predict(stencil, str(mine), (64, 4, 2)).glups > 0
+
+
+def test_a_slice_one_cell_too_long_is_refused_by_name():
+    # x runs over all 34 cells of src but reads x + 1 and x - 1: one cell outside at each end
+    src, dst = ps.fields("src, dst: double[34, 34, 34]", layout="fzyx")
+    cfg = ps.CreateKernelConfig(**CUDA, iteration_slice=ps.make_slice[0:34, 1:-1, 1:-1])
+    kf = ps.create_kernel([ps.Assignment(dst.center, src[1, 0, 0] + src[-1, 0, 0])], cfg)
+    with pytest.raises(ws.OutOfBoundsError, match=r"reads outside field src.*extent is 34"):
+        wps.extract(kf)
+    with pytest.raises(ws.EmptyRankingError, match="OutOfBoundsError"):
+        wps.create_kernel([ps.Assignment(dst.center, src[1, 0, 0] + src[-1, 0, 0])], cfg,
+                          folds=[(1, 1, 1)], threads=256, registers="estimate", jobs=1)

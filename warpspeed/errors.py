@@ -26,8 +26,8 @@ class FitError(WarpspeedError, ValueError):
 
 
 class OutOfBoundsError(KernelError):
-    """An access reaches outside its field's allocated extent (ghost layers
-    included) for some thread of the kernel's domain."""
+    """An access reaches outside its field's extent (ghost layers included)
+    for some thread of the kernel's domain."""
 
 
 class EmptyRankingError(LaunchError):

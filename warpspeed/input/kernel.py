@@ -50,10 +50,10 @@ class Field:
     ``shape`` is in elements with dimension 0 contiguous unless ``strides``
     (in elements) say otherwise. ``base_offset`` is the byte offset of
     element 0 from a 128 B boundary (MODEL.md §1); it is reduced modulo 128
-    because only the alignment matters to the model. An index may leave its
-    dimension's extent (cross a row) but an access whose element offset
-    leaves the allocation for a thread of the kernel's domain is refused
-    with :class:`warpspeed.OutOfBoundsError` (:mod:`warpspeed.input.bounds`).
+    because only the alignment matters to the model. An access with an
+    index outside its dimension's extent, or an element offset outside the
+    allocation, for a thread of the kernel's domain is refused with
+    :class:`warpspeed.OutOfBoundsError` (:mod:`warpspeed.input.bounds`).
 
     Example (indexing a field makes an access; nothing is predicted yet)::
 
@@ -249,7 +249,7 @@ class Kernel:
 
     * ``unbounded``: names of fields whose allocation is not known (a view
       into a larger array); every other access must stay inside its field's
-      allocation over the domain, else :class:`warpspeed.OutOfBoundsError`
+      extent over the domain, else :class:`warpspeed.OutOfBoundsError`
       (:mod:`warpspeed.input.bounds`).
     * ``atomics``: atomic updates of single addresses (a reduction into a
       scalar), :class:`warpspeed.input.atomics.Atomics`; their own limiter.
