@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import pytest
 
+import warpspeed as ws
 import warpspeed.pystencils as wps
 from tests.corpus import CASES, LOWER, UPPER, Built, Case
 from tests.corpus.evaluate import MACHINE, evaluate, shape_kwargs
@@ -97,17 +98,21 @@ HOOK_CASES = [c for c in CASES if c.hook]
 @pytest.mark.parametrize("case", HOOK_CASES, ids=_ids(HOOK_CASES))
 def test_generation_hook_accepts_the_case(case: Case, corpus: Callable[[Case], Built]) -> None:
     built = corpus(case)
-    ranked = wps.create_kernel(
-        built.assignments,
-        built.config,
-        machine=MACHINE,
-        threads=HOOK_THREADS,
-        folds=HOOK_FOLDS,
-        **shape_kwargs(case),
-    )
-    kernel, ranking = ranked
-    assert kernel.target.is_gpu()
-    skipped = getattr(ranked, "skipped", ())
+    try:
+        ranked = wps.create_kernel(
+            built.assignments,
+            built.config,
+            machine=MACHINE,
+            threads=HOOK_THREADS,
+            folds=HOOK_FOLDS,
+            **shape_kwargs(case),
+        )
+    except ws.EmptyRankingError as exc:  # nothing ranked: every variant's reason
+        kernel, ranking, skipped = None, [], exc.reasons
+    else:
+        kernel, ranking = ranked
+        assert kernel.target.is_gpu() and ranking
+        skipped = ranked.skipped
     if case.refusal is None:
         if not ranking:
             pytest.fail(f"{case.name}: nothing ranked; skipped: {skipped}", pytrace=False)

@@ -124,9 +124,9 @@ def test_hook_skips_a_fold_that_does_not_divide_the_interior_and_keeps_the_best_
     assert tuple(ranked.kernel.get_launch_configuration().evaluate()[0]) == best.block
 
 
-def test_hook_never_aborts_and_returns_the_users_kernel_when_nothing_can_be_predicted():
+def test_hook_raises_with_every_variants_reason_when_nothing_can_be_ranked():
     # a red-black sweep written as a parity branch: every variant is refused (or cannot be
-    # folded); no exception
+    # folded); the error lists each fold's reason instead of an empty ranking
     f = ps.fields("f: double[34, 34, 34]", layout="fzyx")
     x, y, z = ps.DEFAULTS.spatial_counters
 
@@ -134,12 +134,11 @@ def test_hook_never_aborts_and_returns_the_users_kernel_when_nothing_can_be_pred
     def red(b):
         b.store[f.center] = (f[1, 0, 0] + f[-1, 0, 0]) / 2
 
-    ranked = wps.create_kernel(red, CFG, machine="A100", threads=256)
-    kernel, ranking = ranked
-    assert ranking == []
-    assert [f for f, _ in ranked.skipped] == list(wps.DEFAULT_FOLDS)
-    assert "RedBlackError" in ranked.skipped[0][1]
-    assert "% 2" in kernel.get_c_code()  # the kernel pystencils made of the user's config
+    with pytest.raises(ws.EmptyRankingError) as info:
+        wps.create_kernel(red, CFG, machine="A100", threads=256)
+    reasons = info.value.reasons
+    assert [r.split(":")[0] for r in reasons] == [f"fold {f}" for f in wps.DEFAULT_FOLDS]
+    assert "RedBlackError" in reasons[0] and all(r in str(info.value) for r in reasons)
 
 
 def test_folding_a_kernel_that_rereads_its_own_store_works_and_drops_the_reload():
@@ -175,17 +174,28 @@ def test_symbolic_sizes_are_ranked_with_the_given_shape():
     asm = [ps.Assignment(dst.center, (src[1, 0, 0] + src[0, 0, -1]) / 2)]
     ranked = wps.create_kernel(asm, CFG, machine="A100", threads=256, shape=(66, 34, 34))
     assert not ranked.skipped and {p.fold for p in ranked.ranking} == set(wps.DEFAULT_FOLDS)
-    unshaped = wps.create_kernel(asm, CFG, machine="A100", threads=256)
-    assert unshaped.ranking == () and len(unshaped.skipped) == 3
-    assert "MissingShapeError" in unshaped.skipped[0][1]
-    assert "FoldError" in unshaped.skipped[1][1] and "shape=" in unshaped.skipped[1][1]
+    with pytest.raises(ws.EmptyRankingError) as info:
+        wps.create_kernel(asm, CFG, machine="A100", threads=256)
+    reasons = info.value.reasons
+    assert len(reasons) == 3 and "MissingShapeError" in reasons[0]
+    assert "FoldError" in reasons[1] and "shape=" in reasons[1]
 
 
-def test_hook_skips_variants_that_cannot_launch_with_the_reason():
+def test_hook_names_the_registers_when_no_block_can_launch():
     # 255 registers x 1024 threads = 261120 > 65536 registers per SM: no block launches
     *_, asm = _jacobi((34, 34, 34))
-    ranked = wps.create_kernel(asm, CFG, machine="A100", threads=1024, registers=255)
-    assert ranked.ranking == ()
-    assert [f for f, _ in ranked.skipped] == list(wps.DEFAULT_FOLDS)
-    assert all("no block can be predicted" in r for _, r in ranked.skipped)
-    assert ranked.kernel.target.is_gpu()
+    with pytest.raises(ws.EmptyRankingError) as info:
+        wps.create_kernel(asm, CFG, machine="A100", threads=1024, registers=255)
+    reasons = info.value.reasons
+    assert [r.split(":")[0] for r in reasons] == [f"fold {f}" for f in wps.DEFAULT_FOLDS]
+    assert all("no block can be predicted" in r and "255 registers per thread (user)" in r
+               for r in reasons)
+
+
+def test_hook_with_too_many_threads_raises_instead_of_an_empty_ranking():
+    *_, asm = _jacobi((34, 34, 34))
+    with pytest.raises(ws.EmptyRankingError) as info:
+        wps.create_kernel(asm, CFG, machine="A100", threads=2048, registers="estimate")
+    assert len(info.value.reasons) == len(wps.DEFAULT_FOLDS)
+    assert all("2048 threads per block: A100 allows at most 1024" in r
+               for r in info.value.reasons)

@@ -149,3 +149,30 @@ def test_hand_written_gathers_count_sectors_per_warp_and_whole_list():
     assert twice.dram_load == 4 and twice.l1_load == 4
     with pytest.raises(ws.KernelError, match=r"order in"):
         Gather(f, length=10, order="zigzag")
+
+
+def _fixed_size_neumann(entries: int):
+    f = ps.fields(f"f: double[{N}, {N}, {N}]", layout="fzyx")
+    index_field = ps.Field.create_fixed_size(
+        "indexField", (entries,), field_type=ps.FieldType.INDEXED,
+        dtype=numpy_data_type_for_boundary_object(Neumann(), 3),
+    )
+    cfg = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)
+    return create_boundary_kernel(f, index_field, LBStencil(Stencil.D3Q7), Neumann(), cfg)
+
+
+@pytest.mark.parametrize("given", [99, 101, 4096])
+def test_an_index_list_of_another_length_than_its_fixed_size_field_is_refused(given):
+    k = _fixed_size_neumann(100)
+    with pytest.raises(wps.IndexListLengthError,
+                       match=rf"{given} entries.*indexField of 100 entries"):
+        wps.extract(k, index_list=given)
+
+
+def test_a_fixed_size_index_field_predicts_its_own_length():
+    k = _fixed_size_neumann(100)
+    ex = wps.extract(k)  # no list needed: the field fixes 100 entries
+    assert ex.kernel.domain == (100, 1, 1)
+    assert {g.length for g in ex.kernel.gathers} == {100}
+    given = wps.extract(k, index_list=100).kernel
+    assert given.domain == ex.kernel.domain and given.loads == ex.kernel.loads

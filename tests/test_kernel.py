@@ -21,7 +21,7 @@ def test_builtins_and_global_coordinates_are_the_same_addresses():
 
 def test_duplicate_accesses_count_once():
     k = ws.Kernel(loads=[A[x, y, z], A[x, y, z], A[x + 1, y, z]], stores=[B[x, y, z]] * 2,
-                  domain=(64, 64, 64))
+                  domain=(63, 64, 64))
     assert len(k.loads) == 2 and len(k.stores) == 1
 
 
@@ -106,6 +106,39 @@ def test_base_offset_is_reduced_to_its_alignment():
     assert ws.Field("C", shape=(4,), base_offset=128 + 24).base_offset == 24
 
 
-def test_indices_outside_the_shape_are_allowed():
-    k = ws.Kernel(loads=[A[x - 4, y, z]], stores=[], domain=(64, 64, 64))
+def test_an_index_crossing_into_the_next_row_is_refused_naming_its_range():
+    # inside the allocation (flat offsets 60..262139) but x - 4 spans -4..59: the row before
+    with pytest.raises(ws.OutOfBoundsError, match=r"index 0 spans -4\.\.59 but the extent is 64"):
+        ws.Kernel(loads=[A[x - 4, y + 1, z]], stores=[], domain=(64, 63, 64))
+    k = ws.Kernel(loads=[A[x + 4, y + 1, z]], stores=[], domain=(60, 63, 64))
     assert ws.predict(k, "A100", (64, 4, 1)).volumes.l1_load == pytest.approx(8.0)
+
+
+def test_an_access_outside_its_fields_allocation_is_refused_naming_it():
+    small = ws.Field("small", shape=(64, 64, 64))
+    with pytest.raises(ws.OutOfBoundsError) as info:
+        ws.Kernel(loads=[small[x + 100000, y, z]], stores=[], domain=(640, 640, 640))
+    text = str(info.value)
+    # hand count: x + 100000 over x = 0..639; extent 64; flat 64^3 - 1 = 262143
+    assert "small[" in text and "index 0 spans 100000..100639 but the extent is 64" in text
+    assert "0..262143" in text
+    # a forgotten ghost layer: x - 1 at x = 0 of the first row is element -1
+    with pytest.raises(ws.OutOfBoundsError, match=r"reads outside field A.*-1\.\.262142"):
+        ws.Kernel(loads=[A[x - 1, y, z]], stores=[B[x, y, z]], domain=(64, 64, 64))
+    # a store past the end: the last thread writes element 64^3
+    with pytest.raises(ws.OutOfBoundsError, match="writes outside field B"):
+        ws.Kernel(loads=[A[x, y, z]], stores=[B[x + 1, y, z]], domain=(64, 64, 64))
+
+
+def test_a_wrapped_index_inside_the_field_is_accepted_and_one_outside_refused():
+    # periodic wrap along x: (x + 1) mod 64 stays inside a 64-wide row
+    ws.Kernel(loads=[A[sp.Mod(x + 1, 64), y, z]], stores=[B[x, y, z]], domain=(64, 64, 64))
+    # floor form reaching past the end at the last corner thread: x // 2 + 40 reaches 71
+    with pytest.raises(ws.OutOfBoundsError):
+        ws.Kernel(loads=[A[sp.floor(x / 2) + 40, y, z + 1]], stores=[], domain=(64, 64, 64))
+
+
+def test_indices_of_the_thread_index_alone_are_not_checked():
+    # depends on the block's own thread index: a function of the block size, not checked
+    C = ws.Field("C", shape=(32,))
+    ws.Kernel(loads=[C[ws.threadIdx.x]], stores=[B[x, y, z]], domain=(64, 64, 64))

@@ -42,7 +42,7 @@ def same_numbers(p: ws.Prediction, q: ws.Prediction) -> bool:
 
 @pytest.fixture(scope="module", params=["A100", "V100"])
 def exhaustive(request):
-    return request.param, rank(lambda f: star(f), request.param, jobs=2)
+    return request.param, rank(lambda f: star(f), request.param, threads=[1024], jobs=2)
 
 
 def test_power_of_two_space_is_every_1024_thread_shape_within_the_cuda_limits():
@@ -101,7 +101,7 @@ def test_full_width_slabs_share_one_wave_computation(exhaustive):
 @pytest.mark.parametrize("k", [1, 8])
 def test_pruned_top_k_equals_the_exhaustive_top_k(exhaustive, k):
     machine, full = exhaustive
-    pruned = rank(lambda f: star(f), machine, top=k, jobs=2)
+    pruned = rank(lambda f: star(f), machine, threads=[1024], top=k, jobs=2)
     assert pruned.predictions == full.predictions[:k]
     assert pruned.evaluated + pruned.skipped == full.evaluated
     if k == 1:
@@ -197,5 +197,20 @@ def test_bad_arguments_say_what_to_change():
         rank(star(), "A100", threads=(2048,))
     with pytest.raises(ws.LaunchError, match="factory"):
         rank(star(), "A100", folds=[(1, 2, 1)])
-    with pytest.raises(ws.LaunchError, match="no configuration"):
-        rank(star(shape=(4, 4, 4)), "A100")
+    with pytest.raises(ws.EmptyRankingError, match="no configuration"):
+        rank(star(shape=(4, 4, 4)), "A100", threads=(1024,))
+
+
+def test_default_threads_rank_every_count_that_launches_and_name_the_registers():
+    # 255 registers: ceil(255 * 32 / 256) * 256 = 8192 per warp; 65536 // 8192 = 8 warps
+    # = 256 threads per block at most (hand count); the default space is 64..1024
+    heavy = star(shape=(64, 32, 32), registers=255)
+    r = rank(heavy, "A100", jobs=1)
+    counts = {math.prod(p.block) for p in r.predictions}
+    assert counts == {64, 128, 256}
+    assert {p.registers for p in r.predictions} == {255}
+    assert {math.prod(e.block) for e in r.excluded if "registers" in e.reason} == {512, 1024}
+    with pytest.raises(ws.EmptyRankingError) as info:
+        rank(heavy, "A100", threads=[1024], jobs=1)
+    assert "255 registers per thread (kernel)" in str(info.value)
+    assert any("1024 threads with 255 registers" in r for r in info.value.reasons)

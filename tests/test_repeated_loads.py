@@ -83,10 +83,12 @@ def test_repeated_loads_cost_l1_sectors_again_when_reloaded():
 
 
 def test_linear_offsets_that_coincide_are_one_address():
-    f = ws.Field("A", shape=(10, 10), itemsize=8)
+    # rows 5 elements apart in a 10-wide view: (x + 5, y) and (x, y + 1) are one element,
+    # both inside the field's extents
+    f = ws.Field("A", shape=(10, 10), itemsize=8, strides=(1, 5))
     x, y = ws.tidx, ws.tidy
-    k = ws.Kernel(loads=[f[x + 10, y], f[x, y + 1], f[x + 1, y]], stores=[f[x, y]],
-                  domain=(8, 8))
+    k = ws.Kernel(loads=[f[x + 5, y], f[x, y + 1], f[x + 1, y]], stores=[f[x, y]],
+                  domain=(4, 8))
     bound = bind_all((a.forms for a in k.loads), (8, 8, 1))
     assert [str(a) for a in merge_repeated(k.loads, bound)] == [str(k.loads[0]), str(k.loads[2])]
 

@@ -87,8 +87,9 @@ def test_hook_ranks_a_kernel_with_parameters():
     ranked = wps.create_kernel(asm, cfg, threads=64, folds=[(1, 1, 1)], jobs=1,
                                params={"sx": 1})
     assert ranked.ranking and ranked.ranking[0].kernel == "kernel"
-    without = wps.create_kernel(asm, cfg, threads=64, folds=[(1, 1, 1)], jobs=1)
-    assert not without.ranking and "MissingParameterError" in without.skipped[0][1]
+    with pytest.raises(ws.EmptyRankingError) as info:
+        wps.create_kernel(asm, cfg, threads=64, folds=[(1, 1, 1)], jobs=1)
+    assert "MissingParameterError" in info.value.reasons[0]
 
 
 # ---------------------------------------------------------------------------
@@ -121,6 +122,60 @@ def test_checkerboard_threads_update_exactly_one_colour(colour):
     neighbours = set().union(*(cells(a, k.domain, (2, 2, 2)) for a in k.loads
                                if a.field.name == "u"))
     assert all((x + y + z + colour) % 2 == 0 for x, y, z in neighbours)
+
+
+def _red_black_piecewise(n: int, colour: int):
+    # the same sweep with the start written as pystencils' own red-black test does: a
+    # Piecewise of the row parity (test_iteration_slices.py::test_red_black_pattern)
+    a = n + 2
+    u, rhs = ps.fields(f"u, rhs: double[{a}, {a}, {a}]", layout="fzyx")
+    h = sp.Symbol("h")
+    update = (sum(u[o] for o in NEIGHBOURS) - h**2 * rhs.center) / 6
+    start = sp.Piecewise((1, sp.Eq(int_rem(Y + Z + colour, 2), 0)), (2, True))
+    cfg = ps.CreateKernelConfig(**CUDA, iteration_slice=ps.make_slice[start:-1:2, 1:-1, 1:-1])
+    cfg.gpu.manual_launch_grid = True
+    return ps.create_kernel([ps.Assignment(u.center, update)], cfg)
+
+
+@pytest.mark.parametrize("colour", [0, 1])
+def test_piecewise_red_black_start_3d_is_predicted_like_the_int_rem_form(colour):
+    n = 8
+    k = wps.extract(_red_black_piecewise(n, colour)).kernel
+    ref = wps.extract(_red_black(n, colour)).kernel
+    (store,) = k.stores
+    want = {(x, y, z) for x in range(1, n + 1) for y in range(1, n + 1) for z in range(1, n + 1)
+            if (x + y + z + colour) % 2 == 1}
+    assert k.domain == ref.domain == (n // 2, n, n)
+    assert cells(store, k.domain, (2, 2, 2)) == want  # brute force, thread by thread
+    big, big_ref = (wps.extract(f(64, colour)).kernel
+                    for f in (_red_black_piecewise, _red_black))
+    p, q = (ws.predict(x, "A100", (32, 4, 2)) for x in (big, big_ref))
+    assert p.volumes == q.volumes and p.glups == q.glups
+
+
+def _pystencils_red_black_2d(piecewise: bool):
+    # pystencils' test_red_black_pattern: a 16 x 16 C-layout array, the start of the
+    # fast index alternating with the parity of the slow one
+    f = ps.Field.create_from_numpy_array("f", np.zeros((16, 16)))
+    row = ps.DEFAULTS.spatial_counters[0]
+    start = (sp.Piecewise((0, sp.Eq(int_rem(row, 2), 0)), (1, True)) if piecewise
+             else int_rem(row, 2))
+    cfg = ps.CreateKernelConfig(**CUDA, iteration_slice=ps.make_slice[:, start::2])
+    cfg.gpu.manual_launch_grid = True
+    return ps.create_kernel(ps.Assignment(f.center(), 1), cfg)
+
+
+def test_pystencils_own_2d_red_black_pattern_is_predicted_like_the_int_rem_form():
+    k = wps.extract(_pystencils_red_black_2d(True)).kernel
+    ref = wps.extract(_pystencils_red_black_2d(False)).kernel
+    (store,) = k.stores
+    # pystencils' expected array: row r, columns r % 2, r % 2 + 2, ...; warpspeed's
+    # index 0 is the contiguous (column) axis
+    want = {(c, r) for r in range(16) for c in range(r % 2, 16, 2)}
+    assert k.domain == ref.domain == (8, 16, 1)
+    assert cells(store, k.domain, (4, 2, 1)) == want
+    p, q = (ws.predict(x, "A100", (8, 16, 1)) for x in (k, ref))
+    assert p.volumes == q.volumes and p.glups == q.glups
 
 
 def test_odd_interior_checkerboard_notes_the_idle_threads():
@@ -270,3 +325,15 @@ def test_machine_without_the_atomics_rate_is_refused_for_reductions(tmp_path):
         ws.predict(k, str(mine), (64, 4, 2))
     stencil = ws.Kernel(loads=k.loads, stores=k.loads, domain=k.domain)
     assert ws.predict(stencil, str(mine), (64, 4, 2)).glups > 0
+
+
+def test_a_slice_one_cell_too_long_is_refused_by_name():
+    # x runs over all 34 cells of src but reads x + 1 and x - 1: one cell outside at each end
+    src, dst = ps.fields("src, dst: double[34, 34, 34]", layout="fzyx")
+    cfg = ps.CreateKernelConfig(**CUDA, iteration_slice=ps.make_slice[0:34, 1:-1, 1:-1])
+    kf = ps.create_kernel([ps.Assignment(dst.center, src[1, 0, 0] + src[-1, 0, 0])], cfg)
+    with pytest.raises(ws.OutOfBoundsError, match=r"reads outside field src.*extent is 34"):
+        wps.extract(kf)
+    with pytest.raises(ws.EmptyRankingError, match="OutOfBoundsError"):
+        wps.create_kernel([ps.Assignment(dst.center, src[1, 0, 0] + src[-1, 0, 0])], cfg,
+                          folds=[(1, 1, 1)], threads=256, registers="estimate", jobs=1)

@@ -81,11 +81,11 @@ def kernels(draw):
     shape = (draw(st.integers(3, 40)), draw(st.integers(1, 12)), draw(st.integers(1, 10)))
     itemsize = draw(st.sampled_from([4, 8]))
     base = draw(st.sampled_from([0, 8, 24, 100]))
-    fields = [ws.Field(n, shape=(64, 20, 16), itemsize=itemsize, base_offset=base)
+    fields = [ws.Field(n, shape=(96, 32, 20), itemsize=itemsize, base_offset=base)
               for n in ("A", "B")]
     # an array of structures: q components innermost (zyxf), constant component index
     q = draw(st.sampled_from([2, 3, 5, 19]))
-    aos = ws.Field("C", shape=(q, 64, 20, 16), itemsize=itemsize, base_offset=base)
+    aos = ws.Field("C", shape=(q, 96, 32, 20), itemsize=itemsize, base_offset=base)
     x, y, z = ws.tidx, ws.tidy, ws.tidz
     xs = [x, 2 * x, sp.floor(x / 2), T.x + 3 * Bk.x]
     ys = [y, y, 2 * y, sp.Mod(y, 3)]
@@ -93,10 +93,13 @@ def kernels(draw):
     for _ in range(draw(st.integers(1, 6))):
         f = draw(st.sampled_from(fields))
         ex, ey = draw(st.sampled_from(xs)), draw(st.sampled_from(ys))
-        loads.append(f[ex + draw(offsets), ey + draw(offsets), z + draw(offsets)])
+        # margins of 3 (4 along z) and extents 96 x 32 x 20: every index stays inside
+        # its field (a load outside is refused, warpspeed.input.bounds)
+        loads.append(f[ex + 3 + draw(offsets), ey + 3 + draw(offsets), z + 4 + draw(offsets)])
     for _ in range(draw(st.integers(0, 3))):
         comp = draw(st.integers(0, q - 1))
-        loads.append(aos[comp, draw(st.sampled_from(xs)) + draw(offsets), y, z + draw(offsets)])
+        loads.append(aos[comp, draw(st.sampled_from(xs)) + 3 + draw(offsets), y,
+                         z + 4 + draw(offsets)])
     stores = [fields[1][x, y, z]] if draw(st.booleans()) else []
     return ws.Kernel(loads=loads, stores=stores, domain=shape)
 

@@ -224,7 +224,7 @@ def test_layer_conditions_of_a_stencil_and_their_limits() -> None:
 def test_ranking_equals_ws_rank() -> None:
     calls: list[tuple[int, int]] = []
     r = explore.rank_form(HAND, lambda d, t: calls.append((d, t)))
-    expected = ws.rank(star7(), "A100", jobs=1)
+    expected = ws.rank(star7(), "A100", threads=[1024], jobs=1)  # the form's thread count
     assert [(p.block, p.glups) for p in r.predictions] == [
         (p.block, p.glups) for p in expected.predictions]
     assert calls and calls[-1][0] == calls[-1][1]

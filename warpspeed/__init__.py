@@ -5,11 +5,13 @@ default model work: ``MODEL.md`` in this package.
 """
 
 from .errors import (
+    EmptyRankingError,
     FitError,
     KernelError,
     LaunchError,
     MachineError,
     NonAffineError,
+    OutOfBoundsError,
     WarpspeedError,
 )
 from .input.atomics import Atomics
@@ -33,6 +35,7 @@ __all__ = [
     "advise",
     "rank",
     "CapacityFits",
+    "EmptyRankingError",
     "Field",
     "FitError",
     "Gompertz",
@@ -42,6 +45,7 @@ __all__ = [
     "Machine",
     "MachineError",
     "NonAffineError",
+    "OutOfBoundsError",
     "Prediction",
     "Volumes",
     "WarpspeedError",

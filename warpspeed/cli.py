@@ -12,7 +12,6 @@ import dataclasses
 import inspect
 import json
 import os
-import shutil
 import sys
 import time
 import typing
@@ -62,7 +61,10 @@ def kernel_factory(
     Without ``--registers``, a stencil that can hand out its pystencils
     kernel (a ``generate()`` function returning ``(ws.Kernel, kernel)``)
     gets the register count nvcc reports for ``arch`` when nvcc is
-    installed; otherwise the kernel's own count (32 by default) stays."""
+    installed, else the conservative estimate of
+    :mod:`warpspeed.pystencils.registers`; any other stencil keeps the
+    kernel's own count (32 by default). The source is named with every
+    prediction (``Prediction.registers_source``)."""
     return lambda fold: build_variants(spec, items, registers, arch, [fold])[fold]
 
 
@@ -77,8 +79,6 @@ def build_variants(
     nvcc runs for all folds at once."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from .pystencils.nvcc import pystencils_registers
-
     module = load_stencil(spec)
     module_func = getattr(module, "kernel", None)
     if not callable(module_func):
@@ -88,8 +88,7 @@ def build_variants(
     if "fold" in params:
         raise UsageError("give the fold with --fold X,Y,Z, not --set fold=...")
     generate = getattr(module, "generate", None)
-    use_nvcc = registers is None and arch is not None and callable(generate)
-    use_nvcc = use_nvcc and shutil.which("nvcc") is not None
+    use_generate = registers is None and callable(generate)
 
     kernels: dict[tuple[int, int, int], Kernel] = {}
     sources: dict[tuple[int, int, int], object] = {}
@@ -102,7 +101,7 @@ def build_variants(
                 f"{spec} has no fold parameter; it cannot be folded {','.join(map(str, fold))}"
             )
         try:
-            if use_nvcc:
+            if use_generate:
                 kernel, sources[fold] = generate(**kwargs)  # type: ignore[misc]
             else:
                 kernel = module_func(**kwargs)
@@ -115,17 +114,24 @@ def build_variants(
                 f"{spec}: kernel() returned {type(kernel).__name__}, not a ws.Kernel"
             )
         if registers is not None:
-            kernel = dataclasses.replace(kernel, registers=registers)
+            kernel = dataclasses.replace(kernel, registers=registers, registers_source="user")
         kernels[fold] = kernel
     if sources:
+        from .pystencils.registers import start_count, with_registers
+
         with ThreadPoolExecutor(max_workers=len(sources)) as pool:
-            counts = dict(zip(sources, pool.map(
-                lambda kf: pystencils_registers(kf, arch), sources.values()  # type: ignore[arg-type]
-            )))
-        for fold, count in counts.items():
-            if count.registers is not None:
-                kernels[fold] = dataclasses.replace(kernels[fold], registers=count.registers)
+            pending = {f: start_count(pool, kf, arch, None) for f, kf in sources.items()}
+            for fold, kf in sources.items():
+                kernels[fold], _ = with_registers(kernels[fold], kf, arch, None, pending[fold])
     return kernels
+
+
+def registers_line(kernels: Sequence[tuple[tuple[int, int, int], Kernel]]) -> str:
+    """Registers per thread of each variant and where the count comes from."""
+    parts = [f"{k.registers} ({k.registers_source})" if len(kernels) == 1 else
+             f"fold {','.join(map(str, f))}: {k.registers} ({k.registers_source})"
+             for f, k in kernels]
+    return "registers per thread: " + "; ".join(parts)
 
 
 def parse_triple(text: str, what: str) -> tuple[int, int, int]:
@@ -219,6 +225,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         _print(prediction_table([p], title=f"{kernel.name} on {p.machine} ({p.model} model)"))
         for note in p.notes:  # MODEL.md §15
             _print(f"note: {note}")
+        print(registers_line([(kernel.fold, kernel)]))
     return 0
 
 
@@ -296,7 +303,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     try:
         r = rank(
-            variants, args.machine, threads=args.threads or (1024,), all_shapes=args.all_shapes,
+            variants, args.machine, threads=args.threads or None, all_shapes=args.all_shapes,
             top=args.top, jobs=args.jobs, progress=bar, model=args.model,
         )
     finally:
@@ -317,6 +324,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         )
         _print(prediction_table(list(r.predictions), title=title))
         _print(_rank_summary(r, elapsed))
+        print(registers_line(list(variants.items())))
         for note in list(r.notes) + list(r.predictions[0].notes if r.predictions else ()):
             _print(note)
     return 0
@@ -353,7 +361,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         note = "binding" if name == a.limiter else f"{value / a.glups:.2f}x"
         table.add_row(name, f"{value:.2f}", note)
     _print(table)
-    lines = explanation_lines(p, a)
+    lines = explanation_lines(p, a) + [registers_line([(kernel.fold, kernel)])]
     from rich.console import Console
 
     Console(width=120).print("\n".join(lines), highlight=False, markup=False)
@@ -395,7 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                        help="stencil parameter (repeatable)")
         p.add_argument("--registers", type=_positive, metavar="R",
-                       help="registers per thread (default: the kernel's)")
+                       help="registers per thread (default: nvcc's count when installed, "
+                            "else a conservative estimate, for pystencils stencils; else the "
+                            "kernel's)")
         p.add_argument("--model", default=DEFAULT_MODEL, choices=tuple(MODELS),
                        help=f"timing model (default {DEFAULT_MODEL}; 'warpspeed models')")
 
@@ -409,7 +419,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_r = sub.add_parser("rank", help="rank block sizes and foldings by predicted GLup/s")
     common(p_r)
     p_r.add_argument("--threads", type=_positive, nargs="+", action="extend", metavar="N",
-                     help="threads per block (repeatable; default 1024)")
+                     help="threads per block (repeatable; default every power of two from "
+                          "64 to the machine's limit; counts that cannot launch are excluded)")
     p_r.add_argument("--fold", nargs="+", action="extend", metavar="X,Y,Z",
                      help="folding variants (default: the stencil module's FOLDS, else "
                           "1,1,1 1,2,1 1,1,2 if the stencil folds)")

@@ -23,3 +23,17 @@ class MachineError(WarpspeedError, ValueError):
 
 class FitError(WarpspeedError, ValueError):
     """A capacity-curve file is unknown or malformed, or a fit failed."""
+
+
+class OutOfBoundsError(KernelError):
+    """An access reaches outside its field's extent (ghost layers included)
+    for some thread of the kernel's domain."""
+
+
+class EmptyRankingError(LaunchError):
+    """Nothing could be ranked; ``reasons`` holds why, one line per skipped
+    variant or excluded configuration (they are also in the message)."""
+
+    def __init__(self, message: str, reasons: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.reasons = tuple(reasons)

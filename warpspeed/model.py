@@ -34,7 +34,10 @@ from .volumes.waves import WaveVolumes, wave_volumes
 @dataclass(frozen=True)
 class Prediction:
     """The result of :func:`predict`: volumes, limits and the intermediate
-    quantities that explain them. ``to_dict()`` is JSON-serialisable."""
+    quantities that explain them. ``to_dict()`` is JSON-serialisable.
+    ``registers`` / ``registers_source``: the kernel's registers per thread
+    that the occupancy used (MODEL.md §3) and where the count comes from
+    (:class:`warpspeed.Kernel`)."""
 
     machine: str
     kernel: str
@@ -58,6 +61,8 @@ class Prediction:
     #: Where the model's terms have no counterpart on the machine, or the kernel was
     #: generated for the other vendor (MODEL.md §15).
     notes: tuple[str, ...] = ()
+    registers: int = 32
+    registers_source: str = "kernel"
 
     def to_dict(self) -> dict[str, object]:
         v = self.volumes
@@ -68,6 +73,8 @@ class Prediction:
             "fold": list(self.fold),
             "blocks_per_sm": self.blocks_per_sm,
             "occupancy_limited_by": self.occupancy_limited_by,
+            "registers": self.registers,
+            "registers_source": self.registers_source,
             "wave_blocks": self.wave_blocks,
             "wave_shape": list(self.wave_shape),
             "l1_cycles": self.l1_cycles,
@@ -241,6 +248,8 @@ def finish(
         model=model,
         terms=t.terms,
         notes=notes,
+        registers=kernel.registers,
+        registers_source=kernel.registers_source,
     )
 
 

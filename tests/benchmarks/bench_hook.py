@@ -3,8 +3,9 @@ test; issue 20: "whole hook, generation included, for a D3Q19 kernel
 <= 5 s on 2 cores").
 
 Times ``warpspeed.pystencils.create_kernel`` (generation of the default
-folds, extraction, ranking of every 1024-thread block, regeneration of the
-best) on the corpus' plain SRT pull D3Q19 and on the D3Q19 with lbmpy's
+folds, extraction, registers from nvcc or the estimate, ranking of every
+launchable block of 64 to 1024 threads (1024 only before issue 28),
+regeneration of the best) on the corpus' plain SRT pull D3Q19 and on the D3Q19 with lbmpy's
 built-in periodicity along x and z, whose wrapped indices the wave stage
 cuts into affine pieces (before: the isl route). Prints wall and CPU seconds of this process
 (``jobs=1`` makes the CPU figure the whole work).
@@ -19,6 +20,9 @@ jobs:
   the isl wave counts of the wrapped images, half in the block stages);
 * wrapped images cut into affine pieces instead of isl (idle machine):
   plain 4.0 / 3.2, periodic 8.9 / 5.9 (before, same machine: 18.4 s CPU).
+* issue 28 (every thread count from 64, nvcc's 68 registers: 453 launchable
+  configurations instead of 147 of 1024 threads, of which none launches),
+  default jobs, load 0.8: plain 2.8 s wall, periodic 5.6 s wall.
 
     .venv/bin/python tests/benchmarks/bench_hook.py [--jobs J] [NAME ...]
 """

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from ..errors import KernelError, NonAffineError
 from ..fpclasses import FP_CLASSES as _FP_CLASSES
 from .atomics import Atomics
+from .bounds import check_bounds
 from .expr import SymForm, parse
 from .gathers import Gather
 
@@ -48,8 +49,10 @@ class Field:
     ``shape`` is in elements with dimension 0 contiguous unless ``strides``
     (in elements) say otherwise. ``base_offset`` is the byte offset of
     element 0 from a 128 B boundary (MODEL.md §1); it is reduced modulo 128
-    because only the alignment matters to the model. Indices outside the
-    shape are allowed: they address memory beside the allocation.
+    because only the alignment matters to the model. An access with an
+    index outside its dimension's extent, or an element offset outside the
+    allocation, for a thread of the kernel's domain is refused with
+    :class:`warpspeed.OutOfBoundsError` (:mod:`warpspeed.input.bounds`).
 
     Example (indexing a field makes an access; nothing is predicted yet)::
 
@@ -227,7 +230,10 @@ class Kernel:
       ``(class, count)`` pairs so that kernels stay hashable. When given,
       ``fp_instructions`` defaults to the total count. ``precision``: 64
       (double) or 32 (float) arithmetic, which selects the machine's FMA rate.
-    * ``registers``: registers per thread (default 32);
+    * ``registers``: registers per thread (default 32) and
+      ``registers_source``, where the count comes from, shown with every
+      prediction: ``"kernel"`` (given with the kernel), ``"user"``,
+      ``"nvcc sm_80"``, ``"estimate"`` (:mod:`warpspeed.pystencils.registers`);
       ``shared_memory``: bytes of shared memory per block.
     * ``fixed_block``: the only block size the kernel can be launched with,
       when its code generator fixes it (pystencils' ``blockwise4d``); ``None``
@@ -240,6 +246,10 @@ class Kernel:
       overlap). True keeps every access, for code where the compiler cannot
       merge them (aliasing pointers, ``volatile``, loads across barriers).
 
+    * ``unbounded``: names of fields whose allocation is not known (a view
+      into a larger array); every other access must stay inside its field's
+      extent over the domain, else :class:`warpspeed.OutOfBoundsError`
+      (:mod:`warpspeed.input.bounds`).
     * ``atomics``: atomic updates of single addresses (a reduction into a
       scalar), :class:`warpspeed.input.atomics.Atomics`; their own limiter.
     * ``gathers``: indexed accesses, a field at positions read from an index
@@ -284,6 +294,8 @@ class Kernel:
     #: The code generator's target ("CUDA", "HIP"), when known: a prediction on
     #: the other vendor's GPU carries a note (MODEL.md §15). Not part of equality.
     target: str | None = field(default=None, compare=False)
+    registers_source: str = "kernel"
+    unbounded: tuple[str, ...] = ()
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
@@ -354,6 +366,10 @@ class Kernel:
             1 <= self.registers <= 255
         ):
             raise KernelError(f"registers per thread must be 1..255, got {self.registers!r}")
+        if not isinstance(self.registers_source, str) or not self.registers_source:
+            raise KernelError(
+                f"registers_source must be a non-empty text, got {self.registers_source!r}"
+            )
         if isinstance(self.shared_memory, bool) or not isinstance(self.shared_memory, int) or (
             self.shared_memory < 0
         ):
@@ -368,6 +384,9 @@ class Kernel:
                     f"two different fields are both called {a.field.name!r}; "
                     "give them distinct names"
                 )
+        object.__setattr__(self, "unbounded", tuple(self.unbounded))
+        check_bounds([a for a in loads if a.field.name not in self.unbounded],
+                     [a for a in stores if a.field.name not in self.unbounded], self.domain)
 
     @property
     def fp_work(self) -> dict[str, float]:

@@ -12,12 +12,15 @@
   thread-folded variants through pystencils itself (:mod:`.fold`).
 * :func:`predict`, :func:`rank` and :func:`create_kernel` pick the block
   size and folding by prediction while generating (:mod:`.hook`).
-* :mod:`.nvcc`: registers per thread from ``nvcc`` when it is installed.
+* :mod:`.nvcc`: registers per thread from ``nvcc`` when it is installed;
+  :mod:`.registers`: the count the hook and the CLI use (nvcc, cached, else
+  a conservative estimate), with its source.
 """
 
 from .extract import Extraction, extract, kernel_from_pystencils
 from .fold import FoldError, fold_assignments, folded_config, generate
 from .hook import DEFAULT_FOLDS, Ranked, blocks, create_kernel, predict, rank
+from .indexlists import IndexListLengthError
 from .layouts import split_offset
 from .unsupported import (
     BranchError,
@@ -44,6 +47,7 @@ __all__ = [
     "FoldError",
     "GridStridedLoopError",
     "GuardError",
+    "IndexListLengthError",
     "IndirectAccessError",
     "LoopError",
     "MissingParameterError",

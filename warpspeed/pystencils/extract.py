@@ -36,6 +36,7 @@ from ..errors import KernelError
 from ..input.kernel import Access, Field, Kernel
 from .indexlists import (
     ListSpec,
+    fixed_length,
     gathers,
     is_gather,
     list_accesses,
@@ -51,6 +52,7 @@ from .layouts import (
     ShapeSpec,
     missing_shape,
     resolve,
+    size_symbols,
     spatial_rank,
     split,
 )
@@ -174,7 +176,10 @@ def extract(
     """
     body = _gpu_body(kernel_function)
     fields, props = _parameters(kernel_function)
-    lists, length = list_pointers(fields), list_length(index_list)
+    lists = list_pointers(fields)
+    length = fixed_length(fields, lists, list_length(index_list))
+    if index_list is None and length is not None:
+        index_list = length  # a fixed-size index field: its own length
     layouts = {p: resolve(f, shape, layout) for p, f in fields.items() if p not in lists}
     missing = [fields[p] for p, lay in layouts.items() if lay is None]
     sizes = _sizes(props, {fields[p].name: lay for p, lay in layouts.items()})
@@ -274,6 +279,8 @@ def extract(
         atomics=atomics,
         gathers=gather_accesses,
         target=_target_name(kernel_function),
+        unbounded=tuple(sorted({fields[p].name for p in walker.itemsizes
+                                if p in lists or size_symbols(fields[p])})),
     )
     return Extraction(kernel, counter_steps(walker.counters), tuple(notes))
 

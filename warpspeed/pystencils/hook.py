@@ -10,32 +10,42 @@ The ranking is :func:`warpspeed.rank` over the paper's design space
 (MODEL.md §8): powers of two with ``x * y * z == threads``,
 ``x, y <= 1024``, ``z <= 64``, no block extent at least twice the domain
 (the same blocks as :func:`blocks`), equivalent configurations evaluated
-once. A kernel whose indexing scheme fixes the block (``blockwise4d``) is
-ranked with that block only.
+once; by default every thread count from 64 to the machine's limit that the
+kernel can launch. A kernel whose indexing scheme fixes the block
+(``blockwise4d``) is ranked with that block only.
 
-**The hook never aborts on a kernel pystencils accepts.** A folding variant
-that cannot be made or predicted (the fold does not divide the interior,
-pystencils rejects the folded assignments, a construct outside the model,
-no launchable block) is skipped and its reason recorded in
-:attr:`Ranked.skipped`; the best valid configuration wins. When no variant
-can be predicted at all, :func:`create_kernel` returns the kernel generated
-with the caller's configuration unchanged, an empty ranking and the
-reasons, instead of raising.
+**Registers.** Each variant's registers per thread come from nvcc for the
+machine's ``arch`` when it is installed (run in threads while the variants
+are extracted, cached per source and architecture), else from a
+conservative estimate (:mod:`.registers`); ``registers=`` gives a count or
+``"estimate"``. A block that cannot launch with them (registers or shared
+memory per SM or block, threads per block) is never ranked. Every
+prediction carries the count and its source (``Prediction.registers``,
+``registers_source``).
+
+**Skipped variants.** A folding variant that cannot be made or predicted
+(the fold does not divide the interior, pystencils rejects the folded
+assignments, a construct outside the model, no launchable block) is skipped
+and its reason recorded in :attr:`Ranked.skipped`; the best valid
+configuration wins. When no variant can be ranked at all,
+:func:`create_kernel` raises :class:`warpspeed.EmptyRankingError` listing
+every variant's reason (``.reasons``): a ranking is never empty.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pystencils as ps
 
-from ..errors import FitError, LaunchError, MachineError
+from ..errors import EmptyRankingError, FitError, LaunchError, MachineError
 from ..input.kernel import Kernel
-from ..machine import Machine
+from ..machine import Machine, load_machine
 from ..model import Prediction
 from ..model import predict as ws_predict
 from ..search.rank import rank as ws_rank
@@ -45,6 +55,7 @@ from .extract import Extraction, extract
 from .fold import Fold, _fold3, generate
 from .indexlists import ListSpec
 from .layouts import LayoutSpec, ShapeSpec
+from .registers import RegisterCount, start_count, with_registers
 
 DEFAULT_FOLDS: tuple[Fold, ...] = ((1, 1, 1), (1, 2, 1), (1, 1, 2))
 
@@ -84,7 +95,7 @@ def predict(
     *,
     config: ps.CreateKernelConfig | None = None,
     base_offsets: Mapping[str, int] | None = None,
-    registers: int = 32,
+    registers: int | str | None = None,
     fits: str | Path | CapacityFits | None = None,
     shape: ShapeSpec = None,
     layout: LayoutSpec = None,
@@ -108,7 +119,8 @@ def predict(
     the kernel's integer parameters (symbolic slice bounds; :func:`extract`);
     ``grid_points``: points per thread of a grid-strided kernel;
     ``index_list`` / ``list_order``: the list of an index-list (boundary)
-    kernel or its length and order (:func:`extract`).
+    kernel or its length and order (:func:`extract`). ``registers``: per
+    thread, nvcc's count or the estimate by default (module docstring).
     """
     f = _fold3(fold or (1, 1, 1))
     if _is_kernel_function(kernel_or_assignments):
@@ -116,10 +128,13 @@ def predict(
     else:
         kernel_function = generate(kernel_or_assignments, config, f, shape=shape)
     ex = extract(
-        kernel_function, base_offsets=base_offsets, registers=registers, fold=f,
+        kernel_function, base_offsets=base_offsets, fold=f,
         shape=shape, layout=layout, params=params, grid_points=grid_points,  # type: ignore[arg-type]
         index_list=index_list, list_order=list_order,
     )
+    m = load_machine(machine)
+    kernel, _ = with_registers(ex.kernel, kernel_function, m.arch, registers)
+    ex = replace(ex, kernel=kernel)
     b = tuple(int(v) for v in block)
     fixed = ex.kernel.fixed_block
     if fixed is not None and b != fixed:
@@ -127,7 +142,7 @@ def predict(
             f"this kernel's indexing scheme fixes the block to {fixed}; got {b}: predict "
             f"with block={fixed}"
         )
-    return ws_predict(ex.kernel, machine, b, fits=fits, model=model)  # type: ignore[arg-type]
+    return ws_predict(ex.kernel, m, b, fits=fits, model=model)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -147,20 +162,23 @@ class Ranked:
 def rank(
     extractions: Iterable[tuple[Fold, Extraction]] | Mapping[Fold, Kernel],
     machine: str | Path | Machine,
-    threads: int,
+    threads: int | Sequence[int] | None = None,
     fits: str | Path | CapacityFits | None = None,
     jobs: int | None = None,
     model: str = DEFAULT_MODEL,
 ) -> list[Prediction]:
-    """Predict every block size of ``threads`` threads for every folded
-    variant (only the fixed block of a kernel that has one); best first
-    (highest GLup/s, then fold, then block; MODEL.md §8). ``jobs`` worker
-    processes (``None``: one per CPU)."""
+    """Predict every block size of ``threads`` threads (a count, counts, or
+    ``None``: every count that can launch, :func:`warpspeed.rank`) for every
+    folded variant (only the fixed block of a kernel that has one); best
+    first (highest GLup/s, then fold, then block; MODEL.md §8). ``jobs``
+    worker processes (``None``: one per CPU). Raises
+    :class:`warpspeed.EmptyRankingError` when nothing can launch."""
     items = extractions.items() if isinstance(extractions, Mapping) else extractions
     kernels = {f: (ex.kernel if isinstance(ex, Extraction) else ex) for f, ex in items}
     if not kernels:
         raise LaunchError("no folding variant to rank")
-    ranking = ws_rank(kernels, machine, threads=[threads], fits=fits, jobs=jobs, model=model)
+    counts = [threads] if isinstance(threads, int) else threads
+    ranking = ws_rank(kernels, machine, threads=counts, fits=fits, jobs=jobs, model=model)
     return list(ranking.predictions)
 
 
@@ -169,10 +187,10 @@ def create_kernel(
     config: ps.CreateKernelConfig | None = None,
     *,
     machine: str | Path | Machine = "A100",
-    threads: int = 1024,
+    threads: int | Sequence[int] | None = None,
     folds: Sequence[Sequence[int]] = DEFAULT_FOLDS,
     base_offsets: Mapping[str, int] | None = None,
-    registers: int = 32,
+    registers: int | str | None = None,
     fits: str | Path | CapacityFits | None = None,
     shape: ShapeSpec = None,
     layout: LayoutSpec = None,
@@ -191,10 +209,13 @@ def create_kernel(
     folding whose launch configuration defaults to the best block size,
     and all predictions sorted best first (MODEL.md §8). ``shape``: for
     fields of symbolic size, the spatial extents of the arrays *including
-    ghost layers*, x first. Variants that cannot be made or predicted are
-    skipped (:attr:`Ranked.skipped`); if none can, the kernel generated
-    with ``config`` unchanged is returned with an empty ranking (module
-    docstring). ``jobs``: worker processes of the ranking (default one per
+    ghost layers*, x first. ``threads``: a count or counts per block
+    (default every power of two from 64 that can launch); ``registers``: a
+    count, ``"estimate"``, or ``None`` for nvcc's count when installed
+    (module docstring). Variants that cannot be made or predicted are
+    skipped (:attr:`Ranked.skipped`); if none can be ranked,
+    :class:`warpspeed.EmptyRankingError` lists why (module docstring).
+    ``jobs``: worker processes of the ranking (default one per
     CPU, as :func:`warpspeed.rank`); ``model``: the
     timing model; ``params``: values of the kernel's integer parameters
     (symbolic slice bounds; :func:`extract`); ``grid_points``: points per
@@ -223,31 +244,42 @@ def create_kernel(
     variants: dict[Fold, Extraction] = {}
     generated: dict[Fold, Any] = {}
     skipped: list[tuple[Fold, str]] = []
-    for fold in folds:
-        f = _fold3(fold)
-        if f in variants or any(s[0] == f for s in skipped):
-            continue
-        try:
-            kernel_function = generate(assignments, config, f, shape=shape)
-        except Exception as exc:  # noqa: BLE001 - pystencils raises many kinds; record, skip
-            skipped.append((f, _reason("pystencils cannot generate it", exc)))
-            continue
-        generated[f] = kernel_function
-        try:
-            variants[f] = extract(
-                kernel_function, base_offsets=base_offsets, registers=registers, fold=f,
-                shape=shape, layout=layout, params=params,
-                grid_points=grid_points,  # type: ignore[arg-type]
-                index_list=index_list, list_order=list_order,
-            )
-        except Exception as exc:  # noqa: BLE001 - the hook must not abort (module docstring)
-            skipped.append((f, _reason("it cannot be predicted", exc)))
-    notes = tuple(dict.fromkeys(n for ex in variants.values() for n in ex.notes))
+    arch = load_machine(machine).arch
+    pending: dict[Fold, Future[RegisterCount] | None] = {}
+    with ThreadPoolExecutor(max_workers=max(1, len(folds))) as pool:
+        for fold in folds:
+            f = _fold3(fold)
+            if f in variants or any(s[0] == f for s in skipped):
+                continue
+            try:
+                kernel_function = generate(assignments, config, f, shape=shape)
+            except Exception as exc:  # noqa: BLE001 - pystencils raises many kinds; record, skip
+                skipped.append((f, _reason("pystencils cannot generate it", exc)))
+                continue
+            generated[f] = kernel_function
+            pending[f] = start_count(pool, kernel_function, arch, registers)
+            try:
+                variants[f] = extract(
+                    kernel_function, base_offsets=base_offsets, fold=f,
+                    shape=shape, layout=layout, params=params,
+                    grid_points=grid_points,  # type: ignore[arg-type]
+                    index_list=index_list, list_order=list_order,
+                )
+            except Exception as exc:  # noqa: BLE001 - the hook must not abort (module docstring)
+                skipped.append((f, _reason("it cannot be predicted", exc)))
+        reg_notes: list[str] = []
+        for f, ex in variants.items():
+            kernel, note = with_registers(ex.kernel, generated[f], arch, registers, pending[f])
+            variants[f] = replace(ex, kernel=kernel)
+            reg_notes += [f"fold {f}: {note}"] if note else []
+    notes = tuple(dict.fromkeys([n for ex in variants.values() for n in ex.notes] + reg_notes))
     ranking = _rank_each(variants, skipped, machine, threads, fits, jobs, model)
     if not ranking:
-        plain = ps.create_kernel(assignments, config or ps.CreateKernelConfig(
-            target=ps.Target.CUDA))
-        return Ranked(plain, (), tuple(skipped), notes)
+        reasons = tuple(f"fold {f}: {why}" for f, why in skipped)
+        raise EmptyRankingError(
+            "no configuration of the kernel can be ranked, so no block size is chosen:\n  "
+            + "\n  ".join(reasons or ("no folding variant was given",)), reasons,
+        )
     best = ranking[0]
     try:
         kernel = generate(assignments, config, best.fold, best.block, shape=shape)
@@ -261,7 +293,7 @@ def _rank_each(
     variants: dict[Fold, Extraction],
     skipped: list[tuple[Fold, str]],
     machine: str | Path | Machine,
-    threads: int,
+    threads: int | Sequence[int] | None,
     fits: str | Path | CapacityFits | None,
     jobs: int | None,
     model: str,

@@ -66,6 +66,33 @@ def list_length(index_list: ListSpec) -> int | None:
     return n
 
 
+class IndexListLengthError(KernelError):
+    """The index list given has another number of entries than the kernel's
+    fixed-size index field."""
+
+
+def fixed_length(
+    fields: Mapping[str, Any], names: frozenset[str], length: int | None
+) -> int | None:
+    """The list length to predict with: a fixed-size index field's own
+    number of entries (the kernel's guard runs that many threads), checked
+    against the ``length`` given; ``length`` for symbolic-size lists."""
+    for p in sorted(names):
+        extents = tuple(getattr(fields[p], "spatial_shape", ()))
+        if not extents or not all(isinstance(e, (int, np.integer)) for e in extents):
+            continue
+        n = int(np.prod(extents))
+        if length is not None and length != n:
+            raise IndexListLengthError(
+                f"the index list has {length} entries, but the kernel was generated for the "
+                f"fixed-size index field {fields[p].name} of {n} entries (its guard runs {n} "
+                f"threads): pass that field's list, or generate the kernel with a "
+                "symbolic-size index field (ps.Field.create_generic) to predict other lengths"
+            )
+        length = n
+    return length
+
+
 def list_sizes(params: list[tuple[str, Any]], pointers: Mapping[str, Any],
                names: frozenset[str], length: int) -> dict[str, int]:
     """The size (``length``) and stride (1 entry) parameters of the lists."""
@@ -185,7 +212,9 @@ def gathers(
 
 
 __all__ = [
+    "IndexListLengthError",
     "ListSpec",
+    "fixed_length",
     "gathers",
     "is_gather",
     "list_accesses",

@@ -194,6 +194,9 @@ class IndexReader:
         except NotAnIndex:
             raise opaque from None
         diff = a - b
+        parity = self._parity(cond)
+        if parity is not None:  # a red-black start: the same form as int_rem's
+            return b + diff * parity
         one = IntPoly.const(1)
         below = {PsLt: x - y, PsLe: x - y - one, PsGt: y - x, PsGe: y - x - one}
         if isinstance(cond, (PsEq, PsNe)):
@@ -205,6 +208,26 @@ class IndexReader:
             atom = sp.Symbol(f"__select_{len(self.selectors)}", integer=True)
             self.selectors[atom] = sel
         return b + IntPoly.atom(atom)
+
+    def _parity(self, cond: Any) -> IntPoly | None:
+        """``[e % 2 == k]`` (or ``!=``) for a constant ``k`` in {0, 1} as the
+        polynomial ``r`` or ``1 - r`` in ``r = e mod 2``: pystencils' red-black
+        slice start ``Piecewise((s0, Eq(int_rem(e, 2), 0)), (s1, True))``
+        becomes ``s1 + (s0 - s1) (1 - e mod 2)``, the representation of the
+        ``s0 + int_rem(e, 2)`` form (the same parity approximation: ``e``
+        non-negative, as counters are). None for any other condition."""
+        if not isinstance(cond, (PsEq, PsNe)):
+            return None
+        ops = (cond.operand1, cond.operand2)
+        for rem, other in (ops, ops[::-1]):
+            if (isinstance(rem, PsRem) and isinstance(rem.operand2, PsConstantExpr)
+                    and rem.operand2.constant.value == 2 and isinstance(other, PsConstantExpr)
+                    and other.constant.value in (0, 1)):
+                r = self.index(rem)
+                one = IntPoly.const(1)
+                hit = r if other.constant.value == 1 else one - r
+                return hit if isinstance(cond, PsEq) else one - hit
+        return None
 
     def list_member(self, node: PsMemAcc) -> sp.Symbol | None:
         """A member of an index-list entry, ``((int32_t *) &list[off])[0]``,

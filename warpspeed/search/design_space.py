@@ -22,7 +22,9 @@ from ..machine import Machine
 Block = tuple[int, int, int]
 Fold = tuple[int, int, int]
 
-DEFAULT_THREADS: tuple[int, ...] = (1024,)
+#: The thread counts ranked by default on a GPU of 1024 threads per block
+#: (:func:`warpspeed.search.variants.default_threads` follows the machine).
+DEFAULT_THREADS: tuple[int, ...] = (64, 128, 256, 512, 1024)
 DEFAULT_FOLDS: tuple[Fold, ...] = ((1, 1, 1), (1, 2, 1), (1, 1, 2))
 #: CUDA's block extent limits (x, y, z), the same on every compute capability.
 MAX_BLOCK_DIMS: Block = (1024, 1024, 64)

@@ -1,7 +1,9 @@
 """Ranking launch configurations: design space, pruning and parallel
 evaluation (MODEL.md §8; pruning after Wang et al., TPDS 2020, adapted).
 
-**Design space** (MODEL.md §8). For each requested thread count ``T``, the
+**Design space** (MODEL.md §8). For each requested thread count ``T``
+(default: every power of two from 64 to the machine's threads per block,
+:func:`warpspeed.search.variants.default_threads`), the
 block shapes ``(X, Y, Z)`` with ``X * Y * Z = T``: powers of two by default
 (the paper's space), every integer factorisation with ``all_shapes=True``.
 The CUDA limits ``X, Y <= 1024``, ``Z <= 64`` and the machine's threads per
@@ -32,13 +34,13 @@ printed; ``progress(done, total)`` is called as work completes.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import LaunchError
-from ..input.addresses import kernel_forms, repeated_loads
+from ..input.addresses import kernel_forms
 from ..input.expr import bind_all
 from ..input.kernel import Kernel
 from ..machine import Machine, load_machine
@@ -70,8 +72,7 @@ from .pruning import (
     upper_bound,
     wave_key,
 )
-
-KernelSource = Kernel | Mapping[Fold, Kernel] | Callable[[Fold], Kernel]
+from .variants import KernelSource, empty_ranking, merge_note, thread_counts, variants
 
 
 @dataclass(frozen=True)
@@ -179,33 +180,6 @@ def _wave_chunk(kernel: Kernel, launches: list[Launch], address: str) -> list[Wa
 # The ranking
 
 
-def _variants(kernels: KernelSource, folds: Sequence[Fold] | None) -> list[tuple[Fold, Kernel]]:
-    if isinstance(kernels, Kernel):
-        if folds is not None and any(tuple(f) != kernels.fold for f in folds):
-            raise LaunchError(
-                "folding variants need a kernel factory fold -> Kernel or a mapping "
-                "fold -> Kernel, not a single kernel"
-            )
-        return [(kernels.fold, kernels)]
-    if isinstance(kernels, Mapping):
-        if folds is not None:
-            raise LaunchError("give folds either as the mapping's keys or as folds=, not both")
-        out = [(tuple(f), k) for f, k in kernels.items()]
-    elif callable(kernels):
-        out = [(tuple(f), kernels(tuple(f))) for f in (folds or DEFAULT_FOLDS)]
-    else:
-        raise TypeError(
-            f"rank() needs a Kernel, a mapping fold -> Kernel or a factory, got "
-            f"{type(kernels).__name__}"
-        )
-    for f, k in out:
-        if not isinstance(k, Kernel):
-            raise TypeError(f"the kernel for fold {f} is a {type(k).__name__}, not a ws.Kernel")
-        if len(f) != 3:
-            raise LaunchError(f"folds are three factors (x, y, z), got {f}")
-    return out  # type: ignore[return-value]
-
-
 def _sort_key(p: Prediction, cfg: Config) -> tuple[float, Fold, Block]:
     return (-p.glups, cfg.fold, cfg.block)
 
@@ -214,7 +188,7 @@ def rank(
     kernels: KernelSource,
     machine: str | Path | Machine,
     *,
-    threads: Iterable[int] = DEFAULT_THREADS,
+    threads: Iterable[int] | None = None,
     folds: Sequence[Fold] | None = None,
     blocks: Iterable[Block] | None = None,
     all_shapes: bool = False,
@@ -261,17 +235,13 @@ def rank(
     curves = fits if isinstance(fits, CapacityFits) else load_fits(fits or m.fits)
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
         raise LaunchError(f"top must be a positive integer, got {top!r}")
-    variants = _variants(kernels, folds)
+    kernel_variants = variants(kernels, folds)
 
     # The design space per variant, trimmed.
     excluded: list[Excluded] = []
     if blocks is None:
         shapes: list[Block] = []
-        for t in dict.fromkeys(threads):
-            if t > m.max_threads_per_block:
-                raise LaunchError(
-                    f"{t} threads per block: {m.name} allows at most {m.max_threads_per_block}"
-                )
+        for t in thread_counts(threads, m):
             shapes += block_shapes(t, all_shapes)
     else:
         shapes = [tuple(int(v) for v in b) for b in blocks]  # type: ignore[misc]
@@ -281,7 +251,7 @@ def rank(
     candidates: dict[object, list[tuple[int, Config, Launch]]] = {}
     kernel_ids: dict[Kernel, int] = {}
     notes: list[str] = []
-    for vi, (fold, k) in enumerate(variants):
+    for vi, (fold, k) in enumerate(kernel_variants):
         kid = kernel_ids.setdefault(replace(k, name=""), vi)
         own = shapes
         if k.fixed_block is not None:
@@ -310,7 +280,7 @@ def rank(
         for kid, cfg, launch in members:
             key: object = (kid, cfg.block)
             if len(members) > 1:  # the same clipped block: identical if the forms are global
-                k = variants[kid][1]
+                k = kernel_variants[kid][1]
                 accesses = k.loads + k.stores
                 bound = bind_all((a.forms for a in accesses), launch.block)
                 forms = global_accesses(accesses, bound, launch.block)
@@ -319,10 +289,7 @@ def rank(
             classes.setdefault(key, []).append((cfg, launch))
             rep_variant.setdefault(key, (kid, cfg.block))
     if not classes:
-        raise LaunchError(
-            "no configuration is left to rank: every block is too large for the domain or "
-            "cannot launch on " + m.name + "; try fewer threads or explicit blocks"
-        )
+        raise empty_ranking([(e.fold, e.block, e.reason) for e in excluded], m, kernel_variants)
 
     own_pool = executor is None and (jobs or os.cpu_count() or 1) > 1
     workers = jobs or os.cpu_count() or 1
@@ -331,24 +298,16 @@ def rank(
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp_context())
     try:
         runner = Runner(pool, workers, progress)
-        r = _evaluate(variants, m, curves, classes, rep_variant, excluded, runner, top, model)
-        return replace(r, notes=tuple(notes + _merge_note(r, variants)))
+        r = _evaluate(kernel_variants, m, curves, classes, rep_variant, excluded, runner, top,
+                      model)
+        if not r.predictions:  # every class failed its block stage
+            raise empty_ranking([(e.fold, e.block, e.reason) for e in r.excluded], m,
+                                kernel_variants)
+        best = r.predictions[0]
+        return replace(r, notes=tuple(notes + merge_note(best, kernel_variants)))
     finally:
         if own_pool and pool is not None:
             pool.shutdown(cancel_futures=True)
-
-
-def _merge_note(r: Ranking, variants: Sequence[tuple[Fold, Kernel]]) -> list[str]:
-    """A note when the best counts repeated loads once (MODEL.md §1, §10)."""
-    best = r.predictions[0] if r.predictions else None
-    k = dict(variants).get(best.fold) if best is not None else None
-    n = repeated_loads(k, best.block) if k is not None else 0
-    if not n:
-        return []
-    return [f"the best, fold {best.fold} block {best.block}, counts {n} of its {len(k.loads)} "
-            "loads per thread once because they repeat an address (MODEL.md §1); compilers "
-            "do not always merge them (MODEL.md §10), reload_repeated=True on the kernel "
-            "ranks without the merge"]
 
 
 def _evaluate(

@@ -1,0 +1,62 @@
+"""Median wall time of the generation hook over the kernel corpus (run as a
+script, not a test; issue 28: "hook median <= 0.5 s on the corpus").
+
+Times ``warpspeed.pystencils.create_kernel`` on every corpus case made from
+assignments (generation of the case itself not included), with the
+default settings or the keyword arguments given as JSON, and prints one
+row per kernel and the median.
+
+Figures (2 cores shared with other jobs, load 1.0 to 1.4; nvcc 13.0
+installed):
+
+* before issue 28 (1024 threads only, 32 registers assumed): 0.32 s;
+* default (every thread count from 64 that launches, nvcc's registers):
+  1.17 s; with ``{"registers": "estimate"}`` (no nvcc): 0.70 s; with
+  ``{"threads": 1024, "registers": "estimate"}``: 0.25 s, but 29 of the 58
+  kernels then cannot launch any block (their registers exceed 64 per
+  thread) and raise ``EmptyRankingError``.
+
+    .venv/bin/python tests/benchmarks/bench_hook_median.py ['{"registers": "estimate"}']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+
+def main() -> None:
+    kwargs = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    os.environ.setdefault("PYSTENCILS_CACHE_DIR", tempfile.mkdtemp(prefix="warpspeed-bench-"))
+
+    import warpspeed.pystencils as wps
+    from tests.corpus import CASES
+    from tests.corpus.evaluate import MACHINE, shape_kwargs
+
+    times = []
+    for case in CASES:
+        if not case.hook:
+            continue
+        built = case.build()
+        t0 = time.perf_counter()
+        try:
+            ranked = wps.create_kernel(built.assignments, built.config, machine=MACHINE,
+                                       **kwargs, **shape_kwargs(case))
+            best = ranked.ranking[0]
+            what = (f"{len(ranked.ranking)} ranked, best {best.block} fold {best.fold}, "
+                    f"{best.registers} registers ({best.registers_source})")
+        except Exception as exc:  # a benchmark reports every failure and goes on
+            what = f"raised {type(exc).__name__}"
+        seconds = time.perf_counter() - t0
+        times.append(seconds)
+        print(f"{case.name:45s} {seconds:6.2f} s  {what}", flush=True)
+    print(f"{len(times)} hooks, median {statistics.median(times):.3f} s "
+          f"(load {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""Registers per thread of pystencils kernels (warpspeed.pystencils.registers):
+nvcc's count when installed, else a conservative estimate; the hook and the
+CLI rank only blocks that launch with them and name the count's source."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import pystencils as ps
+import pytest
+
+import warpspeed as ws
+import warpspeed.pystencils as wps
+from stencils import box3d, lbm_d3q19, star3d
+from tests.test_cli import run
+from warpspeed.pystencils import registers as regs
+from warpspeed.pystencils.nvcc import RegisterCount
+
+NVCC = shutil.which("nvcc") is not None
+CFG = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)
+#: the count nvcc 13.0 reports for lbmpy's float64 D3Q19 SRT pull kernel on sm_80
+D3Q19_NVCC_SM80 = 68
+
+
+def _d3q19(n: int = 34):
+    pdfs, tmp = ps.fields(f"pdfs(19), pdfs_tmp(19): double[{n}, {n}, {n}]", layout="fzyx")
+    return lbm_d3q19.update_rule(pdfs, tmp)
+
+
+def _launches(p: ws.Prediction, m: ws.Machine) -> bool:
+    """Independent launch check: registers per warp rounded to the allocation
+    unit, times the block's warps, within the registers an SM (and a block) has."""
+    threads = math.prod(p.block)
+    per_warp = math.ceil(p.registers * m.warp_size / m.register_alloc_unit) * m.register_alloc_unit
+    return (threads <= m.max_threads_per_block
+            and per_warp * math.ceil(threads / m.warp_size) <= m.registers_per_sm)
+
+
+def test_estimate_of_a_two_point_stencil_is_its_documented_hand_count():
+    src, dst = ps.fields("src, dst: double[34, 34, 34]", layout="fzyx")
+    kf = ps.create_kernel([ps.Assignment(dst.center, src[1, 0, 0] + src[-1, 0, 0])], CFG)
+    k = wps.extract(kf).kernel
+    # 8 overhead + 2 pointers x 2 + 3 int64 counters x 2 + 2 double loads x 2 = 22
+    assert regs.estimate_registers(kf, k) == 8 + 2 * 2 + 3 * 2 + 2 * 2
+
+
+def test_estimate_of_the_float64_d3q19_is_not_below_nvccs_68():
+    kf = ps.create_kernel(_d3q19(), CFG)
+    assert regs.estimate_registers(kf, wps.extract(kf).kernel) >= D3Q19_NVCC_SM80
+
+
+@pytest.mark.skipif(not NVCC, reason="nvcc not installed")
+@pytest.mark.parametrize("make", [
+    lambda: lbm_d3q19.generate(shape=(32, 32, 32)),
+    lambda: lbm_d3q19.generate(shape=(32, 32, 32), fold=(1, 1, 2)),
+    lambda: star3d.generate(radius=4, shape=(64, 64, 64)),
+    lambda: box3d.generate(shape=(64, 64, 64)),
+    lambda: _from_corpus("shan_chen_force_d2q9_f64"),
+    lambda: _from_corpus("lbm_d3q27_cumulant_pull_f64"),
+], ids=["d3q19", "d3q19_fold_z2", "star3d_r4", "box3d", "shan_chen_exp", "d3q27_cumulant"])
+def test_estimate_is_at_least_nvccs_count(make):
+    kernel, kf = make()
+    count = regs.nvcc_registers(kf, "sm_80")
+    assert count.registers is not None, count.reason
+    assert regs.estimate_registers(kf, kernel) >= count.registers
+
+
+def _from_corpus(name: str):
+    from tests.corpus import BY_NAME
+
+    built = BY_NAME[name].build()
+    return wps.extract(built.kernel).kernel, built.kernel
+
+
+def test_a_given_count_is_the_users_and_estimate_replaces_a_missing_nvcc():
+    kernel, kf = star3d.generate(radius=1, shape=(32, 32, 32))
+    assert regs.kernel_registers(kf, kernel, "sm_80", 40) == regs.Registers(40, "user")
+    est = regs.estimate_registers(kf, kernel)
+    forced = regs.kernel_registers(kf, kernel, "sm_80", "estimate")
+    assert (forced.count, forced.source) == (est, "estimate")
+
+    def missing(kf, arch):
+        return RegisterCount(None, "nvcc is not installed")
+
+    r = regs.kernel_registers(kf, kernel, "sm_80", None, counter=missing)
+    assert (r.count, r.source, r.note) == (est, "estimate", "nvcc is not installed")
+    assert regs.kernel_registers(kf, kernel, "sm_80", None,
+                                 counter=lambda kf, a: RegisterCount(50, "")).source == "nvcc sm_80"
+    with pytest.raises(ws.KernelError, match="'nvcc' or 'estimate'"):
+        regs.kernel_registers(kf, kernel, "sm_80", "many")
+    with pytest.raises(ws.KernelError, match="1..255"):
+        regs.kernel_registers(kf, kernel, "sm_80", 300)
+
+
+def test_nvcc_runs_once_per_kernel_source_and_architecture(monkeypatch):
+    calls = []
+
+    def fake(source, arch, includes=(), timeout=120.0):
+        calls.append(arch)
+        return RegisterCount(42, f"nvcc -arch={arch}")
+
+    monkeypatch.setattr(regs, "register_count", fake)
+    monkeypatch.setattr(regs, "_CACHE", {})
+    _, kf = star3d.generate(radius=2, shape=(32, 32, 32))
+    for arch in ("sm_80", "sm_80", "sm_90", "sm_80"):
+        assert regs.nvcc_registers(kf, arch).registers == 42
+    assert calls == ["sm_80", "sm_90"]
+
+
+def test_hook_ranks_only_blocks_that_launch_with_the_kernels_registers():
+    # the issue's case: 256^3 interior cells and one ghost layer, nvcc says 68 on sm_80
+    m = ws.load_machine("A100")
+    ranked = wps.create_kernel(_d3q19(258), CFG, machine=m, folds=[(1, 1, 1)], jobs=1)
+    best = ranked.ranking[0]
+    source = f"nvcc {m.arch}" if NVCC else "estimate"
+    assert {p.registers_source for p in ranked.ranking} == {source}
+    if NVCC:
+        assert best.registers == regs.nvcc_registers(ranked.kernel, m.arch).registers
+    assert best.registers >= D3Q19_NVCC_SM80
+    assert all(_launches(p, m) for p in ranked.ranking)
+    # 68 or more registers: 1024 threads cannot launch; smaller blocks are ranked
+    counts = {math.prod(p.block) for p in ranked.ranking}
+    assert 1024 not in counts and {64, 128, 256} <= counts
+    assert tuple(ranked.kernel.get_launch_configuration().evaluate()[0]) == best.block
+    d = best.to_dict()
+    assert (d["registers"], d["registers_source"]) == (best.registers, source)
+
+
+def test_hook_estimate_is_named_in_the_notes():
+    ranked = wps.create_kernel(_d3q19(), CFG, machine="A100", folds=[(1, 1, 1)], jobs=1,
+                               threads=[256], registers="estimate")
+    assert {p.registers_source for p in ranked.ranking} == {"estimate"}
+    assert any("conservative estimate" in n for n in ranked.notes)
+
+
+def test_cli_rank_of_the_d3q19_with_default_threads_names_the_registers():
+    res = run("rank", "lbm_d3q19", "--machine", "A100", "--set", "shape=32,32,32",
+              "--fold", "1,1,1", "--top", "3", "--jobs", "1")
+    line = [x for x in res.stdout.splitlines() if x.startswith("registers per thread")]
+    assert line and ("nvcc sm_80" if NVCC else "estimate") in line[0]
+    rows = json.loads(run("predict", "lbm_d3q19", "--machine", "A100", "--block", "128,1,1",
+                          "--json").stdout)
+    assert rows["registers"] >= D3Q19_NVCC_SM80
+    assert rows["registers_source"] == ("nvcc sm_80" if NVCC else "estimate")
+    explain = run("explain", "lbm_d3q19", "--machine", "A100", "--set", "shape=32,32,32",
+                  "--block", "128,1,1", "--registers", "40").stdout
+    assert "registers per thread: 40 (user)" in explain

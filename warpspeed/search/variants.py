@@ -1,0 +1,119 @@
+"""The kernels a ranking compares and what it says about them (MODEL.md §8):
+folding variants from a kernel, a mapping or a factory; the thread counts
+of the default design space; the error when nothing is left to rank; the
+note on merged repeated loads (MODEL.md §1, §10)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from ..errors import EmptyRankingError, LaunchError
+from ..input.addresses import repeated_loads
+from ..input.kernel import Kernel
+from ..machine import Machine
+from ..model import Prediction
+from .design_space import DEFAULT_FOLDS, Block, Fold
+
+KernelSource = Kernel | Mapping[Fold, Kernel] | Callable[[Fold], Kernel]
+
+#: The smallest thread count of the default design space: two warps.
+MIN_DEFAULT_THREADS = 64
+
+
+def default_threads(machine: Machine) -> tuple[int, ...]:
+    """Every power of two from 64 to the machine's threads per block: the
+    thread counts ranked by default. Counts a kernel cannot launch (too
+    many registers) are excluded with the reason, the others ranked."""
+    out, t = [], MIN_DEFAULT_THREADS
+    while t <= machine.max_threads_per_block:
+        out.append(t)
+        t *= 2
+    return tuple(out) or (machine.max_threads_per_block,)
+
+
+def thread_counts(threads: Iterable[int] | None, machine: Machine) -> tuple[int, ...]:
+    """The requested thread counts (default :func:`default_threads`), each
+    within the machine's limit."""
+    if threads is None:
+        return default_threads(machine)
+    out = tuple(dict.fromkeys(threads))
+    for t in out:
+        if isinstance(t, int) and not isinstance(t, bool) and t > machine.max_threads_per_block:
+            raise LaunchError(
+                f"{t} threads per block: {machine.name} allows at most "
+                f"{machine.max_threads_per_block}"
+            )
+    return out
+
+
+def variants(kernels: KernelSource, folds: Sequence[Fold] | None) -> list[tuple[Fold, Kernel]]:
+    """``(fold, kernel)`` pairs of a kernel, a mapping or a factory."""
+    if isinstance(kernels, Kernel):
+        if folds is not None and any(tuple(f) != kernels.fold for f in folds):
+            raise LaunchError(
+                "folding variants need a kernel factory fold -> Kernel or a mapping "
+                "fold -> Kernel, not a single kernel"
+            )
+        return [(kernels.fold, kernels)]
+    if isinstance(kernels, Mapping):
+        if folds is not None:
+            raise LaunchError("give folds either as the mapping's keys or as folds=, not both")
+        out = [(tuple(f), k) for f, k in kernels.items()]
+    elif callable(kernels):
+        out = [(tuple(f), kernels(tuple(f))) for f in (folds or DEFAULT_FOLDS)]
+    else:
+        raise TypeError(
+            f"rank() needs a Kernel, a mapping fold -> Kernel or a factory, got "
+            f"{type(kernels).__name__}"
+        )
+    for f, k in out:
+        if not isinstance(k, Kernel):
+            raise TypeError(f"the kernel for fold {f} is a {type(k).__name__}, not a ws.Kernel")
+        if len(f) != 3:
+            raise LaunchError(f"folds are three factors (x, y, z), got {f}")
+    return out  # type: ignore[return-value]
+
+
+def empty_ranking(
+    excluded: Sequence[tuple[Fold, Block, str]], machine: Machine,
+    kernels: Sequence[tuple[Fold, Kernel]],
+) -> EmptyRankingError:
+    """The error when every configuration was excluded: the distinct
+    reasons, each with how many configurations it excluded, and the
+    registers per thread of each variant (the usual cause)."""
+    counts: dict[str, int] = {}
+    for _, _, reason in excluded:
+        counts[reason] = counts.get(reason, 0) + 1
+    reasons = tuple(f"{n} x {r}" for r, n in counts.items())
+    regs = "; ".join(
+        f"fold {f}: {k.registers} registers per thread ({k.registers_source})"
+        for f, k in kernels
+    )
+    shown = "; ".join(reasons[:4]) + (f"; and {len(reasons) - 4} more" if len(reasons) > 4 else "")
+    return EmptyRankingError(
+        f"no configuration is left to rank on {machine.name} ({regs}): {shown}. Try other "
+        "thread counts, explicit blocks or fewer registers", reasons,
+    )
+
+
+def merge_note(best: Prediction | None, kernels: Sequence[tuple[Fold, Kernel]]) -> list[str]:
+    """A note when the best counts repeated loads once (MODEL.md §1, §10)."""
+    k = dict(kernels).get(best.fold) if best is not None else None
+    n = repeated_loads(k, best.block) if k is not None and best is not None else 0
+    if not n or best is None or k is None:
+        return []
+    return [f"the best, fold {best.fold} block {best.block}, counts {n} of its {len(k.loads)} "
+            "loads per thread once because they repeat an address (MODEL.md §1); compilers "
+            "do not always merge them (MODEL.md §10), reload_repeated=True on the kernel "
+            "ranks without the merge"]
+
+
+__all__ = [
+    "MIN_DEFAULT_THREADS",
+    "KernelSource",
+    "default_threads",
+    "empty_ranking",
+    "merge_note",
+    "thread_counts",
+    "variants",
+]
