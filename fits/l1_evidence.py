@@ -92,7 +92,7 @@ def count_row(row: Row, machine: str) -> Counted:
     m = load_machine(machine)
     kernel = kernel_for(row)
     st = block_stage(kernel, m, row.block)
-    loads, stores = thread_accesses(kernel, st.bound)
+    loads, stores = thread_accesses(kernel, st.bound, st.launch.block)
     smp = sample(kernel, st.launch, loads + stores, st.bound)
     scan = tuple(l1_pipe_cycles_per_warp_lup(smp, t) for t in TAG_SCAN)
     wave = wave_volumes(kernel, st.launch, st.bound, address=MODELS[DEFAULT_MODEL].address)

@@ -239,7 +239,7 @@ def _l1(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:
     if kernel is None:
         return ()
     bound = bind_all((a.forms for a in kernel.loads + kernel.stores), p.block)
-    loads, stores = thread_accesses(kernel, bound)  # the instructions a thread issues
+    loads, stores = thread_accesses(kernel, bound, p.block)  # the instructions a thread issues
     ideal = 2.0 * (len(loads) + len(stores)) / kernel.lups_per_thread
     if p.l1_cycles < 1.1 * ideal:
         return ()

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import LaunchError
-from ..input.addresses import kernel_forms, repeated_loads
+from ..input.addresses import kernel_forms
 from ..input.expr import bind_all
 from ..input.kernel import Kernel
 from ..machine import Machine, load_machine
@@ -59,6 +59,7 @@ from .design_space import (
     trim_reason,
 )
 from .executor import Runner, chunks, mp_context
+from .merge_note import merge_note
 from .pruning import (
     compulsory_bytes,
     dram_lower_bound,
@@ -331,23 +332,10 @@ def rank(
     try:
         runner = Runner(pool, workers, progress)
         r = _evaluate(variants, m, curves, classes, rep_variant, excluded, runner, top, model)
-        return replace(r, notes=tuple(notes + _merge_note(r, variants)))
+        return replace(r, notes=tuple(notes + merge_note(r.predictions, variants)))
     finally:
         if own_pool and pool is not None:
             pool.shutdown(cancel_futures=True)
-
-
-def _merge_note(r: Ranking, variants: Sequence[tuple[Fold, Kernel]]) -> list[str]:
-    """A note when the best counts repeated loads once (MODEL.md §1, §10)."""
-    best = r.predictions[0] if r.predictions else None
-    k = dict(variants).get(best.fold) if best is not None else None
-    n = repeated_loads(k, best.block) if k is not None else 0
-    if not n:
-        return []
-    return [f"the best, fold {best.fold} block {best.block}, counts {n} of its {len(k.loads)} "
-            "loads per thread once because they repeat an address (MODEL.md §1); compilers "
-            "do not always merge them (MODEL.md §10), reload_repeated=True on the kernel "
-            "ranks without the merge"]
 
 
 def _evaluate(
