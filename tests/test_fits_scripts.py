@@ -93,6 +93,20 @@ def test_l1_evidence_half_warp_count_of_a_one_wide_box_block():
     assert c.measured == pytest.approx(80 * 1.38 / 0.613 * 32)
 
 
+def test_l1_evidence_splits_the_convolution_by_the_scan_family_switch():
+    ev = script("l1_evidence")
+
+    def counted(block, fold):
+        return ev.Counted("convolution", block, fold, 1.0, 1.0, 1.0, 0.0)
+
+    # 4096 = 2^12: widths 16..256 with tiles 1, 2, 4 divide it, 24 or a tile of 3 do not
+    assert ev.divisible(counted((64, 2, 1), (4, 2, 1)))
+    assert ev.divisible(counted((256, 16, 1), (4, 4, 1)))
+    assert not ev.divisible(counted((24, 1, 1), (1, 1, 1)))
+    assert not ev.divisible(counted((64, 1, 1), (1, 3, 1)))
+    assert not ev.divisible(counted((32, 3, 1), (1, 2, 1)))
+
+
 def test_lru_replay_by_hand():
     lru = script("l1_lru")
     # capacity 2 lines: A{0}, B{4}, A{0,1} (line resident: sector 1 only),
