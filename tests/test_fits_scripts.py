@@ -180,3 +180,18 @@ def test_l1_evidence_transfer_of_one_constant():
     assert got[("b", "a")] == pytest.approx((1.0, 50.0))
     med, lo, hi, rho = ev.ratio_summary(sets["a"], "half_warp")
     assert (med, lo, hi) == pytest.approx((2.0, 2.0, 2.0)) and rho == pytest.approx(1.0)
+
+
+def test_overlap_evidence_issue_time_and_its_bound():
+    ev = script("overlap_evidence")
+    # one SM issues a 1024-thread block: 1024 updates at 0.01 ns each on the
+    # whole GPU of 80 SMs, 80 times longer on one SM
+    assert ev.issue_time_ns((1024, 1, 1), {"t_l1_ns": 0.01, "t_fp_ns": 0.004}, 80) == \
+        pytest.approx(1024 * 0.01 * 80)
+    # without an exponent the hypothesis never beats the roofline
+    from stencils import star3d_by_hand
+
+    m = ws.load_machine("V100")
+    p = ws.predict(star3d_by_hand.kernel(radius=4, shape=(640, 512, 512)), m, (32, 32, 1))
+    assert ev.in_flight_glups(p, m) <= p.terms["roofline_glups"] * (1 + 1e-9)
+    assert ev.pnorm_glups(p, p.terms["l1_overlap_exponent"]) == pytest.approx(p.glups)
