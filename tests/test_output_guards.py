@@ -134,6 +134,11 @@ def test_the_rank_note_says_when_the_guard_prevents_merging():
     note = next(n for n in _rank([(64, 1, 1)], [(1, 3, 1)]).notes if "loads per thread" in n)
     assert "issues all 675 loads per thread: 420 of them repeat" in note
     assert "guarded separately whenever block x fold does not divide (4096, 4096)" in note
+    assert "no block merges them: the fold (1, 3, 1) does not divide" in note
+    # fold (1, 2, 1) at a block 24 wide: guarded, and a dividing block exists
+    note = next(n for n in _rank([(24, 1, 1)], [(1, 2, 1)]).notes if "loads per thread" in n)
+    assert "issues all 450 loads per thread: 210 of them repeat" in note
+    assert "a block whose extents times the fold divide those would merge them" in note
     # fold (1, 2, 1) at by = 1 divides: merged, and the note names the switch
     note = next(n for n in _rank([(64, 1, 1)], [(1, 2, 1)]).notes if "loads per thread" in n)
     assert "counts 210 of its 450 loads" in note and "not at this block" in note

@@ -23,6 +23,17 @@ def _switch(k: Kernel) -> str:
     return "its outputs are guarded separately (output_guards=True)"
 
 
+def _remedy(k: Kernel) -> str:
+    """Whether some block would take the unguarded body: only if every
+    extent is a multiple of the fold (block extent 1 at least divides)."""
+    if not isinstance(k.output_guards, tuple):
+        return ""
+    if any(n % f for n, f in zip(k.output_guards, k.fold)):
+        return (f"; no block merges them: the fold {k.fold} does not divide the extents "
+                "themselves")
+    return "; a block whose extents times the fold divide those would merge them"
+
+
 def merge_note(predictions: Sequence[Prediction], variants: Sequence[tuple[Fold, Kernel]]
                ) -> list[str]:
     """The note for the best of ``predictions`` (module docstring), empty
@@ -45,9 +56,7 @@ def merge_note(predictions: Sequence[Prediction], variants: Sequence[tuple[Fold,
     if kept and guarded_separately(k, best.block):
         return [f"{where} issues all {len(k.loads)} loads per thread: {kept} of them repeat an "
                 f"address of another output, but {_switch(k)}, and loads under separate guards "
-                "are not merged (MODEL.md §1)"
-                + ("; a block whose extents times the fold divide those would merge them"
-                   if isinstance(k.output_guards, tuple) else "")]
+                "are not merged (MODEL.md §1)" + _remedy(k)]
     return []
 
 
