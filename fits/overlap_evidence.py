@@ -19,7 +19,8 @@ Three hypotheses are put to the data; nothing here changes the model.
 2. **L2 time with the DRAM fill traffic.** Every byte from DRAM passes the
    L2 too: ``t_L2 = (L2 load + L2 store + DRAM load + DRAM store) /
    l2_bandwidth``. Printed for the V100 radius-4 star: per row the
-   measured DRAM and L2 throughput (model volumes times measured GLup/s),
+   measured DRAM and L2 throughput (measured load volumes times measured
+   GLup/s),
    with and without the fill, against the L2 bandwidth of the machine file.
 3. **The star's DRAM-bound rows as a sum.** Per row the measured time per
    update against ``t_dram``, ``t_dram + t_l1`` and the model's p-norm.
@@ -45,7 +46,7 @@ from scipy.stats import spearmanr
 import warpspeed as ws
 from warpspeed.timing.latency import kernel_time_ns, memory_params, overlap
 from warpspeed.timing.memory import achieved_bandwidth
-from warpspeed.validation.reference import ReferenceDataError, predictions
+from warpspeed.validation.reference import ReferenceDataError, Row, predictions
 from warpspeed.validation.transfer import DEV_SETS
 
 STREAM = Path(__file__).resolve().parents[2] / "shared" / "data" / "microbench" / "stream"
@@ -87,14 +88,19 @@ def scores(pred: Sequence[float], meas: Sequence[float]) -> str:
     return f"MAPE {100 * np.mean(abs(q - 1)):5.1f} %, median {np.median(q):.3f}, Spearman {rho:.3f}"
 
 
-def star_rows(preds: Sequence[ws.Prediction], measured: Sequence[float], m: ws.Machine
-              ) -> list[str]:
-    """Hypotheses 2 and 3 on the V100 radius-4 star, one line per row."""
+def star_rows(preds: Sequence[ws.Prediction], measured: Sequence[float], m: ws.Machine,
+              data: Sequence[Row] = ()) -> list[str]:
+    """Hypotheses 2 and 3 on the V100 radius-4 star, one line per row;
+    the load volumes are the measured ones where ``data`` has them (the
+    stores, 8 B per update, are the model's)."""
+    loads = {r.block: (r.dram_load, r.l2_load) for r in data}
     lines = ["block | meas ps | t_l1 | t_l2 | t_dram | dram+l1 | p-norm | DRAM GB/s | "
              f"L2 GB/s | L2+fill GB/s (L2 bandwidth {m.l2_bandwidth:.0f})"]
     for p, g in sorted(zip(preds, measured), key=lambda x: -x[1]):
         t, v = p.terms, p.volumes
-        dram, l2 = v.dram_load + v.dram_store, v.l2_load + v.l2_store
+        d_load, l2_load = loads.get(p.block, (None, None))
+        dram = (v.dram_load if d_load is None else d_load) + v.dram_store
+        l2 = (v.l2_load if l2_load is None else l2_load) + v.l2_store
         ps = 1000.0
         lines.append(
             f"{p.block} | {ps / g:5.1f} | {ps * t['t_l1_ns']:5.1f} | {ps * t['t_l2_ns']:5.1f} | "
@@ -147,7 +153,7 @@ def main() -> int:
             for e in (float(m.overlap_exponent), 2.0, 1e3):
                 print(f"  {name}: p-norm {e:g}: {scores([pnorm_glups(p, e) for p in preds], meas)}")
             if name == "star3d_r4":
-                star = (preds, meas, m)
+                star = (preds, meas, m, data)
     except ReferenceDataError as exc:
         print(exc, file=sys.stderr)
         return 2
