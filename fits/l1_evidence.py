@@ -17,11 +17,13 @@ The data: the V100 ``box2d_r7`` rows (doubles) and the A100
 SM cycles per warp-update, ``SMs * clock * 32 / GLup/s``, hold all the
 SM's work, so they bound the L1 time from above. Only rows whose memory
 time (the default model's ``max(t_L2, t_DRAM)``) is under 30 % of the
-measured time are compared ("core-bound"). Convolution rows are further
-restricted to block widths that are powers of two and tiles other than 3:
-at the other widths the measured y-folding gains are absent (the table
-printed last shows it), which the address expressions cannot explain
-(a compiler effect, like tile 3 in the data's README).
+measured time are compared ("core-bound"). Convolution rows are counted
+with the loads the scan family's guards let the compiler merge
+(``convolution2d``'s ``guards="auto"``, MODEL.md §1) and compared in two
+groups: the unguarded shapes (4096 a multiple of block times tile, where
+repeats merge) and the guarded ones (other widths, every tile of 3: every
+load issued). The table printed last shows the measured y-folding gains
+absent on the guarded widths.
 
 Printed: per set and count the median and 10-90 % range of
 ``measured / count``, the Spearman correlation of count and measured cycles
@@ -56,7 +58,14 @@ from warpspeed.input.addresses import thread_accesses
 from warpspeed.machine import load_machine
 from warpspeed.model import block_stage, finish
 from warpspeed.timing import DEFAULT_MODEL, MODELS
-from warpspeed.validation.reference import CONVOLUTION, ReferenceDataError, Row, kernel_for, rows
+from warpspeed.validation.reference import (
+    CONVOLUTION,
+    ReferenceDataError,
+    Row,
+    convolution_rows,
+    kernel_for,
+    rows,
+)
 from warpspeed.validation.transfer import DEV_SETS
 from warpspeed.volumes.capacity import load_fits
 from warpspeed.volumes.l1 import TAG_CYCLES_PER_LINE, l1_pipe_cycles_per_warp_lup
@@ -92,7 +101,7 @@ def count_row(row: Row, machine: str) -> Counted:
     m = load_machine(machine)
     kernel = kernel_for(row)
     st = block_stage(kernel, m, row.block)
-    loads, stores = thread_accesses(kernel, st.bound)
+    loads, stores = thread_accesses(kernel, st.bound, st.launch.block)
     smp = sample(kernel, st.launch, loads + stores, st.bound)
     scan = tuple(l1_pipe_cycles_per_warp_lup(smp, t) for t in TAG_SCAN)
     wave = wave_volumes(kernel, st.launch, st.bound, address=MODELS[DEFAULT_MODEL].address)
@@ -114,21 +123,26 @@ def box_counted() -> list[Counted]:
 
 
 def counted_sets() -> dict[str, list[Counted]]:
-    """Both sets counted: the box, and the convolution rows of the joint fit
-    (:data:`warpspeed.validation.transfer.DEV_SETS`: tiles of 3 left out)."""
+    """Both sets counted: the box, and every convolution row (tiles of 3
+    too), each counted with the loads its guards let the compiler merge
+    (``convolution2d``'s ``guards="auto"``, MODEL.md §1)."""
     conv = next(d for d in DEV_SETS if d.name == CONVOLUTION)
     return {
         "box2d_r7 (V100)": box_counted(),
-        "convolution (A100)": [count_row(r, conv.machine) for r in conv.load() if r.glups],
+        "convolution (A100)": [count_row(r, conv.machine) for r in convolution_rows()
+                               if r.glups],
     }
+
+
+def divisible(c: Counted) -> bool:
+    """A convolution row the scan family compiles unguarded (4096 a
+    multiple of block times tile along x and y): its repeats merge."""
+    return all(4096 % (b * t) == 0 for b, t in zip(c.block[:2], c.fold[:2]))
 
 
 def compared(name: str, data: Sequence[Counted]) -> list[Counted]:
     """The core-bound rows of a set (module docstring)."""
-    keep = [c for c in data if c.memory < CORE_BOUND * c.measured]
-    if name.startswith("convolution"):
-        keep = [c for c in keep if c.block[0] in POW2_WIDTHS]
-    return keep
+    return [c for c in data if c.memory < CORE_BOUND * c.measured]
 
 
 def ratio_summary(data: Sequence[Counted], count: str) -> tuple[float, float, float, float]:
@@ -200,6 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 2
     core = {name: compared(name, data) for name, data in sets.items()}
+    conv = core.pop("convolution (A100)")
+    core["convolution (A100), unguarded shapes"] = [c for c in conv if divisible(c)]
+    core["convolution (A100), guarded shapes"] = [c for c in conv if not divisible(c)]
     print("measured SM cycles per warp-update / L1 count, core-bound rows")
     print("set | rows | count | median (10-90 %) | Spearman(count, measured)")
     for name, data in core.items():

@@ -18,7 +18,14 @@ scan in ``../shared/data/a100`` (its README describes it in words).
   FMAs, one store ``output[x, y]``. Loads a thread repeats (folded outputs
   whose rows overlap, ``yi * by < filter_size``) are loaded once unless
   ``reload_repeated`` (the loops are unrolled over read-only data).
-* The guard: the domain is ``ceil(n / tile)`` threads per dimension, so the
+* Guards (the scan family's compile-time switch, ``shared/data/a100``
+  README, "Guards"): ``guards="auto"`` (default) takes the unguarded body
+  when ``nx`` is a multiple of ``bx * tile_x`` and ``ny`` of
+  ``by * tile_y``, and otherwise checks every output's bounds separately,
+  so that loads repeated between a thread's outputs are not merged
+  (``Kernel.output_guards = (nx, ny)``); ``"each"`` guards every output
+  separately at every block, ``"none"`` never.
+* The domain is ``ceil(n / tile)`` threads per dimension, so the
   grid is ``ceil(n / (block * tile))`` as in the scan. A thread's outputs
   beyond ``n`` (a tile that does not divide ``n``) count as updates: at most
   ``tile - 1`` of ``n`` per row.
@@ -37,6 +44,9 @@ from ._checks import check_shape
 FOLDS: tuple[tuple[int, int, int], ...] = tuple(
     (tx, ty, 1) for tx in range(1, 5) for ty in range(1, 5)
 )
+
+#: ``guards`` -> ``Kernel.output_guards`` (None: the extents, the switch).
+_GUARDS: dict[str, bool | None] = {"auto": None, "each": True, "none": False}
 
 _PRECISIONS = {"float": 32, "32": 32, "double": 64, "64": 64}
 
@@ -80,17 +90,25 @@ def kernel(
     fold: tuple[int, int, int] | None = None,
     registers: int = 32,
     reload_repeated: bool = False,
+    guards: str = "auto",
 ) -> ws.Kernel:
     """The convolution (module docstring): ``filter_size`` squared taps,
     ``tile_x * tile_y`` outputs per thread strided by the block size (or
     ``fold = (tile_x, tile_y, 1)``), ``precision`` ``"float"``/32 or
-    ``"double"``/64, ``shape`` the output extents (x, y)."""
+    ``"double"``/64, ``shape`` the output extents (x, y), ``guards``
+    ``"auto"``, ``"each"`` or ``"none"`` (module docstring)."""
     fs = int(filter_size)
     if fs < 1:
         raise ws.KernelError(f"filter_size must be positive, got {filter_size!r}")
     tx, ty = _tiles(tile_x, tile_y, fold)
     bits = _precision(precision)
     nx, ny = check_shape(shape, 2)
+    key = str(guards).strip().lower()
+    if key not in _GUARDS:
+        raise ws.KernelError(f"guards must be 'auto', 'each' or 'none', got {guards!r}")
+    output_guards = _GUARDS[key]
+    if output_guards is None:
+        output_guards = (nx, ny)
     item = bits // 8
     inp = ws.Field("input", shape=(nx + fs - 1, ny + fs - 1), itemsize=item)
     out = ws.Field("output", shape=(nx, ny), itemsize=item)
@@ -114,5 +132,6 @@ def kernel(
         precision=bits,
         registers=registers,
         reload_repeated=reload_repeated,
+        output_guards=output_guards,
         name=f"convolution2d_{fs}x{fs}",
     )

@@ -125,3 +125,37 @@ def test_an_l1_bound_prediction_quotes_the_validation_of_l1_bound_sets():
     s = star()
     p = ws.predict(s, A100, (256, 1, 1))
     assert p.limiter != "l1" and "l1_validation" not in kinds(advise(p, A100, s))
+
+
+def test_an_overlap_that_costs_time_names_the_resources_that_serialise():
+    # 7-point star of floats on A100: the default model's time per update is
+    # the p-norm of L1 and DRAM time; the hint quotes the pair and its loss
+    k = star(radius=1, shape=(512, 512, 512), precision=32)
+    p = ws.predict(k, A100, (256, 2, 1))
+    t = p.terms
+    assert t["t_dram_ns"] > t["t_l2_ns"] and t["t_l1_ns"] > t["t_fp_ns"]
+    expect = t["t_memory_ns"] * (1 + (t["t_l1_ns"] / t["t_memory_ns"])
+                                 ** t["l1_overlap_exponent"]) ** (1 / t["l1_overlap_exponent"])
+    assert t["t_update_ns"] == pytest.approx(expect)
+    hint = next(h for h in advise(p, A100, k).hints if h.kind == "overlap")
+    assert f"x{t['t_update_ns'] / t['t_memory_ns']:.2f}" in hint.message
+    assert "L1 work" in hint.message and "DRAM stream" in hint.message
+    assert f"{1000 * t['t_memory_ns']:.1f} ps" in hint.message
+    # the paper model has no overlap: no such hint
+    q = ws.predict(k, A100, (256, 2, 1), model="paper")
+    assert "overlap" not in kinds(advise(q, A100, k))
+
+
+def test_an_overlap_hint_offers_the_ideal_l1_count_when_the_block_is_narrow():
+    # block 8 wide, doubles: a half warp spans two rows, 2 cycles per half warp
+    # and access: 32 cycles per warp-update for 7 loads and 1 store, 16 ideal
+    k = star(radius=1, shape=(512, 512, 512))
+    for block in ((8, 16, 2), (4, 32, 2)):
+        p = ws.predict(k, A100, block)
+        t = p.terms
+        hint = next(h for h in advise(p, A100, k).hints if h.kind == "overlap")
+        assert f"at the ideal L1 count (16.0 instead of {p.l1_cycles:.1f}" in hint.message
+        expo = t["l1_overlap_exponent"]
+        at = (t["t_l1_ns"] * 16 / p.l1_cycles) ** expo + t["t_memory_ns"] ** expo
+        assert f"it would take {1000 * at ** (1 / expo):.1f} ps" in hint.message
+    assert ws.predict(k, A100, (8, 16, 2)).l1_cycles == pytest.approx(32.0)

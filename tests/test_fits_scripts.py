@@ -93,6 +93,20 @@ def test_l1_evidence_half_warp_count_of_a_one_wide_box_block():
     assert c.measured == pytest.approx(80 * 1.38 / 0.613 * 32)
 
 
+def test_l1_evidence_splits_the_convolution_by_the_scan_family_switch():
+    ev = script("l1_evidence")
+
+    def counted(block, fold):
+        return ev.Counted("convolution", block, fold, 1.0, 1.0, 1.0, 0.0)
+
+    # 4096 = 2^12: widths 16..256 with tiles 1, 2, 4 divide it, 24 or a tile of 3 do not
+    assert ev.divisible(counted((64, 2, 1), (4, 2, 1)))
+    assert ev.divisible(counted((256, 16, 1), (4, 4, 1)))
+    assert not ev.divisible(counted((24, 1, 1), (1, 1, 1)))
+    assert not ev.divisible(counted((64, 1, 1), (1, 3, 1)))
+    assert not ev.divisible(counted((32, 3, 1), (1, 2, 1)))
+
+
 def test_lru_replay_by_hand():
     lru = script("l1_lru")
     # capacity 2 lines: A{0}, B{4}, A{0,1} (line resident: sector 1 only),
@@ -166,3 +180,18 @@ def test_l1_evidence_transfer_of_one_constant():
     assert got[("b", "a")] == pytest.approx((1.0, 50.0))
     med, lo, hi, rho = ev.ratio_summary(sets["a"], "half_warp")
     assert (med, lo, hi) == pytest.approx((2.0, 2.0, 2.0)) and rho == pytest.approx(1.0)
+
+
+def test_overlap_evidence_issue_time_and_its_bound():
+    ev = script("overlap_evidence")
+    # one SM issues a 1024-thread block: 1024 updates at 0.01 ns each on the
+    # whole GPU of 80 SMs, 80 times longer on one SM
+    assert ev.issue_time_ns((1024, 1, 1), {"t_l1_ns": 0.01, "t_fp_ns": 0.004}, 80) == \
+        pytest.approx(1024 * 0.01 * 80)
+    # without an exponent the hypothesis never beats the roofline
+    from stencils import star3d_by_hand
+
+    m = ws.load_machine("V100")
+    p = ws.predict(star3d_by_hand.kernel(radius=4, shape=(640, 512, 512)), m, (32, 32, 1))
+    assert ev.in_flight_glups(p, m) <= p.terms["roofline_glups"] * (1 + 1e-9)
+    assert ev.pnorm_glups(p, p.terms["l1_overlap_exponent"]) == pytest.approx(p.glups)

@@ -18,7 +18,7 @@ A100 = ws.load_machine("A100")
 
 def _issued(kernel, block):
     bound = bind_all((a.forms for a in kernel.loads + kernel.stores), block)
-    loads, stores = thread_accesses(kernel, bound)
+    loads, stores = thread_accesses(kernel, bound, block)
     return len(loads), len(stores)
 
 
@@ -33,7 +33,8 @@ def _issued(kernel, block):
     ((3, 2), (16, 14, 1), 45 * 29),  # rows 14 yi + i: 0..28, row 14 shared
 ])
 def test_distinct_loads_per_thread_by_hand(tile, block, loads):
-    k = convolution2d.kernel(tile_x=tile[0], tile_y=tile[1])
+    # unguarded body: every repeat merges (the guards: tests/test_output_guards.py)
+    k = convolution2d.kernel(tile_x=tile[0], tile_y=tile[1], guards="none")
     outputs = tile[0] * tile[1]
     assert _issued(k, block) == (loads, outputs)
     assert _issued(dataclasses.replace(k, reload_repeated=True), block) == (225 * outputs, outputs)
@@ -74,7 +75,7 @@ def test_repeated_loads_cost_l1_sectors_again_when_reloaded():
     # sector, so an instruction's sectors per warp depend on its column j
     # only. tile_y = 4 at by = 2 issues 60 row loads per column when
     # reloading, 21 when merged; the block footprint (a union) is the same.
-    k = convolution2d.kernel(tile_y=4, shape=(114, 64))
+    k = convolution2d.kernel(tile_y=4, shape=(114, 64), guards="none")
     reload = dataclasses.replace(k, reload_repeated=True)
     merged, every = block_stage(k, A100, (32, 2, 1)), block_stage(reload, A100, (32, 2, 1))
     assert every.footprint.l1_load == pytest.approx(merged.footprint.l1_load * 60 / 21)

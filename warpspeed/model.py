@@ -175,7 +175,7 @@ def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -
         raise TypeError(f"predict() needs a ws.Kernel, got {type(kernel).__name__}")
     launch = make_launch(kernel, machine, block)
     bound = bind_all([kernel_forms(kernel)], launch.block)
-    loads, stores = thread_accesses(kernel, bound)
+    loads, stores = thread_accesses(kernel, bound, launch.block)
     smp = sample(kernel, launch, loads + stores, bound, warp=machine.warp_size)
     if not smp.active.any():
         raise LaunchError(f"no thread of block {launch.block} lies inside the domain")

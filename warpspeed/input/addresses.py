@@ -5,7 +5,9 @@ merging of accesses a thread repeats (MODEL.md §1).
 After the block size and folding are bound, two accesses of one thread
 that address the same element count once at every level (the compiler
 loads read-only data once per thread); ``Kernel.reload_repeated`` keeps
-them apart for code where that cannot apply.
+them apart for code where that cannot apply, and ``Kernel.output_guards``
+keeps apart the loads of outputs under separate bounds checks
+(:func:`guarded_separately`).
 """
 
 from __future__ import annotations
@@ -153,25 +155,74 @@ def merge_repeated(
     return tuple(a for a, kp in zip(accesses, keep.tolist()) if kp)
 
 
+def guarded_separately(kernel: Kernel, block: tuple[int, int, int] | None) -> bool:
+    """Whether each of a thread's outputs sits under its own guard at
+    ``block`` (``Kernel.output_guards``, MODEL.md §1): always for ``True``;
+    for extents, when some extent is not a multiple of block times fold
+    along it (the compile-time switch of a kernel family that specialises
+    divisible shapes). A thread of one output has nothing to keep apart."""
+    g = kernel.output_guards
+    if g is False or kernel.lups_per_thread == 1:
+        return False
+    if g is True:
+        return True
+    if block is None:
+        raise ValueError(f"kernel {kernel.name}: its output guards depend on the block; "
+                         "pass the block")
+    return any(n % (b * f) for n, b, f in zip(g, block, kernel.fold))  # type: ignore[arg-type]
+
+
+def _merged_per_guard(loads: Sequence[Access], bound: Mapping[SymForm, LinForm],
+                      outputs: int) -> tuple[Access, ...]:
+    """:func:`merge_repeated` within each output's group of loads (equal
+    consecutive groups, ``Kernel.output_guards``), never across groups."""
+    size = len(loads) // outputs
+    return tuple(a for k in range(outputs)
+                 for a in merge_repeated(loads[k * size:(k + 1) * size], bound))
+
+
+def issued_loads(kernel: Kernel, bound: Mapping[SymForm, LinForm],
+                 block: tuple[int, int, int] | None = None) -> tuple[Access, ...]:
+    """The loads one thread issues (:func:`thread_accesses`)."""
+    if kernel.reload_repeated:
+        return kernel.loads
+    if guarded_separately(kernel, block):
+        return _merged_per_guard(kernel.loads, bound, kernel.lups_per_thread)
+    return merge_repeated(kernel.loads, bound)
+
+
 def thread_accesses(
-    kernel: Kernel, bound: Mapping[SymForm, LinForm]
+    kernel: Kernel, bound: Mapping[SymForm, LinForm], block: tuple[int, int, int] | None = None
 ) -> tuple[tuple[Access, ...], tuple[Access, ...]]:
     """The loads and the stores one thread issues once the block size is
     bound (MODEL.md §1, counted by §4-§6): repeated addresses once each
     (the compiler's elimination of common loads from read-only data over
     unrolled loops, and of stores overwritten before the thread ends),
-    unless ``kernel.reload_repeated``. A load and a store of one address
-    stay separate."""
+    unless ``kernel.reload_repeated``; loads of outputs under separate
+    guards (:func:`guarded_separately` at ``block``, which a kernel with
+    guard extents needs) merge only within their output. A load and a
+    store of one address stay separate."""
     if kernel.reload_repeated:
         return kernel.loads, kernel.stores
-    return merge_repeated(kernel.loads, bound), merge_repeated(kernel.stores, bound)
+    return issued_loads(kernel, bound, block), merge_repeated(kernel.stores, bound)
 
 
 def repeated_loads(kernel: Kernel, block: tuple[int, int, int]) -> int:
     """How many of a thread's loads repeat an address of another of its
-    loads once ``block`` is bound: the loads :func:`thread_accesses` counts
-    once (0 when ``kernel.reload_repeated``)."""
+    loads once ``block`` is bound and are counted once
+    (:func:`thread_accesses`; 0 when ``kernel.reload_repeated``)."""
     if kernel.reload_repeated or not kernel.loads:
         return 0
     bound = bind_all((a.forms for a in kernel.loads), block)
-    return len(kernel.loads) - len(merge_repeated(kernel.loads, bound))
+    return len(kernel.loads) - len(issued_loads(kernel, bound, block))
+
+
+def guard_kept_loads(kernel: Kernel, block: tuple[int, int, int]) -> int:
+    """How many of a thread's loads repeat an address of another output's
+    loads but are issued again because the outputs are guarded separately
+    at ``block`` (:func:`guarded_separately`; 0 otherwise)."""
+    if kernel.reload_repeated or not kernel.loads or not guarded_separately(kernel, block):
+        return 0
+    bound = bind_all((a.forms for a in kernel.loads), block)
+    return (len(_merged_per_guard(kernel.loads, bound, kernel.lups_per_thread))
+            - len(merge_repeated(kernel.loads, bound)))

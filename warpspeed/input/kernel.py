@@ -194,6 +194,33 @@ def _dedupe(accesses: Sequence[Access], kind: str) -> tuple[Access, ...]:
     return tuple(out)
 
 
+def _output_guards(value: object, n_loads: int, fold: tuple[int, ...]
+                   ) -> bool | tuple[int, ...]:
+    """Validated ``output_guards`` (class docstring): a bool, or 1-3
+    positive extents padded with 1; with guards, the loads must split into
+    one equal group per output."""
+    if isinstance(value, bool):
+        guards: bool | tuple[int, ...] = value
+    else:
+        try:
+            ext = _positive_ints(value, "output_guards extents")
+        except KernelError:
+            raise KernelError(
+                "output_guards must be True, False or the output extents (Nx, Ny[, Nz]) the "
+                f"code specialises for, got {value!r}") from None
+        if len(ext) > 3:
+            raise KernelError(f"output_guards has at most 3 extents (x, y, z), got {ext}")
+        guards = ext + (1,) * (3 - len(ext))
+    outputs = math.prod(fold)
+    if guards is not False and n_loads % outputs:
+        raise KernelError(
+            f"output_guards needs the loads listed output by output, {outputs} equal groups "
+            f"(fold {fold}), but the kernel has {n_loads} distinct loads; list every output's "
+            "loads (equal accesses of two outputs differ by the fold's offset) or set "
+            "output_guards=False")
+    return guards
+
+
 def _fp_ops(ops: object) -> tuple[tuple[str, float], ...]:
     """Validated FP work by class, as sorted pairs (hashable); accepts the
     pairs themselves too (``dataclasses.replace`` passes them back)."""
@@ -245,6 +272,17 @@ class Kernel:
       the outputs of a thread folded by the block size whose inputs
       overlap). True keeps every access, for code where the compiler cannot
       merge them (aliasing pointers, ``volatile``, loads across barriers).
+    * ``output_guards``: whether each of a folded thread's outputs sits
+      under its own bounds check (``if (x < Nx && y < Ny)`` around each
+      output). Loads under different guards are not merged (a guarded load
+      may not execute, so the compiler cannot share it): the loads, listed
+      output by output in equal consecutive groups (``lups_per_thread`` of
+      them), merge only within their group. ``False`` (default): one guard
+      for the thread, or none; ``True``: separate guards at every launch;
+      extents ``(Nx, Ny[, Nz])``: the compile-time switch of kernel families
+      that specialise divisible shapes, separate guards exactly when some
+      extent is not a multiple of block times fold along it
+      (:func:`warpspeed.input.addresses.guarded_separately`; MODEL.md §1).
 
     * ``unbounded``: names of fields whose allocation is not known (a view
       into a larger array); every other access must stay inside its field's
@@ -289,6 +327,7 @@ class Kernel:
     precision: int = 64
     fixed_block: tuple[int, int, int] | None = None
     reload_repeated: bool = False
+    output_guards: bool | tuple[int, ...] = False
     atomics: Atomics | None = None
     gathers: tuple[Gather, ...] = ()
     #: The code generator's target ("CUDA", "HIP"), when known: a prediction on
@@ -362,6 +401,8 @@ class Kernel:
             raise KernelError(
                 f"reload_repeated must be True or False, got {self.reload_repeated!r}"
             )
+        object.__setattr__(self, "output_guards", _output_guards(self.output_guards,
+                                                                   len(loads), fold))
         if isinstance(self.registers, bool) or not isinstance(self.registers, int) or not (
             1 <= self.registers <= 255
         ):

@@ -30,6 +30,17 @@ Hint rules (thresholds are choices of this module, stated in each rule):
   thread would allow one more block.
 * ``fp_bound``: the FP limit binds: fewer floating-point instructions per
   lattice update are the only lever.
+* ``overlap``: the default model's overlap of SM work and the memory
+  stream (MODEL.md §11) costs at least 5 % over the largest level time:
+  the hint names the pair that serialises (FP or L1 work against the L2 or
+  DRAM stream, the pair whose p-norm sets the time) and their ratio, and
+  what would hide it: L1 cycles down to the ideal of 2 per access
+  instruction (a block at least 16 wide in x or a fold that merges
+  repeated loads), with the time the overlap would then take (the same
+  p-norm, :func:`warpspeed.timing.latency.overlap`); otherwise the smaller
+  of the two shrunk (DRAM volume by a block that keeps the layer
+  conditions, L2 traffic by fewer L1 misses, fewer FP instructions), or
+  that the L1 count is at its ideal already.
 * ``l1_validation``: the L1 limit binds. L1-bound predictions are the least
   validated (MODEL.md §4, §10): the hint quotes the model's median
   predicted/measured and rank correlation on the L1-bound development sets
@@ -50,6 +61,7 @@ from ..input.expr import bind_all
 from ..input.kernel import Kernel
 from ..machine import Machine
 from ..model import LIMITERS, Prediction
+from ..timing.latency import overlap as pnorm
 
 MIB = 2**20
 #: The validation figures shipped with the package (``fits/accuracy_report.py``).
@@ -57,6 +69,7 @@ ACCURACY_JSON = Path(__file__).resolve().parents[1] / "ACCURACY.json"
 #: Development sets whose every row is L1-bound in both models (MODEL.md §10).
 L1_BOUND_SETS = ("box2d_r7", "convolution_15x15")
 SIGNIFICANT = 0.05  # share of a level's volume a hint must account for
+OVERLAP_LOSS = 1.05  # overlap factor from which the overlap hint speaks
 
 
 @dataclass(frozen=True)
@@ -124,6 +137,7 @@ def advise(
         + _store_evictions(p)
         + _occupancy(p, machine, kernel)
         + _fp(p, kernel)
+        + _overlap(p, kernel)
         + _l1_validation(p)
     )
     order = {lim: i for i, lim in enumerate(k for k, _ in finite)}
@@ -239,7 +253,7 @@ def _l1(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:
     if kernel is None:
         return ()
     bound = bind_all((a.forms for a in kernel.loads + kernel.stores), p.block)
-    loads, stores = thread_accesses(kernel, bound)  # the instructions a thread issues
+    loads, stores = thread_accesses(kernel, bound, p.block)  # the instructions a thread issues
     ideal = 2.0 * (len(loads) + len(stores)) / kernel.lups_per_thread
     if p.l1_cycles < 1.1 * ideal:
         return ()
@@ -349,6 +363,48 @@ def _occupancy(p: Prediction, m: Machine, kernel: Kernel | None) -> tuple[Hint, 
             " GB/s (Little's law, included in this prediction)"
         )
     return (Hint("occupancy", p.limiter, text),)
+
+
+def _overlap(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:
+    t = p.terms
+    if "overlap_factor" not in t or t["overlap_factor"] < OVERLAP_LOSS:
+        return ()
+    mem_level = "DRAM" if t["t_dram_ns"] >= t["t_l2_ns"] else "L2"
+    memory = t["t_memory_ns"]
+    pairs = {"fp": (t["t_fp_ns"], t["fp_overlap_exponent"]),
+             "l1": (t["t_l1_ns"], t["l1_overlap_exponent"])}
+    core = max(pairs, key=lambda k: pnorm(pairs[k][0], memory, pairs[k][1]))
+    t_core, expo = pairs[core]
+    worst = max(t_core, memory)
+    small = "memory" if memory < t_core else core
+    ps = 1000.0
+    text = (f"the overlap costs x{t['overlap_factor']:.2f}: {core.upper()} work "
+            f"({ps * t_core:.1f} ps per update) and the {mem_level} stream ({ps * memory:.1f} ps) "
+            f"overlap imperfectly (the smaller {min(t_core, memory) / worst:.2f} of the larger) "
+            f"and serialise in part "
+            f"(p-norm exponent {expo:.2f}, MODEL.md §11): {ps * t['t_update_ns']:.1f} ps "
+            f"instead of {ps * worst:.1f}")
+    ideal = None
+    if core == "l1" and kernel is not None:
+        bound = bind_all((a.forms for a in kernel.loads + kernel.stores), p.block)
+        loads, stores = thread_accesses(kernel, bound, p.block)
+        ideal = 2.0 * (len(loads) + len(stores)) / kernel.lups_per_thread
+    if ideal is not None and p.l1_cycles > 1.1 * ideal:
+        at = pnorm(t_core * ideal / p.l1_cycles, memory, expo)
+        text += (f"; at the ideal L1 count ({ideal:.1f} instead of {p.l1_cycles:.1f} cycles "
+                 "per warp-update: a block at least 16 wide in x, or a fold that merges "
+                 f"repeated loads) it would take {ps * at:.1f} ps")
+    elif small == "memory" and mem_level == "DRAM":
+        text += ("; less DRAM traffic per update (a block that keeps the layer conditions or "
+                 "merges partial stores) would hide it")
+    elif small == "memory":
+        text += ("; less L2 traffic per update (fewer L1 misses, a block footprint with less "
+                 "halo) would hide it")
+    elif core == "fp":
+        text += "; fewer FP instructions per update would hide it"
+    elif ideal is not None:
+        text += "; the L1 count is at its ideal already: only fewer loads per update hide it"
+    return (Hint("overlap", core if small == core else p.limiter, text),)
 
 
 def _fp(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:

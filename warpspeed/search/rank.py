@@ -62,6 +62,7 @@ from .design_space import (
     trim_reason,
 )
 from .executor import Runner, chunks, mp_context
+from .merge_note import merge_note
 from .pruning import (
     compulsory_bytes,
     dram_lower_bound,
@@ -72,7 +73,7 @@ from .pruning import (
     upper_bound,
     wave_key,
 )
-from .variants import KernelSource, empty_ranking, merge_note, thread_counts, variants
+from .variants import KernelSource, empty_ranking, thread_counts, variants
 
 
 @dataclass(frozen=True)
@@ -303,8 +304,7 @@ def rank(
         if not r.predictions:  # every class failed its block stage
             raise empty_ranking([(e.fold, e.block, e.reason) for e in r.excluded], m,
                                 kernel_variants)
-        best = r.predictions[0]
-        return replace(r, notes=tuple(notes + merge_note(best, kernel_variants)))
+        return replace(r, notes=tuple(notes + merge_note(r.predictions, kernel_variants)))
     finally:
         if own_pool and pool is not None:
             pool.shutdown(cancel_futures=True)

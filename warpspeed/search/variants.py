@@ -8,10 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..errors import EmptyRankingError, LaunchError
-from ..input.addresses import repeated_loads
 from ..input.kernel import Kernel
 from ..machine import Machine
-from ..model import Prediction
 from .design_space import DEFAULT_FOLDS, Block, Fold
 
 KernelSource = Kernel | Mapping[Fold, Kernel] | Callable[[Fold], Kernel]
@@ -96,24 +94,11 @@ def empty_ranking(
     )
 
 
-def merge_note(best: Prediction | None, kernels: Sequence[tuple[Fold, Kernel]]) -> list[str]:
-    """A note when the best counts repeated loads once (MODEL.md §1, §10)."""
-    k = dict(kernels).get(best.fold) if best is not None else None
-    n = repeated_loads(k, best.block) if k is not None and best is not None else 0
-    if not n or best is None or k is None:
-        return []
-    return [f"the best, fold {best.fold} block {best.block}, counts {n} of its {len(k.loads)} "
-            "loads per thread once because they repeat an address (MODEL.md §1); compilers "
-            "do not always merge them (MODEL.md §10), reload_repeated=True on the kernel "
-            "ranks without the merge"]
-
-
 __all__ = [
     "MIN_DEFAULT_THREADS",
     "KernelSource",
     "default_threads",
     "empty_ranking",
-    "merge_note",
     "thread_counts",
     "variants",
 ]
