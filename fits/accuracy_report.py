@@ -67,7 +67,10 @@ TITLES = {
 #: Headings for the tables of known keys of the validation's JSON.
 HEADINGS = {
     "datasets": "Scores per data set and model",
-    "leave_one_set_out": "Leave one set out: the default model's kernel-fitted constant",
+    "leave_one_set_out": "Leave one set out: the joint fit of the default model's "
+                         "kernel-fitted constant",
+    "shipped": "With the exponent each machine file carries (what predictions use; "
+               "MODEL.md §11 says why it is not the joint fit's)",
     "joint": "Fitted on all development sets (in sample)",
     "left_out": "Each set predicted with the constant fitted on the other sets",
     "paper": "The paper model on the same sets (nothing fitted)",

@@ -12,9 +12,11 @@ direction (``x - c_i``), and writes the cell's 19 populations to the second
 buffer: 19 x 4 x 2 + 1 = 153 B with FP32 storage, 19 x 2 x 2 + 1 = 77 B with
 FP16 storage ("FP16S": FP16 in memory, FP32 arithmetic).
 
-Approximations: the periodic wrap of FluidX3D at the domain faces addresses
-the plane beside the allocation here (the indices outside the shape; the same
-number of bytes, a different place for 1/256 of the cells per face); the FP
+Approximations: the periodic wrap of FluidX3D at the domain faces reads a
+ghost layer here (the input buffer is allocated one cell wider on every side,
+so a face cell's neighbour is the plane beside the domain instead of the
+opposite face: the same number of bytes, a different place for 1/256 of the
+cells per face, and rows 2 cells longer than FluidX3D's); the FP
 work is the FP32 count of lbmpy's SRT D3Q19 update (158 FMA-class
 instructions, :mod:`stencils.lbm_d3q19`, the same collision operator), plus
 for FP16S one conversion per population loaded and stored (38), counted as
@@ -51,11 +53,11 @@ def kernel(shape: tuple[int, int, int] = (256, 256, 256), storage: str = "fp32")
     if storage not in STORAGE:
         raise ws.KernelError(f"storage must be one of {sorted(STORAGE)}, got {storage!r}")
     item = STORAGE[storage]
-    fi = ws.Field("fi", shape=(nx, ny, nz, 19), itemsize=item)
+    fi = ws.Field("fi", shape=(nx + 2, ny + 2, nz + 2, 19), itemsize=item)
     fo = ws.Field("fo", shape=(nx, ny, nz, 19), itemsize=item)
     flags = ws.Field("flags", shape=(nx, ny, nz), itemsize=1)
     x, y, z = ws.tidx, ws.tidy, ws.tidz
-    loads = [flags[x, y, z]] + [fi[x - cx, y - cy, z - cz, i]
+    loads = [flags[x, y, z]] + [fi[x + 1 - cx, y + 1 - cy, z + 1 - cz, i]
                                 for i, (cx, cy, cz) in enumerate(D3Q19)]
     stores = [fo[x, y, z, i] for i in range(19)]
     fma = COLLIDE_FMA + (38 if storage == "fp16s" else 0)

@@ -198,13 +198,13 @@ def explanation_lines(p: Prediction, a: Advice) -> list[str]:
 def l1_bound_scores(model: str) -> tuple[tuple[str, float, float], ...]:
     """(set, median predicted/measured, Spearman) of ``model`` on the
     L1-bound development sets, as ``ACCURACY.json`` records them (the
-    default model with its jointly fitted constant); empty if the file is
+    default model with the exponent of the machine files); empty if the file is
     missing or unreadable."""
     try:
         table = json.loads(ACCURACY_JSON.read_text())["validation"]["leave_one_set_out"]
     except (OSError, KeyError, TypeError, ValueError):
         return ()
-    entries = table.get("paper" if model == "paper" else "joint", [])
+    entries = table.get("paper" if model == "paper" else "shipped", [])
     return tuple((e["dataset"], float(e["median_ratio"]), float(e["spearman"]))
                  for e in entries
                  if e.get("dataset") in L1_BOUND_SETS and e.get("median_ratio") is not None
