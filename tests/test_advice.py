@@ -112,7 +112,7 @@ def test_an_l1_bound_prediction_quotes_the_validation_of_l1_bound_sets():
 
     k = convolution2d.kernel()
     table = json.loads(ACCURACY_JSON.read_text())["validation"]["leave_one_set_out"]
-    for model, key in (("latency", "joint"), ("paper", "paper")):
+    for model, key in (("latency", "shipped"), ("paper", "paper")):
         p = ws.predict(k, A100, (64, 2, 1), model=model)
         assert p.limiter == "l1"
         hint = next(h for h in advise(p, A100, k).hints if h.kind == "l1_validation")

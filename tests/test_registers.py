@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 
 import pystencils as ps
@@ -94,7 +95,8 @@ def test_a_given_count_is_the_users_and_estimate_replaces_a_missing_nvcc():
         regs.kernel_registers(kf, kernel, "sm_80", 300)
 
 
-def test_nvcc_runs_once_per_kernel_source_and_architecture(monkeypatch):
+def test_nvcc_runs_once_per_kernel_source_and_architecture(monkeypatch, tmp_path):
+    monkeypatch.setenv("WARPSPEED_CACHE_DIR", str(tmp_path))
     calls = []
 
     def fake(source, arch, includes=(), timeout=120.0):
@@ -107,6 +109,39 @@ def test_nvcc_runs_once_per_kernel_source_and_architecture(monkeypatch):
     for arch in ("sm_80", "sm_80", "sm_90", "sm_80"):
         assert regs.nvcc_registers(kf, arch).registers == 42
     assert calls == ["sm_80", "sm_90"]
+
+
+def test_register_counts_persist_on_disk_per_nvcc_installation(monkeypatch, tmp_path):
+    # a fake nvcc binary: the disk key follows its path and modification time
+    nvcc = tmp_path / "bin" / "nvcc"
+    nvcc.parent.mkdir()
+    nvcc.write_text("")
+    monkeypatch.setattr(regs.shutil, "which", lambda name: str(nvcc))
+    monkeypatch.setenv("WARPSPEED_CACHE_DIR", str(tmp_path / "cache"))
+    calls = []
+
+    def fake(source, arch, includes=(), timeout=120.0):
+        calls.append(arch)
+        return RegisterCount(40 + len(calls), f"nvcc -arch={arch}")
+
+    monkeypatch.setattr(regs, "register_count", fake)
+    _, kf = star3d.generate(radius=1, shape=(16, 16, 16))
+    for _ in range(2):  # a new process: the memory cache is empty, the disk one is not
+        monkeypatch.setattr(regs, "_CACHE", {})
+        assert regs.nvcc_registers(kf, "sm_80").registers == 41
+    assert calls == ["sm_80"]
+    assert len(list((tmp_path / "cache" / "registers").glob("*.json"))) == 1
+    os.utime(nvcc, ns=(0, 10**18))  # another nvcc installation: counted again
+    monkeypatch.setattr(regs, "_CACHE", {})
+    assert regs.nvcc_registers(kf, "sm_80").registers == 42
+    assert calls == ["sm_80", "sm_80"]
+
+
+def test_amd_architectures_get_the_estimate_without_running_nvcc(monkeypatch):
+    monkeypatch.setattr(regs, "register_count", lambda *a, **k: pytest.fail("nvcc was run"))
+    kernel, kf = star3d.generate(radius=1, shape=(16, 16, 16))
+    r = regs.kernel_registers(kf, kernel, "gfx90a")
+    assert r.source == "estimate" and "gfx90a" in r.note
 
 
 def test_hook_ranks_only_blocks_that_launch_with_the_kernels_registers():

@@ -5,8 +5,12 @@ the occupancy; §13: approximations).
 :func:`kernel_registers` is what the generation hook and the CLI use. Its
 answer names its source: ``"nvcc sm_80"`` (the count ``ptxas`` reports for
 the machine's architecture), ``"estimate"`` (no nvcc, or nvcc failed) or
-``"user"`` (a count the caller gave). nvcc runs once per kernel source and
-architecture in a process: the answers are cached in memory.
+``"user"`` (a count the caller gave). nvcc runs once per kernel source,
+architecture and nvcc installation: the answers are cached in memory and
+on disk (:func:`cache_dir`: ``$WARPSPEED_CACHE_DIR``, else
+``$XDG_CACHE_HOME/warpspeed``, else ``~/.cache/warpspeed``; one small JSON
+file per count, safe to delete), so a code generator that regenerates the
+same kernels pays for nvcc once.
 
 **The estimate** (:func:`estimate_registers`) is approximated, not a
 compiler: it counts 32-bit register words of the values a thread may hold
@@ -32,7 +36,10 @@ it, so the output names the estimate.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 import shutil
 import threading
 from collections.abc import Callable
@@ -108,15 +115,65 @@ _CACHE: dict[tuple[str, str], RegisterCount] = {}
 _LOCK = threading.Lock()
 
 
+def cache_dir() -> str:
+    """The folder of the on-disk register counts (module docstring)."""
+    if os.environ.get("WARPSPEED_CACHE_DIR"):
+        return os.path.join(os.environ["WARPSPEED_CACHE_DIR"], "registers")
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "warpspeed", "registers")
+
+
+def _disk_key(source: str, arch: str) -> str | None:
+    """A file name for ``source`` and ``arch`` that changes with the nvcc
+    installation (its path and modification time); None without nvcc."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return None
+    try:
+        stamp = f"{os.path.realpath(nvcc)}:{os.stat(nvcc).st_mtime_ns}"
+    except OSError:
+        return None
+    digest = hashlib.sha256(f"{stamp}\0{arch}\0{source}".encode()).hexdigest()
+    return os.path.join(cache_dir(), f"{digest[:40]}.json")
+
+
+def _read_disk(path: str) -> RegisterCount | None:
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+        return RegisterCount(int(data["registers"]), str(data["reason"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_disk(path: str, count: RegisterCount) -> None:
+    """Store a successful count; a folder that cannot be written only costs
+    the next process another nvcc run."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "w") as fh:
+            json.dump({"registers": count.registers, "reason": count.reason}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 def cached_count(source: str, includes: tuple[str, ...], arch: str) -> RegisterCount:
     """nvcc's count of CUDA ``source`` for ``arch``, cached in memory per
     source and architecture (thread-safe: the hook compiles its folds in
-    threads while it extracts them)."""
+    threads while it extracts them) and on disk (module docstring). Failed
+    compilations are cached in memory only."""
     key = (source, arch)
     with _LOCK:
         if key in _CACHE:
             return _CACHE[key]
-    count = register_count(source, arch, includes)
+    path = _disk_key(source, arch)
+    count = _read_disk(path) if path is not None else None
+    if count is None:
+        count = register_count(source, arch, includes)
+        if path is not None and count.registers is not None:
+            _write_disk(path, count)
     with _LOCK:
         _CACHE[key] = count
     return count
