@@ -74,22 +74,24 @@ def test_a_guarded_convolution_predicts_as_one_that_reloads_everything():
 def test_guards_keep_merging_inside_one_output():
     # two outputs along y (fold 2), each reading A[x, y] twice: one load per
     # output remains under separate guards, one in all without them
-    f = ws.Field("A", shape=(64, 64), itemsize=8)
+    # rows of 64 elements; a view 128 wide over them, so that x + 64 in row r
+    # is x in row r + 1 with every index inside its extent
+    f = ws.Field("A", shape=(128, 66), itemsize=8, strides=(1, 64))
     g = ws.Field("B", shape=(64, 64), itemsize=8)
     x, y = ws.tidx, ws.tidy
-    k = ws.Kernel(loads=[f[x, 2 * y], f[x + 64, 2 * y - 1], f[x + 1, 2 * y + 1],
-                         f[x + 65, 2 * y]],
+    k = ws.Kernel(loads=[f[x, 2 * y + 1], f[x + 64, 2 * y], f[x + 1, 2 * y + 2],
+                         f[x + 65, 2 * y + 1]],
                   stores=[g[x, 2 * y], g[x, 2 * y + 1]], domain=(32, 32), fold=(1, 2, 1),
                   output_guards=True)
     block = (32, 1, 1)
-    # output 0: x + 64 * 2y and x + 64 (2y - 1) + 64 coincide -> 1 load;
-    # output 1: x + 1 + 64 (2y + 1) and x + 65 + 64 * 2y coincide -> 1 load
+    # output 0: x + 64 (2y + 1) and x + 64 + 64 * 2y coincide -> 1 load;
+    # output 1: x + 1 + 64 (2y + 2) and x + 65 + 64 (2y + 1) coincide -> 1 load
     assert _issued_loads(k, block) == 2
     assert _issued_loads(dataclasses.replace(k, output_guards=False), block) == 2
 
 
 def test_guards_keep_apart_what_two_outputs_share():
-    f = ws.Field("A", shape=(64, 64), itemsize=8)
+    f = ws.Field("A", shape=(128, 66), itemsize=8, strides=(1, 64))  # as above
     g = ws.Field("B", shape=(64, 64), itemsize=8)
     x, y = ws.tidx, ws.tidy
     # output 0 reads rows 2y, 2y + 1; output 1 rows 2y + 1, 2y + 2: row 2y + 1 shared
