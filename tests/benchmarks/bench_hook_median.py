@@ -11,7 +11,9 @@ installed):
 
 * before issue 28 (1024 threads only, 32 registers assumed): 0.32 s;
 * default (every thread count from 64 that launches, nvcc's registers):
-  1.17 s; with ``{"registers": "estimate"}`` (no nvcc): 0.70 s; with
+  1.17 s (1.22 s at load 1.5 with an empty register cache; 0.78 s on the
+  second run, when nvcc's counts come from the on-disk cache of
+  ``warpspeed.pystencils.registers``); with ``{"registers": "estimate"}`` (no nvcc): 0.70 s; with
   ``{"threads": 1024, "registers": "estimate"}``: 0.25 s, but 29 of the 58
   kernels then cannot launch any block (their registers exceed 64 per
   thread) and raise ``EmptyRankingError``.
