@@ -142,6 +142,12 @@ def test_amd_architectures_get_the_estimate_without_running_nvcc(monkeypatch):
     kernel, kf = star3d.generate(radius=1, shape=(16, 16, 16))
     r = regs.kernel_registers(kf, kernel, "gfx90a")
     assert r.source == "estimate" and "gfx90a" in r.note
+    # a HIP kernel on an NVIDIA machine: nvcc cannot compile its source either
+    src, dst = ps.fields("src, dst: double[2D]", layout="fzyx")
+    hip = ps.create_kernel([ps.Assignment(dst.center, src[1, 0] + src[-1, 0])],
+                           ps.CreateKernelConfig(target=ps.Target.HIP))
+    r = regs.kernel_registers(hip, kernel, "sm_80")
+    assert r.source == "estimate" and "HIP" in r.note
 
 
 def test_hook_ranks_only_blocks_that_launch_with_the_kernels_registers():

@@ -192,6 +192,11 @@ def nvcc_arch(arch: str) -> bool:
     return arch.startswith("sm_")
 
 
+def _is_hip(kernel_function: Any) -> bool:
+    """Whether pystencils generated ``kernel_function`` for HIP."""
+    return getattr(getattr(kernel_function, "target", None), "name", None) == "HIP"
+
+
 def nvcc_available() -> bool:
     """Whether ``nvcc`` is on the ``PATH``."""
     return shutil.which("nvcc") is not None
@@ -225,6 +230,9 @@ def kernel_registers(
         return Registers(estimate, "estimate", "the machine file names no arch for nvcc")
     if not nvcc_arch(arch):
         return Registers(estimate, "estimate", f"nvcc does not compile for {arch}")
+    if _is_hip(kernel_function):
+        return Registers(estimate, "estimate", "the kernel was generated for HIP, nvcc compiles "
+                         "CUDA")
     count = counter(kernel_function, arch)
     if count.registers is None:
         return Registers(estimate, "estimate", count.reason)
@@ -237,7 +245,8 @@ def start_count(
     """Start nvcc on ``kernel_function`` in ``pool`` when :func:`kernel_registers`
     will ask for it (``given`` None or ``"nvcc"``, an ``arch``, nvcc
     installed); its source is printed here, in the caller's thread."""
-    if given not in (None, "nvcc") or not arch or not nvcc_arch(arch) or not nvcc_available():
+    if (given not in (None, "nvcc") or not arch or not nvcc_arch(arch)
+            or _is_hip(kernel_function) or not nvcc_available()):
         return None
     source, includes = pystencils_source(kernel_function)
     return pool.submit(cached_count, source, includes, arch)
