@@ -299,7 +299,7 @@ def test_enter_a_kernel_by_hand(server: str, browser: webdriver.Chrome,
     button = element(browser, ".ws-rank").shadow_root.find_element(
         By.CSS_SELECTOR, "button")
     button.click()
-    ranking = ws.rank(expected_kernel(), "A100", jobs=1)
+    ranking = ws.rank(expected_kernel(), "A100", threads=[1024], jobs=1)  # the form's count
     best = ranking.predictions[0]
     status = wait_for(lambda: "ranked" in find(browser, ".ws-rank-status").text
                       and find(browser, ".ws-rank-status").text, what="the ranking", driver=browser)
@@ -317,3 +317,25 @@ def test_enter_a_kernel_by_hand(server: str, browser: webdriver.Chrome,
              driver=browser)
     assert time.monotonic() - t0 < 60
 
+
+
+def test_a_link_to_an_unknown_machine_is_refused(server: str, browser: webdriver.Chrome) -> None:
+    browser.get(server.rstrip("/") + "/?machine=A1000&block=256,1,2")
+    message = wait_for(lambda: error_of(browser, "machine"), what="the machine's error",
+                       driver=browser)
+    assert "'A1000'" in message and "A100" in message, message
+    assert "no prediction" in element(browser, ".ws-summary").text
+    assert not browser.execute_script(DEEP, ".ws-glups")  # no other GPU's number
+    # picking a machine clears the refusal and predicts on it
+    host = element(browser, ".ws-in-machine")
+    box = host.shadow_root.find_element(By.CSS_SELECTOR, "select")
+    from selenium.webdriver.support.ui import Select
+
+    from warpspeed.web.state import evaluate
+
+    Select(box).select_by_value("H100")
+    p = evaluate(Form(machine="H100")).prediction
+    assert p is not None
+    wait_for(lambda: browser.execute_script(DEEP, ".ws-glups")
+             and shown(browser, "glups") == repr(p.glups), what="the H100 prediction",
+             driver=browser)

@@ -282,3 +282,22 @@ def test_modules_stay_small() -> None:
     for path in Path(state.__file__).parent.glob("*.py"):
         assert len(path.read_text().splitlines()) <= 510, path.name
     assert re.search(r"^import panel", Path(state.__file__).read_text(), re.M) is None
+
+
+def test_a_link_naming_an_unknown_machine_is_refused_by_name() -> None:
+    errors = state.link_errors("?machine=A1000&block=256,1,2&model=latency")
+    assert set(errors) == {"machine"}
+    assert "'A1000'" in errors["machine"] and "A100" in errors["machine"]
+    assert "MI250X-GCD" in errors["machine"]  # every shipped machine is listed
+    assert state.link_errors("machine=H100&stencil=star3d&mode=hand") == {}
+    assert set(state.link_errors("stencil=nope&model=roofline&mode=x")) == {
+        "stencil", "model", "mode"}
+    assert state.link_errors(f"machine={state.UPLOADED}") == {}
+
+
+def test_the_summary_shows_the_registers_and_their_source() -> None:
+    out = state.evaluate(Form())
+    assert out.prediction is not None
+    text = views.summary_html(out.prediction)
+    assert f"{out.prediction.registers} registers per thread" in text
+    assert f"({out.prediction.registers_source})" in text

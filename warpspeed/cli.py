@@ -145,67 +145,36 @@ def parse_triple(text: str, what: str) -> tuple[int, int, int]:
     return vals  # type: ignore[return-value]
 
 
-def _fmt(v: object) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.2f}"
-    return str(v)
-
-
 def prediction_table(preds: Sequence[Prediction], title: str = "") -> object:
-    """A rich table of predictions, one row each."""
-    from rich.table import Table
+    """The predictions table, with its title above it (:mod:`warpspeed.reports.tables`)."""
+    from rich.console import Group
 
-    table = Table(title=title or None)
-    cols = ["block", "fold", "blk/SM", "L1 cyc", "L1 ld", "L2 ld", "L2 st", "DRAM ld",
-            "DRAM st", "FP", "L1", "L2", "DRAM", "roofline", "GLup/s", "limiter"]
-    for c in cols:
-        table.add_column(c, justify="right")
-    for p in preds:
-        d = p.to_dict()
-        v, lim = d["volumes"], d["limits"]
-        table.add_row(
-            ",".join(map(str, p.block)), ",".join(map(str, p.fold)), str(p.blocks_per_sm),
-            _fmt(p.l1_cycles), _fmt(v["l1_load"]), _fmt(v["l2_load"]), _fmt(v["l2_store"]),
-            _fmt(v["dram_load"]), _fmt(v["dram_store"]), _fmt(lim["fp"]), _fmt(lim["l1"]),
-            _fmt(lim["l2"]), _fmt(lim["dram"]),
-            _fmt(p.terms.get("roofline_glups", p.glups)), _fmt(p.glups), p.limiter,
-        )
-    return table
+    from .reports.tables import prediction_table as table
+
+    return Group(title, table(preds)) if title else table(preds)
 
 
 def _print(obj: object) -> None:
-    from rich.console import Console
+    """Print text or a table wrapped to the terminal's width."""
+    from .reports.tables import console
 
-    Console(width=200).print(obj)
+    console().print(obj)
 
 
 def cmd_machines(args: argparse.Namespace) -> int:
-    rows = []
-    for path in machine_files().values():
-        m = load_machine(path)
-        rows.append({
-            "name": m.name, "description": m.description, "validated": m.validated,
-            "vendor": m.vendor, "architecture": m.architecture, "grounding": m.grounding,
-            "sms": m.sms, "clock_ghz": m.clock_ghz, "l2_bytes": m.l2_bytes,
-            "dram_bandwidth": m.dram_bandwidth, "l2_bandwidth": m.l2_bandwidth, "fits": m.fits,
-        })
+    from .reports.tables import machine_row, machine_table
+    from .validation.grounds import groundings
+    from .validation.transfer import DEV_SETS
+
+    sets = {g.machine: g.kernel_sets for g in groundings(DEV_SETS)}
+    rows = [machine_row(m, sets.get(m.name, ()))
+            for m in map(load_machine, machine_files().values())]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    from rich.table import Table
-
-    table = Table(title="machines")
-    for c in ("name", "vendor", "architecture", "SMs", "GHz", "L2 (MiB)", "DRAM GB/s",
-              "L2 GB/s", "grounding", "description"):
-        table.add_column(c)
-    for r in rows:
-        table.add_row(r["name"], r["vendor"], r["architecture"], str(r["sms"]),
-                      str(r["clock_ghz"]), f"{r['l2_bytes'] / 2**20:g}",
-                      f"{r['dram_bandwidth']:g}", f"{r['l2_bandwidth']:g}", r["grounding"],
-                      r["description"])
-    _print(table)
+    _print("machines (DRAM paper: the paper model's figure; DRAM default: the default model's "
+           "copy and loads-only plateaus; validated on: kernel measurements run on the GPU)")
+    _print(machine_table(rows))
     return 0
 
 
@@ -225,7 +194,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         _print(prediction_table([p], title=f"{kernel.name} on {p.machine} ({p.model} model)"))
         for note in p.notes:  # MODEL.md §15
             _print(f"note: {note}")
-        print(registers_line([(kernel.fold, kernel)]))
+        _print(registers_line([(kernel.fold, kernel)]))
     return 0
 
 
@@ -324,7 +293,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         )
         _print(prediction_table(list(r.predictions), title=title))
         _print(_rank_summary(r, elapsed))
-        print(registers_line(list(variants.items())))
+        _print(registers_line(list(variants.items())))
         for note in list(r.notes) + list(r.predictions[0].notes if r.predictions else ()):
             _print(note)
     return 0
@@ -344,27 +313,21 @@ def _rank_summary(r: Ranking, elapsed: float) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
     from .reports.advice import advise, explanation_lines
+    from .reports.tables import Column, fitted_table
 
     kernel, block = _one_kernel(args)
     m = load_machine(args.machine)
     p = predict(kernel, m, block, model=args.model)
     a = advise(p, m, kernel)
-    table = Table(title=f"{a.kernel} on {a.machine}, block {','.join(map(str, a.block))}, "
-                        f"fold {','.join(map(str, a.fold))}: {a.glups:.2f} GLup/s")
-    table.add_column("limit")
-    table.add_column("GLup/s", justify="right")
-    table.add_column("", justify="left")
-    for name, value in a.limits:
-        note = "binding" if name == a.limiter else f"{value / a.glups:.2f}x"
-        table.add_row(name, f"{value:.2f}", note)
-    _print(table)
+    _print(f"{a.kernel} on {a.machine}, block {','.join(map(str, a.block))}, "
+           f"fold {','.join(map(str, a.fold))}: {a.glups:.2f} GLup/s")
+    rows = [[name, f"{value:.2f}", "binding" if name == a.limiter else f"{value / a.glups:.2f}x"]
+            for name, value in a.limits]
+    _print(fitted_table((Column("limiter", justify="left"), Column("limit", "GLup/s"),
+                         Column("headroom", "x binding", justify="left")), rows))
     lines = explanation_lines(p, a) + [registers_line([(kernel.fold, kernel)])]
-    from rich.console import Console
-
-    Console(width=120).print("\n".join(lines), highlight=False, markup=False)
+    _print("\n".join(lines))
     return 0
 
 

@@ -192,6 +192,7 @@ def _parse(path: Path) -> Machine:
     if unknown:
         raise MachineError(f"machine file {path}: unknown keys {sorted(unknown)}")
     _check_granules(path, values)
+    _scale_stream(path, data.get("dram_bandwidth"), values)
     return Machine(
         name=data["name"],
         description=str(data.get("description", "")),
@@ -203,6 +204,25 @@ def _parse(path: Path) -> Machine:
         **labels,
         **values,  # type: ignore[arg-type]
     )
+
+
+def _scale_stream(path: Path, entry: object, values: dict[str, object]) -> None:
+    """One DRAM figure for both models (MODEL.md §12): the paper model reads
+    ``dram_bandwidth``, the default model the stream plateaus
+    ``dram_bw_read/copy/write``. ``[dram_bandwidth] stream_reference`` is the
+    ``value`` the plateaus were measured with; a file whose ``value`` differs
+    from it (a user's edit) has the plateaus scaled by ``value /
+    stream_reference``, so the figure a user edits moves both models."""
+    ref = entry.get("stream_reference") if isinstance(entry, dict) else None
+    if ref is None:
+        return
+    if isinstance(ref, bool) or not isinstance(ref, (int, float)) or ref <= 0:
+        raise MachineError(f"machine file {path}: [dram_bandwidth] stream_reference must be a "
+                           f"positive number (GB/s), got {ref!r}")
+    k = float(values["dram_bandwidth"]) / float(ref)  # type: ignore[arg-type]
+    for key in ("dram_bw_read", "dram_bw_copy", "dram_bw_write"):
+        if key in values:
+            values[key] = float(values[key]) * k  # type: ignore[arg-type]
 
 
 def _check_granules(path: Path, values: dict[str, object]) -> None:

@@ -16,6 +16,7 @@ import html
 import logging
 import time
 import traceback
+import urllib.parse
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
@@ -124,6 +125,10 @@ class Page:
         self.copy.js_on_click(code="navigator.clipboard.writeText(window.location.href)")
         self.generation = 0
         self.ranking_generation = 0
+        #: Choices of the opening link that name no option (state.link_errors);
+        #: each is cleared when the user picks that input again.
+        self.link_errors: dict[str, str] = {}
+        self.bad_link: dict[str, str] = {}
         self._wire()
 
     # -- layout ------------------------------------------------------------
@@ -187,6 +192,20 @@ class Page:
         loc = pn.state.location
         if loc is None:
             return
+        query = loc.search or _request_query()
+        self.link_errors = state.link_errors(query)
+        values = urllib.parse.parse_qs(query.lstrip("?"))
+        for key in list(self.link_errors):
+            widget = self.w[key]
+            if not isinstance(widget, pn.widgets.Select):
+                continue
+            # keep the link's value selectable: a browser select would
+            # otherwise fall back to its first option (another GPU)
+            bad = values[key][-1]
+            opts = widget.options
+            widget.options = ({**opts, f"{bad} (unknown)": bad} if isinstance(opts, dict)
+                              else [*opts, bad])
+            self.bad_link[key] = bad
         for key, widget in self.w.items():
             loc.sync(widget, {"value": key})
         loc.param.watch(lambda _: self._show_link(), ["search", "href"])
@@ -266,6 +285,15 @@ class Page:
         gen = self.generation
         await asyncio.sleep(0.05)  # a burst of changes (a restored link) predicts once
         if gen != self.generation:
+            return
+        active = {k: m for k, m in self.link_errors.items()
+                  if self.w[k].value == self.bad_link.get(k, self.w[k].value)}
+        if active:  # a link naming an unknown machine: no other GPU's answer
+            self._errors(active)
+            self.summary.object = "<i>no prediction: the link names a choice that does " \
+                "not exist (marked in red)</i>"
+            self.volumes.object, self.explain.object = "", ""
+            self.charts.objects = []
             return
         self.status.object = "<i>computing…</i>"
         form = self.form()
@@ -372,6 +400,15 @@ class Page:
             self.w["fold"].value = row["fold"]
         self.w["block"].value = row["block"]
         self.tabs.active = 0
+
+
+def _request_query() -> str:
+    """The query string of the request that opened the session (the
+    browser's location reaches the server only after the page loaded)."""
+    args = getattr(pn.state, "session_args", None) or {}
+    return urllib.parse.urlencode(
+        [(k, v.decode(errors="replace") if isinstance(v, bytes) else str(v))
+         for k, vals in args.items() for v in vals])
 
 
 def create_app() -> pn.viewable.Viewable:

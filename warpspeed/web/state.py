@@ -19,6 +19,7 @@ import functools
 import inspect
 import math
 import pkgutil
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -410,7 +411,31 @@ def evaluate(form: Form) -> Outcome:
     return Outcome(kernel, machine, pred, advise(pred, machine, kernel))
 
 
+def link_errors(query: str) -> dict[str, str]:
+    """The choices of a shared link's query string (``?machine=A1000``) that
+    name no option of their list: field -> message naming the value and the
+    options. The page shows them and predicts nothing until each is picked
+    again, instead of showing another GPU's (or stencil's) prediction."""
+    choices = {
+        "machine": (*machine_names(), UPLOADED),
+        "stencil": stencil_names(),
+        "model": tuple(MODELS),
+        "mode": ("stencil", "hand"),
+    }
+    out = {}
+    for key, values in urllib.parse.parse_qs(query.lstrip("?"), keep_blank_values=True).items():
+        known = choices.get(key)
+        if known is None or not values or values[-1] in known:
+            continue
+        what = "machine" if key == "machine" else key
+        out[key] = (f"the link names an unknown {what} {values[-1][:40]!r}; known: "
+                    f"{', '.join(k for k in known if k != UPLOADED)}. Pick one: nothing is "
+                    "predicted until then")
+    return out
+
+
 __all__ = [
+    "link_errors",
     "MAX_MACHINE_FILE",
     "UPLOADED",
     "FieldError",

@@ -61,7 +61,8 @@ def summary_html(p: Prediction) -> str:
         f"model), block {','.join(map(str, p.block))}, fold {','.join(map(str, p.fold))}: "
         f"{p.blocks_per_sm} blocks per SM (limited by {html.escape(p.occupancy_limited_by)}), "
         f"waves of {p.wave_blocks} blocks, L1 {number(p.l1_cycles, 'l1_cycles')} "
-        f"cycles per warp and lattice update</div>"
+        f"cycles per warp and lattice update; <span class='ws-registers'>"
+        f"{p.registers} registers per thread ({html.escape(p.registers_source)})</span></div>"
     )
 
 

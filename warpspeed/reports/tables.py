@@ -1,0 +1,180 @@
+"""The command line's tables (MODEL.md §14: what the outputs mean): every
+column header carries its unit, and no printed line is wider than the
+terminal (``COLUMNS`` or the terminal's size; 120 when the output is not a
+terminal). When the columns do not fit, the least important ones are left
+out and a caption names them; the rest is wrapped by ``rich``.
+
+Nothing here computes a number: the tables show :class:`warpspeed.Prediction`
+fields and machine-file values as they are.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..machine import Machine
+from ..model import Prediction
+
+#: Width when the output is not a terminal and ``COLUMNS`` is unset.
+DEFAULT_WIDTH = 120
+#: The narrowest width a table is laid out for.
+MIN_WIDTH = 40
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: its name, the unit shown under it, and how early it
+    is left out when the terminal is narrow (0: never; higher: earlier)."""
+
+    name: str
+    unit: str = ""
+    drop: int = 0
+    justify: str = "right"
+
+    @property
+    def header(self) -> str:
+        return f"{self.name}\n{self.unit}" if self.unit else self.name
+
+
+def terminal_width() -> int:
+    """``COLUMNS``, else the terminal's width, else :data:`DEFAULT_WIDTH`."""
+    return max(MIN_WIDTH, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+
+
+def console(width: int | None = None) -> Any:
+    """A ``rich`` console that wraps at ``width`` (default: the terminal's)."""
+    from rich.console import Console
+
+    return Console(width=width or terminal_width(), highlight=False, markup=False)
+
+
+def _cell_width(text: str) -> int:
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+def _needed(columns: Sequence[Column], rows: Sequence[Sequence[str]], keep: list[int]) -> int:
+    """Characters of a ``rich`` table with the columns ``keep``: each column
+    its widest cell plus one space either side, one border between columns
+    and at both edges."""
+    widths = [max([_cell_width(columns[i].header)] + [_cell_width(r[i]) for r in rows])
+              for i in keep]
+    return sum(w + 3 for w in widths) + 1
+
+
+def fitted_table(columns: Sequence[Column], rows: Sequence[Sequence[str]],
+                 width: int | None = None) -> Any:
+    """A ``rich`` table of ``rows`` that fits ``width`` characters: columns
+    are left out, highest ``drop`` first, until the rest fits; a caption
+    names them. Columns with ``drop`` 0 always stay (``rich`` wraps their
+    cells if they still do not fit)."""
+    from rich.table import Table
+
+    width = width or terminal_width()
+    keep = list(range(len(columns)))
+    dropped: list[str] = []
+    order = sorted((i for i, c in enumerate(columns) if c.drop),
+                   key=lambda i: (-columns[i].drop, -i))
+    for i in order:
+        if _needed(columns, rows, keep) <= width:
+            break
+        keep.remove(i)
+        dropped.append(columns[i].name)
+    caption = (f"left out for the terminal width ({width} columns): {', '.join(dropped)}; "
+               "--json shows everything") if dropped else None
+    table = Table(caption=caption, caption_justify="left")
+    for i in keep:
+        table.add_column(columns[i].header, justify=columns[i].justify)  # type: ignore[arg-type]
+    for r in rows:
+        table.add_row(*(r[i] for i in keep))
+    return table
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    return str(v)
+
+
+#: The prediction table's columns (MODEL.md §14): volumes in bytes per
+#: lattice update, limits and results in GLup/s.
+PREDICTION_COLUMNS = (
+    Column("block", justify="left"), Column("fold", justify="left"),
+    Column("blk/SM", "blocks", 3), Column("L1", "cyc/warp-Lup", 4),
+    Column("L1 ld", "B/Lup", 6), Column("L2 ld", "B/Lup", 5), Column("L2 st", "B/Lup", 6),
+    Column("DRAM ld", "B/Lup", 2), Column("DRAM st", "B/Lup", 3),
+    Column("FP lim", "GLup/s", 7), Column("L1 lim", "GLup/s", 7),
+    Column("L2 lim", "GLup/s", 7), Column("DRAM lim", "GLup/s", 7),
+    Column("roofline", "GLup/s", 1), Column("GLup/s", "predicted"),
+    Column("limiter", justify="left"),
+)
+
+
+def prediction_table(preds: Sequence[Prediction], width: int | None = None) -> Any:
+    """Predictions, one row each (:data:`PREDICTION_COLUMNS`)."""
+    rows = []
+    for p in preds:
+        d = p.to_dict()
+        v, lim = d["volumes"], d["limits"]
+        rows.append([
+            ",".join(map(str, p.block)), ",".join(map(str, p.fold)), str(p.blocks_per_sm),
+            _fmt(p.l1_cycles), _fmt(v["l1_load"]), _fmt(v["l2_load"]), _fmt(v["l2_store"]),
+            _fmt(v["dram_load"]), _fmt(v["dram_store"]), _fmt(lim["fp"]), _fmt(lim["l1"]),
+            _fmt(lim["l2"]), _fmt(lim["dram"]),
+            _fmt(p.terms.get("roofline_glups", p.glups)), _fmt(p.glups), p.limiter,
+        ])
+    return fitted_table(PREDICTION_COLUMNS, rows, width)
+
+
+def default_dram(m: Machine) -> str:
+    """The DRAM bandwidths the default model reads: the copy (one load per
+    store) and the loads-only plateau, GB/s; "-" without them (MODEL.md §11)."""
+    if m.dram_bw_copy is None or m.dram_bw_read is None:
+        return "-"
+    return f"{m.dram_bw_copy:.0f} / {m.dram_bw_read:.0f}"
+
+
+MACHINE_COLUMNS = (
+    Column("name", justify="left"), Column("vendor", justify="left", drop=5),
+    Column("architecture", justify="left", drop=4), Column("SMs", "count", 6),
+    Column("GHz", "clock", 6), Column("L2 size", "MiB", 5),
+    Column("DRAM paper", "GB/s", 3), Column("DRAM default", "GB/s copy / read", 2),
+    Column("L2 bw", "GB/s", 5), Column("grounding", justify="left", drop=1),
+    Column("validated on", "kernel sets", 2, justify="left"),
+    Column("description", justify="left", drop=8),
+)
+
+
+def machine_table(rows: Sequence[dict[str, Any]], width: int | None = None) -> Any:
+    """The built-in machines (``warpspeed machines``): one row per
+    :func:`machine_row`."""
+    cells = [[r["name"], r["vendor"], r["architecture"], str(r["sms"]), f"{r['clock_ghz']:g}",
+              f"{r['l2_bytes'] / 2**20:g}", f"{r['dram_bandwidth']:g}", r["dram_default"],
+              f"{r['l2_bandwidth']:g}", r["grounding"],
+              ", ".join(r["validated_on"]) or "none", r["description"]] for r in rows]
+    return fitted_table(MACHINE_COLUMNS, cells, width)
+
+
+def machine_row(m: Machine, validated_on: Sequence[str] = ()) -> dict[str, Any]:
+    """What ``warpspeed machines`` shows of ``m`` (and prints with
+    ``--json``): ``dram_bandwidth`` is the paper model's figure,
+    ``dram_default`` the default model's plateaus; ``validated_on`` the
+    kernel measurement sets run on it."""
+    return {
+        "name": m.name, "description": m.description, "validated": m.validated,
+        "vendor": m.vendor, "architecture": m.architecture, "grounding": m.grounding,
+        "validated_on": list(validated_on),
+        "sms": m.sms, "clock_ghz": m.clock_ghz, "l2_bytes": m.l2_bytes,
+        "dram_bandwidth": m.dram_bandwidth, "dram_default": default_dram(m),
+        "dram_bw_read": m.dram_bw_read, "dram_bw_copy": m.dram_bw_copy,
+        "dram_bw_write": m.dram_bw_write, "l2_bandwidth": m.l2_bandwidth, "fits": m.fits,
+    }
+
+
+__all__ = ["DEFAULT_WIDTH", "MACHINE_COLUMNS", "PREDICTION_COLUMNS", "Column", "console",
+           "default_dram", "fitted_table", "machine_row", "machine_table", "prediction_table",
+           "terminal_width"]
