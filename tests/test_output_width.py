@@ -109,3 +109,32 @@ def test_a_bad_stream_reference_is_refused_by_name(tmp_path: Path) -> None:
     bad.write_text(text.replace("stream_reference = 1400", "stream_reference = -1"))
     with pytest.raises(ws.MachineError, match="stream_reference must be a positive"):
         ws.load_machine(bad)
+
+
+def test_rankings_and_predictions_have_a_compact_repr() -> None:
+    from stencils import star3d
+
+    k = star3d.kernel(radius=1, shape=(64, 64, 64))
+    r = ws.rank(k, "A100", threads=[256], jobs=1)
+    text = repr(r)
+    best = r.predictions[0]
+    assert text.startswith(f"Ranking({k.name} on A100, latency model: ")
+    assert f"1. block {best.block} fold {best.fold}: {best.glups:.2f} GLup/s" in text
+    assert f"... {len(r.predictions) - 3} more" in text and len(text.splitlines()) == 5
+    assert repr(best) == (f"Prediction({k.name} on A100, latency model: block {best.block}, "
+                          f"fold {best.fold}, {best.glups:.2f} GLup/s, bound by {best.limiter})")
+    assert max(len(line) for line in text.splitlines()) < 100
+
+
+def test_the_hooks_result_has_a_compact_repr() -> None:
+    import pystencils as ps
+
+    import warpspeed.pystencils as wps
+
+    src, dst = ps.fields("src, dst: double[2D]", layout="fzyx")
+    ranked = wps.create_kernel([ps.Assignment(dst.center, src[1, 0] + src[-1, 0])],
+                               ps.CreateKernelConfig(target=ps.Target.CUDA), machine="A100",
+                               shape=(512, 512), threads=[256], registers="estimate", jobs=1)
+    text = repr(ranked)
+    assert text.startswith("Ranked(") and "on A100" in text and "1. block" in text
+    assert len(text.splitlines()) <= 5

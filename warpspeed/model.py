@@ -64,6 +64,13 @@ class Prediction:
     registers: int = 32
     registers_source: str = "kernel"
 
+    def __repr__(self) -> str:
+        """One line (what Jupyter shows); every field stays an attribute and
+        :meth:`to_dict` holds them all (MODEL.md §14)."""
+        return (f"Prediction({self.kernel} on {self.machine}, {self.model} model: block "
+                f"{self.block}, fold {self.fold}, {self.glups:.2f} GLup/s, bound by "
+                f"{self.limiter})")
+
     def to_dict(self) -> dict[str, object]:
         v = self.volumes
         return {

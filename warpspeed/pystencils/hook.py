@@ -49,6 +49,7 @@ from ..machine import Machine, load_machine
 from ..model import Prediction
 from ..model import predict as ws_predict
 from ..search.rank import rank as ws_rank
+from ..search.rank import summary
 from ..timing import DEFAULT_MODEL
 from ..volumes.capacity import CapacityFits
 from .extract import Extraction, extract
@@ -157,6 +158,15 @@ class Ranked:
 
     def __iter__(self):  # allows ``kernel, ranking = create_kernel(...)``
         return iter((self.kernel, list(self.ranking)))
+
+    def __repr__(self) -> str:
+        """A short summary: the best three, the skipped variants and notes
+        counted (the fields hold them)."""
+        name = getattr(self.kernel, "name", type(self.kernel).__name__)
+        machine = self.ranking[0].machine if self.ranking else "?"
+        head = (f"Ranked({name} on {machine}: {len(self.ranking)} configurations, "
+                f"{len(self.skipped)} variants skipped, {len(self.notes)} notes")
+        return summary(head, self.ranking)
 
 
 def rank(

@@ -93,6 +93,17 @@ class Excluded:
     reason: str
 
 
+def summary(head: str, predictions: Sequence[Prediction], shown: int = 3) -> str:
+    """``head`` and the best ``shown`` predictions, one per line, closed by
+    ``)``: the compact ``repr`` of rankings (MODEL.md §14)."""
+    lines = [f"{head};" + (" best:" if predictions else " nothing ranked")]
+    lines += [f"  {i + 1}. block {p.block} fold {p.fold}: {p.glups:.2f} GLup/s ({p.limiter})"
+              for i, p in enumerate(predictions[:shown])]
+    if len(predictions) > shown:
+        lines.append(f"  ... {len(predictions) - shown} more")
+    return "\n".join(lines) + ")"
+
+
 @dataclass(frozen=True)
 class Ranking:
     """Predictions best first (GLup/s, then fold, then block), and how they
@@ -124,6 +135,13 @@ class Ranking:
     top: int | None
     model: str = DEFAULT_MODEL
     notes: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        """A short summary (what Jupyter shows): the best three and the
+        counts; the fields hold the rest."""
+        return summary(f"Ranking({self.kernel} on {self.machine}, {self.model} model: "
+                       f"{self.configurations} configurations, {len(self.excluded)} excluded",
+                       self.predictions)
 
     def to_dicts(self) -> list[dict[str, object]]:
         """The predictions as JSON-serialisable dicts, best first."""
