@@ -69,12 +69,9 @@ class Row:
 
 def _read(path: Path) -> list[dict[str, str]]:
     if not path.is_file():
-        raise ReferenceDataError(
-            f"reference data {path} not found: these are public measurements (the V100 "
-            "stencils of the paper's authors, an A100 Kernel Tuner scan) kept in the project's "
-            "shared/ folder beside the repository, not shipped with warpspeed; put that folder "
-            "there or set WARPSPEED_SHARED to it"
-        )
+        from .provenance import missing_message
+
+        raise ReferenceDataError(missing_message(str(path)))
     with path.open() as fh:
         return list(csv.DictReader(line for line in fh if not line.startswith("#")))
 
