@@ -187,6 +187,65 @@ def sections(value: object, title: str, depth: int = 3) -> list[str]:
     return head + [cell(title, value), ""]
 
 
+#: What each data set measures, for the plain summary: kernel class, the
+#: regime its rows are in, and what was measured (MODEL.md §9). Labels only:
+#: every number of the summary comes from the validation's JSON.
+SET_CLASSES = {
+    "star3d_r4": ("3D star stencil, radius 4, doubles", "DRAM-bound (2 rows L2)",
+                  "GLup/s, DRAM and L2 volumes"),
+    "star3d_r2": ("3D star stencil, radius 2, doubles", "-", "DRAM and L2 volumes only"),
+    "box2d_r7": ("2D box stencil, range 7 (225 points), doubles", "L1-bound", "GLup/s"),
+    "convolution_15x15": ("2D 15x15 convolution, floats, folded", "L1-bound", "GLup/s"),
+    "fluidx3d_d3q19_A40": ("D3Q19 lattice Boltzmann (FluidX3D), FP32/FP16S", "DRAM-bound",
+                           "GLup/s"),
+    "fluidx3d_d3q19_MI100": ("D3Q19 lattice Boltzmann (FluidX3D), FP32/FP16S", "DRAM-bound",
+                             "GLup/s"),
+}
+
+
+def _pct_or_dash(v: object) -> str:
+    return f"{100 * v:.0f} %" if isinstance(v, (int, float)) and math.isfinite(v) else "-"
+
+
+def summary(data: object) -> list[str]:
+    """The plain summary that opens ACCURACY.md: per kernel class and GPU
+    what was measured and the typical error of both models, then the GPUs
+    and regimes without kernel evidence; from the validation's JSON."""
+    if not isinstance(data, dict):
+        return []
+    loo = data.get("leave_one_set_out", {})
+    shipped = {e["dataset"]: e for e in loo.get("shipped", [])}
+    paper = {e["dataset"]: e for e in loo.get("paper", [])}
+    volumes = {(e.get("model"), e.get("dataset")): e for e in data.get("datasets", [])}
+    gpu = {s: m["machine"] for m in data.get("machines", []) for s in m.get("kernel_sets", [])}
+    gpu.setdefault("star3d_r2", "V100")
+    lines = ["### In short", "",
+             "| kernel class | GPU | regime | measured | rows | default model: median "
+             "pred/meas, MAPE | paper model: median pred/meas, MAPE |",
+             "|---|---|---|---|---|---|---|"]
+    for name, (kind, regime, what) in SET_CLASSES.items():
+        d, p = shipped.get(name), paper.get(name)
+        if d is not None and p is not None:
+            cells = (str(d["rows"]), f"{d['median_ratio']:.2f}, {_pct_or_dash(d['mape'])}",
+                     f"{p['median_ratio']:.2f}, {_pct_or_dash(p['mape'])}")
+        elif ("latency", name) in volumes:
+            v, pv = volumes[("latency", name)], volumes.get(("paper", name), {})
+            cells = (str(v["rows"]), f"DRAM volume MAPE {_pct_or_dash(v.get('dram_load_mape'))}",
+                     f"DRAM volume MAPE {_pct_or_dash(pv.get('dram_load_mape'))}")
+        else:
+            continue
+        lines.append(f"| {kind} | {gpu.get(name, '?')} | {regime} | {what} | "
+                     + " | ".join(cells) + " |")
+    bare = [f"{m['machine']} ({m['grounding']})" for m in data.get("machines", [])
+            if not m.get("kernel_sets")]
+    lines += ["", "No kernel was measured on: " + ", ".join(bare) + ". Their predictions rest "
+              "on the micro-benchmarks or data sheets their machine files cite; the LBM rows "
+              "above are the only evidence on a GPU outside the paper's two.",
+              "", "No development set is L2-bound or FP-bound: predictions in those regimes "
+              "have no measured evidence (`warpspeed explain` says so).", ""]
+    return lines
+
+
 def render(data: object, stamp: str = "") -> str:
     """The whole of ACCURACY.md for the validation's JSON ``data``;
     ``stamp``: the fingerprint the figures were computed for."""
@@ -205,6 +264,7 @@ def render(data: object, stamp: str = "") -> str:
         "ranks first over the measured best.",
         "",
     ]
+    lines += summary(data)
     lines += sections(data, "scores" if records_of(data) is not None else "")
     if stamp:
         lines += [f"Model inputs fingerprint: `{stamp}` (the raw numbers: "

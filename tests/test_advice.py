@@ -108,7 +108,7 @@ def test_an_l1_bound_prediction_quotes_the_validation_of_l1_bound_sets():
     import json
 
     from stencils import convolution2d
-    from warpspeed.reports.advice import ACCURACY_JSON, L1_BOUND_SETS, l1_bound_scores
+    from warpspeed.reports.expected import ACCURACY_JSON, L1_BOUND_SETS, l1_bound_scores
 
     k = convolution2d.kernel()
     table = json.loads(ACCURACY_JSON.read_text())["validation"]["leave_one_set_out"]
@@ -159,3 +159,29 @@ def test_an_overlap_hint_offers_the_ideal_l1_count_when_the_block_is_narrow():
         at = (t["t_l1_ns"] * 16 / p.l1_cycles) ** expo + t["t_memory_ns"] ** expo
         assert f"it would take {1000 * at ** (1 / expo):.1f} ps" in hint.message
     assert ws.predict(k, A100, (8, 16, 2)).l1_cycles == pytest.approx(32.0)
+
+
+def test_every_regime_quotes_its_expected_accuracy_and_the_gpus_evidence():
+    import json
+
+    from warpspeed.reports.expected import ACCURACY_JSON
+
+    shipped = {e["dataset"]: e for e in json.loads(ACCURACY_JSON.read_text())[
+        "validation"]["leave_one_set_out"]["shipped"]}
+    from stencils import star3d
+
+    s = star3d.kernel(radius=1, shape=(256, 256, 256))  # DRAM-bound on H100
+    p = ws.predict(s, "H100", (128, 4, 2))
+    assert p.limiter == "dram"
+    hint = next(h for h in advise(p, ws.load_machine("H100"), s).hints
+                if h.kind == "expected_accuracy")
+    assert f"star3d_r4 {shipped['star3d_r4']['median_ratio']:.2f}x" in hint.message
+    assert "no kernel was measured on H100" in hint.message
+    # an L2-bound configuration: no set is L2-bound, and that is said
+    k = star3d.kernel(radius=4, shape=(256, 256, 256))
+    p = ws.predict(k, "V100", (256, 2, 1))
+    assert p.limiter == "l2"
+    hint = next(h for h in advise(p, ws.load_machine("V100"), k).hints
+                if h.kind == "expected_accuracy")
+    assert "no development set is L2-bound" in hint.message
+    assert "kernels measured on V100: star3d_r4, box2d_r7" in hint.message

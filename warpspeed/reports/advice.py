@@ -50,11 +50,8 @@ Hint rules (thresholds are choices of this module, stated in each rule):
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..input.addresses import thread_accesses
 from ..input.expr import bind_all
@@ -62,12 +59,9 @@ from ..input.kernel import Kernel
 from ..machine import Machine
 from ..model import LIMITERS, Prediction
 from ..timing.latency import overlap as pnorm
+from .expected import expected_accuracy, l1_bound_scores
 
 MIB = 2**20
-#: The validation figures shipped with the package (``fits/accuracy_report.py``).
-ACCURACY_JSON = Path(__file__).resolve().parents[1] / "ACCURACY.json"
-#: Development sets whose every row is L1-bound in both models (MODEL.md §10).
-L1_BOUND_SETS = ("box2d_r7", "convolution_15x15")
 SIGNIFICANT = 0.05  # share of a level's volume a hint must account for
 OVERLAP_LOSS = 1.05  # overlap factor from which the overlap hint speaks
 
@@ -138,7 +132,7 @@ def advise(
         + _occupancy(p, machine, kernel)
         + _fp(p, kernel)
         + _overlap(p, kernel)
-        + _l1_validation(p)
+        + _validation(p)
     )
     order = {lim: i for i, lim in enumerate(k for k, _ in finite)}
     hints = tuple(sorted(hints, key=lambda h: order.get(h.limiter, len(LIMITERS))))
@@ -194,25 +188,12 @@ def explanation_lines(p: Prediction, a: Advice) -> list[str]:
     return lines
 
 
-@functools.cache
-def l1_bound_scores(model: str) -> tuple[tuple[str, float, float], ...]:
-    """(set, median predicted/measured, Spearman) of ``model`` on the
-    L1-bound development sets, as ``ACCURACY.json`` records them (the
-    default model with the exponent of the machine files); empty if the file is
-    missing or unreadable."""
-    try:
-        table = json.loads(ACCURACY_JSON.read_text())["validation"]["leave_one_set_out"]
-    except (OSError, KeyError, TypeError, ValueError):
-        return ()
-    entries = table.get("paper" if model == "paper" else "shipped", [])
-    return tuple((e["dataset"], float(e["median_ratio"]), float(e["spearman"]))
-                 for e in entries
-                 if e.get("dataset") in L1_BOUND_SETS and e.get("median_ratio") is not None
-                 and e.get("spearman") is not None)
-
-
-def _l1_validation(p: Prediction) -> tuple[Hint, ...]:
-    scores = l1_bound_scores(p.model) if p.limiter == "l1" else ()
+def _validation(p: Prediction) -> tuple[Hint, ...]:
+    """The expected accuracy of ``p``'s regime (:mod:`warpspeed.reports.expected`)."""
+    if p.limiter != "l1":
+        text = expected_accuracy(p)
+        return (Hint("expected_accuracy", p.limiter, text),) if text else ()
+    scores = l1_bound_scores(p.model)
     if not scores:
         return ()
     figures = ", ".join(f"{name} {med:.2f}x (rank correlation {rho:.2f})"
