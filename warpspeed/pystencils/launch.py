@@ -143,7 +143,9 @@ def _global_domain(guards: list[tuple[sp.Expr, str]], notes: list[str]) -> tuple
             if a in used:
                 raise GuardError(
                     f"the guard bounds no extent along {'xyz'[a]} with a plain `ctr < N` "
-                    "condition; the domain of valid threads is not a box"
+                    "condition; the domain of valid threads is not a box (an iteration "
+                    "slice whose bounds depend on another counter, such as a triangle, is "
+                    "not supported; predict the kernel over the enclosing box, an upper bound)"
                 )
             ext[a] = 1
     if min(ext) <= 0:
