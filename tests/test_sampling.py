@@ -67,3 +67,37 @@ def test_distinct_equals_numpy_unique_on_both_paths(values, spread):
     narrow = wide % (spread + 1) - 7
     for x in (wide, narrow):
         assert np.array_equal(distinct(x), np.unique(x))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.tuples(st.integers(8, 70), st.integers(1, 9), st.integers(1, 6)),
+    st.tuples(st.sampled_from([4, 8, 16, 32, 64]), st.sampled_from([1, 2, 4]),
+              st.sampled_from([1, 2])),
+    st.sampled_from([80, 96, 136]),
+    st.sampled_from([0, 8, 96]),
+    st.integers(1, 3),
+    st.sampled_from([(32, 128), (64, 64), (128, 128)]),
+)
+def test_block_sector_and_line_counts_match_python_sets(domain, block, pitch, offset, radius,
+                                                         granules):
+    # MODEL.md §5: distinct sectors (and lines) of a field's loads per sampled
+    # block, against sets of the sampled threads' byte addresses
+    from warpspeed.volumes.footprint import _block_counts
+
+    sector, line = granules
+    kernel = star(domain, pitch, offset, radius)
+    launch = make_launch(kernel, ws.load_machine("A100"), block)
+    acc = kernel.loads + kernel.stores
+    bound = bind_all((a.forms for a in acc), launch.block)
+    s = sample(kernel, launch, acc, bound)
+    loads = list(range(len(kernel.loads)))
+    sectors, lines = _block_counts(s, loads, sector, line)
+    for b in range(s.active.shape[0]):
+        act = s.active[b]
+        seen: set[int] = set()
+        for k in loads:
+            cls, shift = s.access_class[k], s.access_shift[k]
+            seen |= {int(a) // sector for a in (s.class_addresses[cls][b] + shift)[act]}
+        assert sectors[b] == len(seen)
+        assert lines[b] == len({x // (line // sector) for x in seen})

@@ -61,23 +61,40 @@ def _per_warp_sectors(s: Sample, indices: range, sector: int = SECTOR,
     return out
 
 
-def _block_sectors(s: Sample, indices: list[int], sector: int = SECTOR) -> list[np.ndarray]:
-    """The distinct sectors the accesses ``indices`` touch in each sampled
-    block, sorted: the union over instructions, from each group's
-    representative shifted by whole sectors."""
+def _distinct_pairs(blocks: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``(block, value)`` pairs, sorted by block, then value."""
+    if values.size == 0:
+        return blocks, values
+    low = int(values.min())
+    span = int(values.max()) - low + 1
+    key = distinct(blocks * span + (values - low))
+    return key // span, key % span + low
+
+
+def _block_counts(s: Sample, indices: list[int], sector: int = SECTOR, line: int = LINE
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Per sampled block, the distinct sectors the accesses ``indices``
+    touch and the distinct lines they fall in (MODEL.md §5): the union over
+    instructions, each group's representative shifted by whole sectors,
+    vectorised over the blocks."""
+    nb = s.active.shape[0]
+    zero = np.zeros(nb)
     groups = shift_groups(s, indices, sector)
-    out = []
-    for i in range(s.active.shape[0]):
-        act = s.active[i]
-        if not act.any():
-            out.append(np.zeros(0, dtype=np.int64))
-            continue
-        parts = []
-        for rep, shifts in groups:
-            u = distinct(rep[i][act] // sector)
-            parts.append((u[None, :] + (shifts // sector)[:, None]).ravel())
-        out.append(distinct(np.concatenate(parts)))
-    return out
+    if not groups or not s.active.any():
+        return zero, zero
+    owner = np.broadcast_to(np.arange(nb, dtype=np.int64)[:, None], s.active.shape)[s.active]
+    parts_b, parts_v = [], []
+    for rep, shifts in groups:
+        b, v = _distinct_pairs(owner, rep[s.active] // sector)
+        steps = shifts // sector
+        parts_b.append(np.tile(b, len(steps)))
+        parts_v.append((v[None, :] + steps[:, None]).ravel())
+    blocks, sectors = _distinct_pairs(np.concatenate(parts_b), np.concatenate(parts_v))
+    lines = sectors // (line // sector)
+    new = np.ones(blocks.size, dtype=bool)
+    new[1:] = (blocks[1:] != blocks[:-1]) | (lines[1:] != lines[:-1])
+    return (np.bincount(blocks, minlength=nb).astype(float),
+            np.bincount(blocks[new], minlength=nb).astype(float))
 
 
 def block_footprint(s: Sample, n_loads: int, sector: int = SECTOR, line: int = LINE,
@@ -100,13 +117,12 @@ def block_footprint(s: Sample, n_loads: int, sector: int = SECTOR, line: int = L
     for k, acc in enumerate(s.accesses):
         per_field.setdefault(acc.field.name, [[], []])[k >= n_loads].append(k)
     for loads, stores in per_field.values():
-        ld = _block_sectors(s, loads, sector) if loads else [np.zeros(0, np.int64)] * nb
-        st = _block_sectors(s, stores, sector) if stores else [np.zeros(0, np.int64)] * nb
-        for i in range(nb):
-            v1[i] += len(ld[i])
-            if len(ld[i]):
-                lines[i] += 1 + np.count_nonzero(np.diff(ld[i] // (line // sector)))
-            sv1[i] += len(st[i])
+        if loads:
+            sectors, field_lines = _block_counts(s, loads, sector, line)
+            v1 += sectors
+            lines += field_lines
+        if stores:
+            sv1 += _block_counts(s, stores, sector, line)[0]
     blocks_active = s.active.any(axis=1)
     alloc = float(np.sum(lines * w) / np.sum(w * blocks_active)) * line
     return Footprint(

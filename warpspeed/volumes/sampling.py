@@ -101,8 +101,8 @@ def shift_groups(
     if ks.size == 0:
         return []
     cls, sh = s.access_class[ks], s.access_shift[ks]
-    keys = np.stack([cls, sh % modulus], axis=1)
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    keys = cls * modulus + sh % modulus  # the pairs (class, shift mod modulus), in order
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     inverse = inverse.ravel()
     out = []
     for g in np.argsort(first).tolist():  # groups in the order of their first access
