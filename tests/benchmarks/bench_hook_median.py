@@ -13,7 +13,10 @@ installed):
 * default (every thread count from 64 that launches, nvcc's registers):
   1.17 s (1.22 s at load 1.5 with an empty register cache; 0.78 s on the
   second run, when nvcc's counts come from the on-disk cache of
-  ``warpspeed.pystencils.registers``); with ``{"registers": "estimate"}`` (no nvcc): 0.70 s; with
+  ``warpspeed.pystencils.registers``; after the footprints were vectorised
+  over blocks: 1.17 s cold, 0.72 s warm, 0.72 s with the estimate). The
+  median kernels spend about half their time in pystencils generating the
+  three folds and the best one again; with ``{"registers": "estimate"}`` (no nvcc): 0.70 s; with
   ``{"threads": 1024, "registers": "estimate"}``: 0.25 s, but 29 of the 58
   kernels then cannot launch any block (their registers exceed 64 per
   thread) and raise ``EmptyRankingError``.
