@@ -19,9 +19,12 @@ from tests.corpus.pstests import CASES, generate
 REFUSED = {"triangle_pattern": "not a box"}
 
 
+@pytest.mark.parametrize("target, machine", [("CUDA", "A100"), ("HIP", "MI250X-GCD")])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_pystencils_test_kernel_is_predicted_or_refused_by_name(case) -> None:
-    kernel = generate(case)
+def test_pystencils_test_kernel_is_predicted_or_refused_by_name(case, target, machine) -> None:
+    import pystencils as ps
+
+    kernel = generate(case, getattr(ps.Target, target))
     assert not isinstance(kernel, Exception), f"pystencils 2.1 does not generate it: {kernel}"
     if case.name in REFUSED:
         with pytest.raises(ws.KernelError, match=REFUSED[case.name]):
@@ -29,7 +32,7 @@ def test_pystencils_test_kernel_is_predicted_or_refused_by_name(case) -> None:
         return
     ex = wps.extract(kernel, **case.kwargs)
     block = ex.kernel.fixed_block or (256, 1, 1)
-    p = wps.predict(kernel, "A100", block, registers=32, **case.kwargs)
+    p = wps.predict(kernel, machine, block, registers=32, **case.kwargs)
     v = p.volumes
     assert math.isfinite(p.glups) and p.glups > 0
     assert v.dram_load + v.dram_store > 0

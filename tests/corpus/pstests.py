@@ -213,9 +213,13 @@ CASES: tuple[PsCase, ...] = (
 )
 
 
-def generate(case: PsCase) -> Any:
-    """pystencils' kernel of ``case``, or the exception pystencils raised."""
+def generate(case: PsCase, target: ps.Target = ps.Target.CUDA) -> Any:
+    """pystencils' kernel of ``case`` for ``target`` (CUDA or HIP), or the
+    exception pystencils raised."""
     asm, cfg = case.build()
+    cfg.target = target
+    if target == ps.Target.HIP:
+        cfg.gpu.warp_size = 64  # CDNA wavefronts (pystencils cannot know the GPU)
     try:
         return ps.create_kernel(asm, cfg)
     except Exception as exc:  # pystencils' own refusal is recorded, not raised
