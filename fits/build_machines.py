@@ -25,7 +25,8 @@ CITE = "te42kyfo/gpu-benches, commit 1c36d50"
 #: name -> (tables by flag, extra flags); tables are <kind>/<gpu>.csv under DATA.
 BUILDS: dict[str, tuple[dict[str, str], list[str]]] = {
     "A40": ({"stream": "stream/a40", "l1": "l1_cache/a40", "roofline": "roofline/a40",
-             "small-kernels": "small_kernels/a40"}, []),
+             "small-kernels": "small_kernels/a40", "scattered": "l2_cache/l40",
+             "scattered-stream": "stream/l40"}, []),
     "L40": ({"stream": "stream/l40", "latency": "latency/l40", "l1": "l1_cache/l40",
              "l2": "l2_cache/l40", "roofline": "roofline/l40",
              "small-kernels": "small_kernels/l40"}, []),
@@ -46,18 +47,21 @@ BUILDS: dict[str, tuple[dict[str, str], list[str]]] = {
                     f"{CITE}; the MI210's table stands in: the same CDNA2 die with the same "
                     "1638 GB/s HBM2e per die"]),
     "MI300X": ({"stream": "stream/mi210", "latency": "latency/mi210",
-                "small-kernels": "small_kernels/mi210"},
+                "small-kernels": "small_kernels/mi210", "scattered": "l2_cache/mi210",
+                "scattered-stream": "stream/mi210"},
                ["--grounding", "datasheet", "--latency-l2-mib", "8", "--dram-scale", "3.2349",
                 "--cite", f"{CITE}; the MI210's table stands in (CDNA2, 1638.4 GB/s HBM2e; "
                 "MI300X: 5300 GB/s HBM3)"]),
     "RX7900XTX": ({"stream": "stream/rx6900xt", "latency": "latency/rx6900xt",
-                   "small-kernels": "small_kernels/rx6900xt"},
+                   "small-kernels": "small_kernels/rx6900xt", "scattered": "l2_cache/rx6900xt",
+                   "scattered-stream": "stream/rx6900xt"},
                   ["--grounding", "datasheet", "--latency-l2-mib", "4", "--latency-llc-mib",
                    "128", "--dram-scale", "1.875", "--cite",
                    f"{CITE}; the RX 6900 XT's table stands in (RDNA2, 512 GB/s GDDR6; RX 7900 "
                    "XTX: 960 GB/s)"]),
     "B200": ({"stream": "stream/h200", "latency": "latency/h100_pcie",
-              "roofline": "roofline/h200", "small-kernels": "small_kernels/h200"},
+              "roofline": "roofline/h200", "small-kernels": "small_kernels/h200",
+              "scattered": "l2_cache/h200", "scattered-stream": "stream/h200"},
              ["--grounding", "datasheet", "--latency-l2-mib", "50", "--dram-scale", "1.6667",
               "--cite", f"{CITE}; the H200's stream table (4.8 TB/s HBM3e; B200: 8 TB/s) and "
               "the H100 PCIe's pointer chasing stand in"]),

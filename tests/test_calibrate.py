@@ -90,6 +90,30 @@ def _synthetic_l2(path: Path, l2_mib: float) -> None:
     path.write_text("\n".join(rows) + "\n")
 
 
+def test_scattered_fraction_is_the_dram_end_over_the_read_plateau(tmp_path: Path) -> None:
+    """An l2_cache table reaching 1 GiB: its median there over the stream table's
+    read plateau; a table that stops short gives no fraction and the file no key."""
+    _synthetic_stream(tmp_path / "s.csv")
+    read = mb.plateau(mb.load_stream(tmp_path / "s.csv").gbs["read"])[0]
+    rows = ["block_run_kB,data_set_kB,bandwidth_GBs", "512,1024,3000"]
+    rows += [f"512,{kb},{bw}" for kb, bw in ((2**20, 700.0), (2**21, 720.0), (2**22, 740.0))]
+    (tmp_path / "l2.csv").write_text("\n".join(rows) + "\n")
+    sc = mb.scattered(tmp_path / "l2.csv", tmp_path / "s.csv")
+    assert (sc.bandwidth, sc.rows) == (720.0, 3)
+    assert sc.fraction == pytest.approx(720.0 / read)
+    data = calibrate(BASE / "MI100.toml", Tables(stream=tmp_path / "s.csv",
+                                                 latency=None, l2=tmp_path / "l2.csv"))
+    assert data["dram_scattered_fraction"]["value"] == round(720.0 / read, 3)
+    assert "l2.csv" in data["dram_scattered_fraction"]["source"]
+    _synthetic_l2(tmp_path / "short.csv", 8)
+    assert not mb.reaches_dram(tmp_path / "short.csv")
+    short = calibrate(BASE / "MI100.toml", Tables(stream=tmp_path / "s.csv",
+                                                  l2=tmp_path / "short.csv"))
+    assert "dram_scattered_fraction" not in short
+    with pytest.raises(mb.TableError, match="no data set of at least 1 GiB"):
+        mb.scattered(tmp_path / "short.csv", tmp_path / "s.csv")
+
+
 def test_plateaus_and_turnover_of_a_synthetic_stream_table(tmp_path: Path) -> None:
     _synthetic_stream(tmp_path / "s.csv")
     fit = mb.memory_fit(mb.load_stream(tmp_path / "s.csv"), 400.0, 150.0)

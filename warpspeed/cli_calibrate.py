@@ -22,7 +22,13 @@ def add_parser(machines: argparse.ArgumentParser) -> None:
     p.add_argument("--latency", type=Path,
                    help="latency/<gpu>.csv (else the base gives dram_latency_ns, l2_latency_ns)")
     p.add_argument("--l1", type=Path, help="l1_cache/<gpu>.csv (checks l1_bytes)")
-    p.add_argument("--l2", type=Path, help="l2_cache/<gpu>.csv (l2_bandwidth)")
+    p.add_argument("--l2", type=Path,
+                   help="l2_cache/<gpu>.csv (l2_bandwidth, dram_scattered_fraction)")
+    p.add_argument("--scattered", type=Path,
+                   help="a related GPU's l2_cache table for dram_scattered_fraction when this "
+                        "GPU has none (with --scattered-stream)")
+    p.add_argument("--scattered-stream", type=Path,
+                   help="the stream table of the GPU whose --scattered table it is")
     p.add_argument("--small-kernels", type=Path,
                    help="small_kernels/<gpu>.csv (launch_overhead_us)")
     p.add_argument("--roofline", type=Path, help="roofline/<gpu>.csv (fp_overlap_exponent)")
@@ -48,12 +54,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from .validation.calibrate import DEFAULT_CITE, Tables, calibrate, write_machine
 
     tables = Tables(stream=args.stream, latency=args.latency, l1=args.l1, l2=args.l2,
-                    small_kernels=args.small_kernels, roofline=args.roofline)
+                    small_kernels=args.small_kernels, roofline=args.roofline,
+                    scattered=args.scattered, scattered_stream=args.scattered_stream)
     data = calibrate(args.base, tables, cite=args.cite or DEFAULT_CITE,
                      latency_l2_mib=args.latency_l2_mib, latency_llc_mib=args.latency_llc_mib,
                      dram_scale=args.dram_scale, grounding=args.grounding, name=args.name)
     words = ["warpspeed", "machines", "calibrate", "--base", _rel(args.base)]
-    for flag in ("stream", "latency", "l1", "l2", "small_kernels", "roofline"):
+    for flag in ("stream", "latency", "l1", "l2", "small_kernels", "roofline", "scattered",
+                 "scattered_stream"):
         if getattr(args, flag) is not None:
             words += [f"--{flag.replace('_', '-')}", _rel(getattr(args, flag))]
     for flag in ("name", "cite", "latency_l2_mib", "latency_llc_mib"):
@@ -67,6 +75,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
               + shlex.join(words) + " --out FILE")
     m = write_machine(data, args.out, header)
     print(f"wrote {args.out}: {m.name} ({m.vendor} {m.architecture}), grounding {m.grounding}")
+    if m.dram_scattered_fraction is None:
+        print("no dram_scattered_fraction: no l2_cache table with data sets of at least 1 GiB "
+              "(--l2, or a related GPU's with --scattered); the default model assumes many "
+              "concurrent DRAM streams lose nothing (MODEL.md §11)")
     return 0
 
 

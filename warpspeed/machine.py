@@ -83,6 +83,9 @@ class Machine:
     # Atomics to one address per core clock (warpspeed.input.atomics, the reduction
     # limiter); None when a user's file lacks it (kernels without atomics).
     atomics_per_clock: float | None = None
+    # The DRAM's bandwidth with many concurrent streams over the read plateau
+    # (MODEL.md §11, many streams); None: not measured, no correction.
+    dram_scattered_fraction: float | None = None
     # The memory hierarchy's granules and the AMD levels (MODEL.md §15); the
     # defaults are NVIDIA's, so files without these tables describe an NVIDIA GPU.
     l1_sector_bytes: int = 32
@@ -115,8 +118,9 @@ NVIDIA_ARCHITECTURES = {
     "sm_100": "Blackwell", "sm_120": "Blackwell",
 }
 _COSTS = ("fp64_cost", "fp32_cost")
-#: Optional parameters of single constructs (atomics: warpspeed.input.atomics).
-OPTIONAL_PARAMETERS = {"atomics_per_clock": "float"}
+#: Optional parameters: of single constructs (atomics: warpspeed.input.atomics) and of
+#: many concurrent DRAM streams (MODEL.md §11); a file without them gets no such term.
+OPTIONAL_PARAMETERS = {"atomics_per_clock": "float", "dram_scattered_fraction": "float"}
 #: Parameters of the memory hierarchy with NVIDIA defaults (MODEL.md §15): the L1
 #: sector and line (32 B, 128 B), SIMDs per SM/CU sharing its register file (1: one
 #: pool), and the last-level cache behind the L2 (AMD Infinity Cache / MALL; 0: none).
@@ -290,6 +294,8 @@ _RANGE: dict[str, tuple[float, float, str]] = {
     # 0 is a valid fit: the DRAM latency does not grow with utilisation
     "memory_shape": (0.0, 100.0, "fits/calibrate_memory.py fits it in [0, 3]"),
     "mall_bytes": (0.0, math.inf, "0: no last-level cache behind the L2"),
+    "dram_scattered_fraction": (0.2, 1.0, "the l2_cache table's DRAM end over the stream "
+                                "table's read plateau, capped at 1"),
     "mall_bandwidth": (0.0, math.inf, "0 with mall_bytes 0: no last-level cache"),
 }
 

@@ -28,6 +28,7 @@ from .volumes.l1 import l1_cycles_per_warp_lup, line_cycles_per_warp_lup
 from .volumes.launch import Launch, make_launch
 from .volumes.levels import LevelVolumes, Volumes, level_volumes
 from .volumes.sampling import Sample, sample
+from .volumes.streams import address_streams
 from .volumes.waves import WaveVolumes, wave_volumes
 
 
@@ -192,8 +193,9 @@ def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -
         launch=launch,
         bound=bound,
         l1_cycles=_l1_cycles(smp, machine),
-        footprint=block_footprint(smp, len(loads), machine.l1_sector_bytes,
-                                  machine.l1_line_bytes, machine.warp_size),
+        footprint=replace(block_footprint(smp, len(loads), machine.l1_sector_bytes,
+                                          machine.l1_line_bytes, machine.warp_size),
+                          streams=address_streams(smp, len(loads))),
     )
 
 
@@ -231,6 +233,8 @@ def finish(
                                           behind.volumes if behind else None)
     if behind is not None and past_mall:
         lv = behind
+    lv = replace(lv, volumes=replace(lv.volumes, dram_streams=stage.footprint.streams.dram_streams(
+        lv.volumes.dram_load, lv.volumes.dram_store)))
     t = with_atomics(timing(model, kernel, mem, launch, stage.l1_cycles, lv.volumes, wave),
                      kernel, mem, launch)
     notes = architecture_notes(kernel, m, model) + ((mall_note,) if mall_note else ())

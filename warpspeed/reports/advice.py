@@ -165,6 +165,9 @@ def explanation_lines(p: Prediction, a: Advice) -> list[str]:
             f"{1000 * t['t_update_ns']:.1f} ps (x{t['overlap_factor']:.2f}); "
             f"DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s "
             f"with {t['dram_bytes_in_flight'] / 2**20:.1f} MiB in flight"
+            + (f", {t['dram_streams']:.0f} concurrent streams: x{t['dram_stream_efficiency']:.2f} "
+               "of the stream plateaus (MODEL.md §11)"
+               if t.get("dram_stream_efficiency", 1.0) < 0.995 else "")
         )
         lines.append(
             f"{updates:.3g} updates in {t['waves']:.3g} waves: body {body:.3g} us "

@@ -18,6 +18,10 @@ whole GPU (the inverse of GLup/s).
   :mod:`warpspeed.timing.memory`, calibrated on public stream and
   pointer-chasing micro-benchmarks). Bytes in flight: every working
   resident thread has its whole DRAM traffic of one residence in flight.
+  The saturated plateaus are scaled by the share that the kernel's
+  concurrent DRAM streams reach (``stream_efficiency``: many streams make the
+  banks switch rows; the machine's ``dram_scattered_fraction`` from the
+  ``l2_cache`` micro-benchmark, :mod:`warpspeed.volumes.streams`).
 * **Overlap**: the *memory* side ``t_mem = max(t_l2, t_dram)`` (DRAM data
   streams through the L2: two stages of one pipeline) overlaps with each
   kind of SM work on its own, as a p-norm ``(a^p + b^p)^(1/p)`` (``p -> inf``
@@ -65,7 +69,7 @@ from ..volumes.launch import Launch
 from ..volumes.levels import Volumes
 from ..volumes.waves import WaveVolumes
 from . import TimingResult
-from .memory import MemoryParams, achieved_bandwidth
+from .memory import MemoryParams, achieved_bandwidth, stream_efficiency
 
 
 def require(m: Machine) -> None:
@@ -82,15 +86,16 @@ def require(m: Machine) -> None:
         )
 
 
-def memory_params(m: Machine) -> MemoryParams:
-    """The machine's calibrated memory parameters."""
+def memory_params(m: Machine, efficiency: float = 1.0) -> MemoryParams:
+    """The machine's calibrated memory parameters, the saturated plateaus
+    scaled by ``efficiency`` (:func:`warpspeed.timing.memory.stream_efficiency`)."""
     return MemoryParams(
         dram_latency_ns=float(m.dram_latency_ns),  # type: ignore[arg-type]
         l2_latency_ns=float(m.l2_latency_ns),  # type: ignore[arg-type]
         turnover_ns=float(m.turnover_ns),  # type: ignore[arg-type]
-        dram_bw_read=float(m.dram_bw_read),  # type: ignore[arg-type]
-        dram_bw_copy=float(m.dram_bw_copy),  # type: ignore[arg-type]
-        dram_bw_write=float(m.dram_bw_write),  # type: ignore[arg-type]
+        dram_bw_read=efficiency * float(m.dram_bw_read),  # type: ignore[arg-type]
+        dram_bw_copy=efficiency * float(m.dram_bw_copy),  # type: ignore[arg-type]
+        dram_bw_write=efficiency * float(m.dram_bw_write),  # type: ignore[arg-type]
         shape=float(m.memory_shape),  # type: ignore[arg-type]
     )
 
@@ -174,7 +179,8 @@ def predict_time(
     """GLup/s, limiter, limits and terms of the default model (module
     docstring)."""
     require(m)
-    mem = memory_params(m)
+    efficiency = stream_efficiency(v.dram_streams, m.dram_scattered_fraction)
+    mem = memory_params(m, efficiency)
     lups = kernel.lups_per_thread
     threads = resident_threads(kernel, launch)
 
@@ -220,6 +226,8 @@ def predict_time(
         "t_update_ns": t_update,
         "fp_slots_per_lup": slots,
         "dram_bandwidth_achieved": dram_bw,
+        "dram_streams": v.dram_streams,
+        "dram_stream_efficiency": efficiency,
         "dram_bytes_in_flight": dram_flight,
         "l2_bandwidth_achieved": l2_bw,
         "overlap_factor": t_update / worst,

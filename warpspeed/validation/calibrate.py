@@ -13,7 +13,11 @@ table and how the number was derived:
   ``dram_bw_copy``, ``dram_bw_write``, ``turnover_ns`` and the fitted
   ``memory_shape`` (needs the two latencies, from ``latency`` or the base);
 * ``latency``: ``dram_latency_ns`` and ``l2_latency_ns`` (plateaus);
-* ``l2``: ``l2_bandwidth`` (plateau below half the L2);
+* ``l2``: ``l2_bandwidth`` (plateau below half the L2) and
+  ``dram_scattered_fraction`` (its DRAM-bound end over the stream table's read
+  plateau, MODEL.md §11: many concurrent streams); ``scattered`` (with the
+  stream table of the same GPU, ``scattered_stream``) takes the fraction from a
+  related GPU's ``l2_cache`` table when this GPU has none;
 * ``roofline``: ``fp_overlap_exponent`` (and ``overlap_exponent`` when the base
   has no kernel-fitted one);
 * ``small_kernels``: ``launch_overhead_us``;
@@ -63,6 +67,8 @@ class Tables:
     l2: Path | None = None
     small_kernels: Path | None = None
     roofline: Path | None = None
+    scattered: Path | None = None
+    scattered_stream: Path | None = None
 
 
 def _name(path: Path) -> str:
@@ -176,6 +182,7 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
         out["l2_bandwidth"] = _entry(round(bw, 1), (
             f"{_name(tables.l2)} {tag}: median bandwidth of the {n} data sets of at most half "
             "the L2: the L2 plateau"))
+    _scattered(out, tables, tag)
     if tables.roofline is not None:
         o = mb.fp_overlap(tables.roofline)
         out["fp_overlap_exponent"] = _entry(round(o.exponent, 2), (
@@ -218,6 +225,27 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
             "(--roofline: fp_overlap_exponent, --small-kernels: launch_overhead_us) or put "
             f"them in the base file {base_path} with their sources")
     return out
+
+
+def _scattered(out: dict, tables: Tables, tag: str) -> None:
+    """``dram_scattered_fraction`` from an ``l2_cache`` table and the stream table
+    of the same GPU (module docstring): ``tables.scattered`` with
+    ``tables.scattered_stream``, else ``tables.l2`` with ``tables.stream``."""
+    if tables.scattered is not None:
+        l2, stream = tables.scattered, tables.scattered_stream
+        if stream is None:
+            raise CalibrationError("--scattered needs --scattered-stream: the stream table of "
+                                   "the GPU whose l2_cache table it is")
+    elif tables.l2 is not None and mb.reaches_dram(tables.l2):
+        l2, stream = tables.l2, tables.stream
+    else:  # no such measurement: the file gets no many-stream term (the CLI says so)
+        return
+    sc = mb.scattered(l2, stream)
+    out["dram_scattered_fraction"] = _entry(round(sc.fraction, 3), (
+        f"{_name(l2)} {tag}: median bandwidth of the {sc.rows} data sets of at least "
+        f"{mb.SCATTERED_KB / 2**20:g} GiB ({sc.bandwidth:.0f} GB/s: every block streams its "
+        f"own run, beyond every cache) over the read_GBs plateau of {_name(stream)} "
+        f"({sc.read:.0f} GB/s), capped at 1: DRAM with many concurrent streams against one"))
 
 
 def _value(v: object) -> str:

@@ -275,3 +275,48 @@ def l1_cliff_kb(path: Path) -> tuple[float, float]:
     i = int(drop[0]) + 1
     before = np.nonzero(bw[:i] >= 0.9 * best[i - 1])[0]
     return float(kb[before[-1]]), float(kb[i])
+
+
+#: Data sets of the ``l2_cache`` table that count as "beyond every cache" for the
+#: scattered DRAM bandwidth: at least 1 GiB (the largest caches hold 256 MiB), where
+#: the tables' curves have flattened.
+SCATTERED_KB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Scattered:
+    """The scattered DRAM bandwidth of an ``l2_cache`` table (MODEL.md §11, many
+    streams): its median beyond every cache, the read plateau of the same GPU's
+    stream table, their ratio capped at 1, and how many rows it takes."""
+
+    bandwidth: float
+    read: float
+    fraction: float
+    rows: int
+
+
+def reaches_dram(l2_path: Path) -> bool:
+    """Whether an ``l2_cache`` table has data sets of at least :data:`SCATTERED_KB`."""
+    rows = read_table(l2_path, ("data_set_kB", "bandwidth_GBs"))
+    return bool((_floats(rows, "data_set_kB", l2_path) >= SCATTERED_KB).any())
+
+
+def scattered(l2_path: Path, stream_path: Path) -> Scattered:
+    """Many concurrent DRAM streams against few: in the ``l2_cache`` benchmark
+    every resident block streams its own run of the data set, so beyond every
+    cache (data sets of at least :data:`SCATTERED_KB`) the DRAM serves thousands
+    of concurrent streams; the stream table's read kernel, loads only like it, has
+    one. The fraction, scattered over read plateau, is capped at 1 (a stream
+    table whose read column did not saturate, e.g. H200's, gives no loss)."""
+    rows = read_table(l2_path, ("data_set_kB", "bandwidth_GBs"))
+    kb = _floats(rows, "data_set_kB", l2_path)
+    bw = _floats(rows, "bandwidth_GBs", l2_path)
+    beyond = kb >= SCATTERED_KB
+    if not beyond.any():
+        raise TableError(f"{l2_path}: no data set of at least {SCATTERED_KB / 2**20:g} GiB: the "
+                         "scattered DRAM bandwidth needs the table's DRAM-bound end")
+    s = load_stream(stream_path)
+    read = plateau(s.gbs["read"])[0]
+    band = float(np.median(bw[beyond]))
+    return Scattered(band, read, min(1.0, band / read), int(beyond.sum()))
+

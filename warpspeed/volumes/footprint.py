@@ -14,6 +14,7 @@ from .sampling import (
     shifted_distinct_sum,
     sorted_rows,
 )
+from .streams import Streams
 
 #: NVIDIA's L1 sector and line; a machine's ``l1_sector_bytes`` and
 #: ``l1_line_bytes`` replace them (MODEL.md §15).
@@ -35,6 +36,8 @@ class Footprint:
       partial writes of the block (arrays of structures write one 8 B
       component per instruction, but a cell's components fill its sectors);
     * ``alloc_per_block``: unique 128 B lines of the loads of a block, bytes;
+    * ``streams``: the address runs of the loads and stores
+      (:mod:`warpspeed.volumes.streams`, set by the block stage);
 
     Averages over the sampled blocks, weighted by the blocks each stands for.
     """
@@ -44,6 +47,7 @@ class Footprint:
     l2_store: float
     alloc_per_block: float
     l2_store_v1: float = 0.0
+    streams: Streams = Streams()
 
 
 def _per_warp_sectors(s: Sample, indices: range, sector: int = SECTOR,

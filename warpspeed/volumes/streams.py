@@ -1,0 +1,81 @@
+"""Concurrent DRAM streams of a kernel (MODEL.md §11, "Many concurrent
+streams").
+
+A *stream* is a run of addresses that the threads of a wave walk through
+together: the accesses of one field whose addresses lie within
+:data:`STREAM_GAP` of each other (neighbouring rows of a plane, the
+components of an array of structures) form one; accesses further apart (the
+planes of a 3D stencil, the arrays of a structure of arrays) form separate
+ones, each keeping its own DRAM rows open. Loads and stores count apart:
+reads and write-backs reach the DRAM at different times.
+
+Approximations: a field's accesses are placed by the address of one
+working thread of one sampled block (the offsets between accesses are what
+matters); a run the L2 serves again (the neighbouring planes of a stencil
+whose layer condition holds) is not a DRAM stream, which the counts bound
+by the DRAM volume: a kernel cannot keep more read streams busy than the
+times each element is read from DRAM, ``dram_load / itemsize`` per update
+(rounded; the smallest itemsize of the loaded fields), likewise for stores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .sampling import Sample
+
+#: Accesses of one field closer than this (bytes) share a stream: about one DRAM
+#: row in every channel (1-2 KiB rows, 16-64 channels or pseudo channels).
+STREAM_GAP = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Streams:
+    """Address runs of a thread's loads and stores (module docstring) and the
+    smallest itemsize of each kind, which bounds the runs by the DRAM volume."""
+
+    load_runs: int = 0
+    store_runs: int = 0
+    load_itemsize: int = 8
+    store_itemsize: int = 8
+
+    def dram_streams(self, dram_load: float, dram_store: float) -> float:
+        """Concurrent DRAM streams of a kernel moving ``dram_load`` and
+        ``dram_store`` bytes per lattice update (module docstring)."""
+        return float(min(self.load_runs, _times(dram_load, self.load_itemsize))
+                     + min(self.store_runs, _times(dram_store, self.store_itemsize)))
+
+
+def address_streams(s: Sample, n_loads: int) -> Streams:
+    """The :class:`Streams` of the sampled accesses; the first ``n_loads`` are
+    loads, the rest stores (as :func:`warpspeed.volumes.footprint.block_footprint`)."""
+    blocks = np.nonzero(s.active.any(axis=1))[0]
+    if not len(s.accesses) or not len(blocks):
+        return Streams()
+    b = int(blocks[0])
+    t = int(np.nonzero(s.active[b])[0][0])
+    where = s.class_addresses[s.access_class, b, t] + s.access_shift
+    kinds: list[dict[str, list[int]]] = [{}, {}]
+    for k, acc in enumerate(s.accesses):
+        kinds[int(k >= n_loads)].setdefault(acc.field.name, []).append(int(where[k]))
+    runs = [sum(_runs(v) for v in per_field.values()) for per_field in kinds]
+    small = [min((a.field.itemsize for a in s.accesses[:n_loads]), default=8),
+             min((a.field.itemsize for a in s.accesses[n_loads:]), default=8)]
+    return Streams(runs[0], runs[1], small[0], small[1])
+
+
+def _times(volume: float, itemsize: int) -> int:
+    """The times an element is moved per update, rounded (at least 1 when any
+    byte moves: a few partial sectors do not make another stream)."""
+    return max(1, round(volume / itemsize)) if volume > 0 else 0
+
+
+def _runs(addresses: list[int]) -> int:
+    """Runs of sorted addresses separated by more than :data:`STREAM_GAP`."""
+    a = np.sort(np.asarray(addresses, dtype=np.int64))
+    return 1 + int(np.count_nonzero(np.diff(a) > STREAM_GAP))
+
+
+__all__ = ["STREAM_GAP", "Streams", "address_streams"]
