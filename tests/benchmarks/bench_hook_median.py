@@ -20,6 +20,12 @@ installed):
   ``{"threads": 1024, "registers": "estimate"}``: 0.25 s, but 29 of the 58
   kernels then cannot launch any block (their registers exceed 64 per
   thread) and raise ``EmptyRankingError``.
+* on a slower machine of the same kind (2 cores, load 1.0-1.6; the
+  7-point Jacobi hook 1.8 s here against 0.78 s above): 2.03 s cold, 1.33 s
+  warm, 1.51 s with the estimate. Split of the estimate run (medians over
+  the kernels): pystencils generating the folds 0.16 s, extraction 0.06 s,
+  ranking 0.80 s; the 3D kernels rank 450-600 configurations (five thread
+  counts, three folds) at about 3 ms each with two workers.
 
     .venv/bin/python tests/benchmarks/bench_hook_median.py ['{"registers": "estimate"}']
 """
