@@ -185,3 +185,27 @@ def test_every_regime_quotes_its_expected_accuracy_and_the_gpus_evidence():
                 if h.kind == "expected_accuracy")
     assert "no development set is L2-bound" in hint.message
     assert "kernels measured on V100: star3d_r4, box2d_r7" in hint.message
+
+
+def test_l1_hint_measures_against_the_machines_own_unit_stride_count():
+    """A stride-2 load of doubles and a unit-stride store, by hand: on MI210's
+    line count (wave64, 64 B lines) unit stride needs 8 lines per access, the
+    strided load 16: 24 of 16 cycles; on A100's half-warp count 2 per access,
+    the strided load 4: 6 of 4. A unit-stride D3Q19 step on MI100 is at its
+    line count and gets no hint (it did against the half-warp ideal)."""
+    from stencils import lbm_fluidx3d
+
+    x, y = ws.tidx, ws.tidy
+    a = ws.Field("a", shape=(4096, 256, 1))
+    b = ws.Field("b", shape=(4096, 256, 1))
+    k = ws.Kernel(loads=[a[2 * x, y, 0]], stores=[b[x, y, 0]], domain=(2048, 256, 1))
+    for machine, cycles, ideal, words in (("MI210", 24.0, 16.0, "vector-L1 lines"),
+                                          ("A100", 6.0, 4.0, "half warps")):
+        p = ws.predict(k, machine, (64, 4, 1))
+        assert p.l1_cycles == pytest.approx(cycles)
+        (hint,) = [h for h in ws.advise(p, ws.load_machine(machine), k).hints
+                   if h.kind == "l1_conflicts"]
+        assert f"1.50x the {ideal:.1f}" in hint.message and words in hint.message
+    lbm = lbm_fluidx3d.kernel()
+    p = ws.predict(lbm, "MI100", (64, 1, 1))
+    assert "l1_conflicts" not in {h.kind for h in ws.advise(p, ws.load_machine("MI100"), lbm).hints}

@@ -125,7 +125,7 @@ def advise(
     nxt = finite[1] if len(finite) > 1 else None
     hints = (
         _block_x(p, kernel)
-        + _l1(p, kernel)
+        + _l1(p, kernel, machine)
         + _l1_capacity(p, machine)
         + _layer_conditions(p, machine)
         + _store_evictions(p)
@@ -160,7 +160,8 @@ def explanation_lines(p: Prediction, a: Advice) -> list[str]:
         body = t["kernel_time_us"] - t["launch_us"]
         lines.append(
             f"roofline {t['roofline_glups']:.2f} GLup/s; SM work (FP {1000 * t['t_fp_ns']:.1f}, "
-            f"L1 {1000 * t['t_l1_ns']:.1f} ps) overlaps imperfectly with the memory stream "
+            f"L1 {1000 * t['t_l1_ns']:.1f} ps) overlaps "
+            f"{'imperfectly' if t['overlap_factor'] >= 1.005 else 'fully'} with the memory stream "
             f"(L2, DRAM: {1000 * t['t_memory_ns']:.1f} ps per update): "
             f"{1000 * t['t_update_ns']:.1f} ps (x{t['overlap_factor']:.2f}); "
             f"DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s "
@@ -233,12 +234,12 @@ def _block_x(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:
     ),)
 
 
-def _l1(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:
+def _l1(p: Prediction, kernel: Kernel | None, m: Machine) -> tuple[Hint, ...]:
     if kernel is None:
         return ()
     bound = bind_all((a.forms for a in kernel.loads + kernel.stores), p.block)
     loads, stores = thread_accesses(kernel, bound, p.block)  # the instructions a thread issues
-    ideal = 2.0 * (len(loads) + len(stores)) / kernel.lups_per_thread
+    ideal = sum(_ideal_cycles(a.field.itemsize, m) for a in loads + stores) / kernel.lups_per_thread
     if p.l1_cycles < 1.1 * ideal:
         return ()
     gain = ""
@@ -249,8 +250,19 @@ def _l1(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:
         "l1_conflicts", "l1",
         f"L1 needs {p.l1_cycles:.1f} cycles per warp and lattice update, "
         f"{p.l1_cycles / ideal:.2f}x the {ideal:.1f} of conflict-free unit-stride accesses "
-        f"(bank conflicts or half warps spread over several 1 KiB regions){gain}",
+        + ("(wavefronts touching more vector-L1 lines than unit stride needs)"
+           if m.l1_model == "lines" else
+           "(bank conflicts or half warps spread over several 1 KiB regions)") + gain,
     ),)
+
+
+def _ideal_cycles(itemsize: int, m: Machine) -> float:
+    """L1 cycles per wavefront of one unit-stride access in the machine's L1
+    count (MODEL.md §4, §15): two half warps per 32 lanes, or the lines a
+    wavefront of contiguous elements fills, one per clock."""
+    if m.l1_model == "lines":
+        return max(1.0, m.warp_size * itemsize / m.l1_line_bytes)
+    return 2.0 * m.warp_size / 32
 
 
 def _l1_capacity(p: Prediction, m: Machine) -> tuple[Hint, ...]:
