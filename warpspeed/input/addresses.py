@@ -132,6 +132,23 @@ def linear_addresses(
     return out, affine[terms.index].all(axis=1)
 
 
+def first_occurrences(keys: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """Equal values (1-D) or rows (2-D) of ``keys`` numbered by first
+    appearance: the index of each group's first member, and each entry's
+    group. (A dictionary: these arrays hold a few dozen entries, where
+    ``np.unique`` costs more than the work.)"""
+    seen: dict[object, int] = {}
+    first: list[int] = []
+    group = np.empty(len(keys), dtype=np.int64)
+    for i, k in enumerate(keys.tolist()):
+        key = tuple(k) if isinstance(k, list) else k
+        g = seen.setdefault(key, len(first))
+        if g == len(first):
+            first.append(i)
+        group[i] = g
+    return first, group
+
+
 def merge_repeated(
     accesses: Sequence[Access], bound: Mapping[SymForm, LinForm]
 ) -> tuple[Access, ...]:
@@ -145,7 +162,7 @@ def merge_repeated(
     aff = np.flatnonzero(affine)
     if len(aff):
         keys = np.column_stack([field_id[aff], lin[aff]])
-        keep[aff[np.unique(keys, axis=0, return_index=True)[1]]] = True
+        keep[aff[first_occurrences(keys)[0]]] = True
     seen: set[tuple[object, ...]] = set()
     for k in np.flatnonzero(~affine):
         key = address_key(accesses[k], bound)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,6 +14,7 @@ from .sampling import (
     shift_groups,
     shifted_distinct_sum,
     sorted_rows,
+    translates,
 )
 from .streams import Streams
 
@@ -79,20 +81,31 @@ def _block_counts(s: Sample, indices: list[int], sector: int = SECTOR, line: int
                   ) -> tuple[np.ndarray, np.ndarray]:
     """Per sampled block, the distinct sectors the accesses ``indices``
     touch and the distinct lines they fall in (MODEL.md §5): the union over
-    instructions, each group's representative shifted by whole sectors,
-    vectorised over the blocks."""
+    instructions, vectorised over the blocks. Each class's addresses are
+    sorted once per block; instructions one whole number of sectors apart
+    share their distinct sectors, shifted."""
     nb = s.active.shape[0]
     zero = np.zeros(nb)
-    groups = shift_groups(s, indices, sector)
-    if not groups or not s.active.any():
+    ks = np.fromiter(indices, dtype=np.int64)
+    if ks.size == 0 or not s.active.any():
         return zero, zero
-    owner = np.broadcast_to(np.arange(nb, dtype=np.int64)[:, None], s.active.shape)[s.active]
+    any_active = s.active.any(axis=1)
+    owner = np.broadcast_to(np.arange(nb, dtype=np.int64)[:, None], s.active.shape)
+    cls, sh = s.access_class[ks], s.access_shift[ks]
     parts_b, parts_v = [], []
-    for rep, shifts in groups:
-        b, v = _distinct_pairs(owner, rep[s.active] // sector)
-        steps = shifts // sector
-        parts_b.append(np.tile(b, len(steps)))
-        parts_v.append((v[None, :] + steps[:, None]).ravel())
+    for c in dict.fromkeys(cls.tolist()):
+        rows = sorted_rows(s.class_addresses[c], s.active)
+        shifts = sh[cls == c]
+        for r in dict.fromkeys((shifts % sector).tolist()):
+            members = shifts[shifts % sector == r]
+            sec = (rows + members[0]) // sector  # still sorted per block
+            new = np.ones(sec.shape, dtype=bool)
+            new[:, 1:] = sec[:, 1:] != sec[:, :-1]
+            new &= any_active[:, None]
+            b, v = owner[new], sec[new]
+            steps = (members - members[0]) // sector
+            parts_b.append(np.tile(b, len(steps)))
+            parts_v.append((v[None, :] + steps[:, None]).ravel())
     blocks, sectors = _distinct_pairs(np.concatenate(parts_b), np.concatenate(parts_v))
     lines = sectors // (line // sector)
     new = np.ones(blocks.size, dtype=bool)
@@ -107,7 +120,10 @@ def block_footprint(s: Sample, n_loads: int, sector: int = SECTOR, line: int = L
     the sample are the loads, the rest the stores. ``sector``, ``line`` and
     ``warp`` are the machine's L1 sector and line and its wavefront width
     (MODEL.md §15; NVIDIA's 32 B, 128 B and 32 by default); the sample must
-    be padded to whole wavefronts (:func:`warpspeed.volumes.sampling.sample`)."""
+    be padded to whole wavefronts (:func:`warpspeed.volumes.sampling.sample`).
+    Blocks that repeat another up to whole lines count once
+    (:func:`warpspeed.volumes.sampling.translates`)."""
+    s = translates(s, math.lcm(sector, line))
     w = s.weights
     lups = float(np.sum(s.active.sum(axis=1) * w)) * s.lups_per_thread
     n = len(s.accesses)

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..input.addresses import linear_addresses
+from ..input.addresses import first_occurrences, linear_addresses
 from ..input.expr import LinForm, SymForm
 from ..input.kernel import Access, Kernel
 from .launch import Launch
@@ -102,12 +102,11 @@ def shift_groups(
         return []
     cls, sh = s.access_class[ks], s.access_shift[ks]
     keys = cls * modulus + sh % modulus  # the pairs (class, shift mod modulus), in order
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
+    first, group = first_occurrences(keys)
     out = []
-    for g in np.argsort(first).tolist():  # groups in the order of their first access
-        members = sh[inverse == g]
-        out.append((s.class_addresses[cls[first[g]]] + members[0], members - members[0]))
+    for g, f in enumerate(first):  # groups in the order of their first access
+        members = sh[group == g]
+        out.append((s.class_addresses[cls[f]] + members[0], members - members[0]))
     return out
 
 
@@ -136,18 +135,14 @@ def _classes(
     # class per access with floors; numbered by first appearance
     key = np.where(affine[:, None], lin[:, 1:], 0)
     key = np.column_stack([np.where(affine, -1, np.arange(n)), key])
-    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    cls[:] = rank[inverse.ravel()]
+    first, cls[:] = first_occurrences(key)
     reps: list[tuple[int, tuple[int, ...]] | Access] = []
-    for c in first[order].tolist():
+    for c in first:
         if affine[c]:
             reps.append((int(lin[c, 0]), tuple(int(v) for v in lin[c, 1:])))
         else:
             reps.append(accesses[c])
-    rep_const = np.array([lin[first[o], 0] for o in order], dtype=np.int64)
+    rep_const = lin[first, 0]
     shift[:] = np.where(affine, lin[:, 0] - rep_const[cls], 0)
     return reps, cls, shift
 
@@ -236,6 +231,34 @@ def sample(
     )
 
 
+def translates(s: Sample, granularity: int) -> Sample:
+    """``s`` with every sampled block that repeats another one up to a
+    translation by a multiple of ``granularity`` bytes dropped and its
+    weight added to the one kept (exact for counts invariant under such
+    a translation: sectors and lines when ``granularity`` is a multiple of
+    the line; MODEL.md §5). Two blocks repeat each other when their active
+    threads agree and every access's addresses differ by one and the same
+    multiple of ``granularity`` at every thread (interior blocks along an
+    axis whose block step is such a multiple)."""
+    nb = s.active.shape[0]
+    if nb < 2 or s.class_addresses.shape[0] == 0:
+        return s
+    a = s.class_addresses
+    base = a[0, :, :1] - a[0, :, :1] % granularity  # (blocks, 1)
+    rel = (a - base[None]).transpose(1, 0, 2).reshape(nb, -1)
+    keep: dict[bytes, int] = {}
+    owner = np.empty(nb, dtype=np.int64)
+    for i in range(nb):
+        owner[i] = keep.setdefault(rel[i].tobytes() + s.active[i].tobytes(), i)
+    if len(keep) == nb:
+        return s
+    first = np.fromiter(keep.values(), dtype=np.int64)
+    weights = np.zeros(nb)
+    np.add.at(weights, owner, s.weights)
+    return replace(s, class_addresses=a[:, first], active=s.active[first],
+                   weights=weights[first])
+
+
 def sorted_rows(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
     """Each row sorted, inactive entries replaced by the row's first active
     value so that they add no distinct value."""
@@ -271,23 +294,33 @@ def shifted_distinct_sum(
     unit between its first and last value untouched, whatever the shift:
     its count is ``(last + s) // factor - (first + s) // factor + 1``,
     computed from two values per row. The other rows are counted value by
-    value. Vectorised over the shifts in chunks of bounded memory."""
+    value. A count depends on a shift only through its remainder modulo
+    ``factor``: each remainder is counted once and weighted by how many
+    shifts have it (exact). Vectorised over the shifts in chunks of bounded
+    memory."""
+    residues = np.asarray(shifts) % factor
+    if at_least is not None and at_least.dtype.kind == "f":  # float sums: add every term
+        shifts, times = residues, np.ones(len(residues), dtype=np.int64)
+    else:
+        first, group = first_occurrences(residues)
+        shifts, times = residues[first], np.bincount(group)
     lo, hi = rows[..., 0], rows[..., -1]
     dense = np.all(np.diff(rows, axis=-1) <= factor, axis=-1)
     kind = np.int64 if at_least is None else np.result_type(np.int64, at_least)
     out = np.zeros(rows.shape[:-1], dtype=kind)
     floor_all = at_least if at_least is not None else 0
     expand = (slice(None),) + (None,) * lo.ndim
-    for chunk in member_chunks(shifts, lo.size):
-        s = chunk[expand]
+    for part_s, part_t in zip(member_chunks(shifts, lo.size), member_chunks(times, lo.size)):
+        s = part_s[expand]
         n = (hi[None] + s) // factor - (lo[None] + s) // factor + 1
-        out += np.where(dense, np.maximum(n, floor_all), 0).sum(axis=0)
+        out += (np.where(dense, np.maximum(n, floor_all), 0) * part_t[expand]).sum(axis=0)
     if not dense.all():
         sparse = ~dense
         part = rows[sparse]  # (rows, width)
         floor_part = at_least[sparse] if at_least is not None else 0
-        for chunk in member_chunks(shifts, part.size):
-            k = (part[None] + chunk[:, None, None]) // factor
+        for part_s, part_t in zip(member_chunks(shifts, part.size),
+                                  member_chunks(times, part.size)):
+            k = (part[None] + part_s[:, None, None]) // factor
             n = 1 + np.count_nonzero(k[..., 1:] != k[..., :-1], axis=-1)
-            out[sparse] += np.maximum(n, floor_part).sum(axis=0)
+            out[sparse] += (np.maximum(n, floor_part) * part_t[:, None]).sum(axis=0)
     return np.where(any_active, out, 0)
