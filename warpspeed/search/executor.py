@@ -7,8 +7,13 @@ from __future__ import annotations
 import math
 import multiprocessing
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, as_completed
+
+#: A chunk of work: the function, its arguments and how many items it covers.
+Work = tuple[Callable[..., list[object]], tuple[object, ...], int]
+#: Work submitted to an executor (its future), or waiting to run inline (None).
+Started = tuple["Future[list[object]] | None", Work]
 
 
 class Runner:
@@ -36,22 +41,37 @@ class Runner:
 
     def map(self, fn: Callable[..., list[object]], tasks: list[tuple[object, ...]],
             sizes: list[int]) -> list[list[object]]:
+        """``fn(*args)`` of every task, in the order of ``tasks``."""
         results: list[list[object]] = [[] for _ in tasks]
-        if self.executor is None:
-            for i, args in enumerate(tasks):
-                results[i] = fn(*args)
-                self.done += sizes[i]
-                self._report()
-            return results
-        futures: dict[Future[list[object]], int] = {
-            self.executor.submit(fn, *args): i for i, args in enumerate(tasks)
-        }
-        for fut in as_completed(futures):
-            i = futures[fut]
-            results[i] = fut.result()
-            self.done += sizes[i]
-            self._report()
+        for i, result in self.gather(self.start([(fn, args, n) for args, n in zip(tasks, sizes)])):
+            results[i] = result
         return results
+
+    def start(self, work: list[Work]) -> list[Started]:
+        """Submit every ``(fn, args, size)`` of ``work`` now, in order (run
+        later by :meth:`gather` when there is no executor)."""
+        if self.executor is None:
+            return [(None, w) for w in work]
+        return [(self.executor.submit(w[0], *w[1]), w) for w in work]
+
+    def gather(self, started: list[Started]) -> Iterator[tuple[int, list[object]]]:
+        """``(index, result)`` of everything :meth:`start`-ed (indices into
+        the concatenation of the lists given), each as it completes: the
+        caller uses early results while the pool works on the rest."""
+        if self.executor is None:
+            for i, (_, (fn, args, size)) in enumerate(started):
+                result = fn(*args)
+                self.done += size
+                self._report()
+                yield i, result
+            return
+        index = {fut: i for i, (fut, _) in enumerate(started)}
+        for fut in as_completed(index):  # type: ignore[arg-type]
+            i = index[fut]
+            result = fut.result()
+            self.done += started[i][1][2]
+            self._report()
+            yield i, result
 
 
 def chunks(items: list[object], parts: int) -> list[list[object]]:

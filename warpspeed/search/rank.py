@@ -40,16 +40,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import LaunchError
-from ..input.addresses import kernel_forms
 from ..input.expr import bind_all
 from ..input.kernel import Kernel
 from ..machine import Machine, load_machine
-from ..model import BlockStage, Prediction, block_stage, finish
+from ..model import Prediction
 from ..timing import DEFAULT_MODEL, MODELS
 from ..volumes.capacity import CapacityFits, load_fits
-from ..volumes.footprint import Footprint
 from ..volumes.launch import Launch, make_launch
-from ..volumes.waves import WaveVolumes, wave_volumes
 from .design_space import (
     DEFAULT_FOLDS,
     DEFAULT_THREADS,
@@ -61,7 +58,8 @@ from .design_space import (
     partial_wave,
     trim_reason,
 )
-from .executor import Runner, chunks, mp_context
+from .evaluate import Config, Excluded, evaluate
+from .executor import Runner, mp_context
 from .merge_note import merge_note
 from .pruning import (
     compulsory_bytes,
@@ -74,23 +72,6 @@ from .pruning import (
     wave_key,
 )
 from .variants import KernelSource, empty_ranking, thread_counts, variants
-
-
-@dataclass(frozen=True)
-class Config:
-    """One point of the design space: a folding variant and a block size."""
-
-    fold: Fold
-    block: Block
-
-
-@dataclass(frozen=True)
-class Excluded:
-    """A configuration left out of the ranking, and why."""
-
-    fold: Fold
-    block: Block
-    reason: str
 
 
 def summary(head: str, predictions: Sequence[Prediction], shown: int = 3) -> str:
@@ -149,58 +130,7 @@ class Ranking:
 
 
 # --------------------------------------------------------------------------
-# Work items run in worker processes (module level: they must pickle)
-
-
-@dataclass(frozen=True)
-class _StageResult:
-    launch: Launch
-    l1_cycles: float
-    footprint: Footprint
-    wave_key: object
-    load_bytes: float
-    store_bytes: float
-
-
-def _stage_chunk(
-    kernel: Kernel, machine: Machine, blocks: list[Block], bounds: bool = True
-) -> list[_StageResult | str]:
-    """Block stages of ``blocks``; the DRAM lower bounds only when pruning
-    (``bounds``) needs them."""
-    out: list[_StageResult | str] = []
-    for b in blocks:
-        try:
-            st = block_stage(kernel, machine, b)
-        except LaunchError as exc:
-            out.append(str(exc))
-            continue
-        out.append(_StageResult(
-            launch=st.launch,
-            l1_cycles=st.l1_cycles,
-            footprint=st.footprint,
-            wave_key=wave_key(kernel, st.launch, st.bound),
-            load_bytes=compulsory_bytes(kernel.loads, st.bound, st.launch.block, kernel.domain)
-            if bounds else 0.0,
-            store_bytes=compulsory_bytes(kernel.stores, st.bound, st.launch.block, kernel.domain)
-            if bounds else 0.0,
-        ))
-    return out
-
-
-def _wave_chunk(kernel: Kernel, launches: list[Launch], address: str) -> list[WaveVolumes]:
-    return [
-        wave_volumes(kernel, la, bind_all([kernel_forms(kernel)], la.block),
-                     address=address)
-        for la in launches
-    ]
-
-
-# --------------------------------------------------------------------------
 # The ranking
-
-
-def _sort_key(p: Prediction, cfg: Config) -> tuple[float, Fold, Block]:
-    return (-p.glups, cfg.fold, cfg.block)
 
 
 def rank(
@@ -317,142 +247,29 @@ def rank(
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp_context())
     try:
         runner = Runner(pool, workers, progress)
-        r = _evaluate(kernel_variants, m, curves, classes, rep_variant, excluded, runner, top,
+        ev = evaluate(kernel_variants, m, curves, classes, rep_variant, excluded, runner, top,
                       model)
-        if not r.predictions:  # every class failed its block stage
-            raise empty_ranking([(e.fold, e.block, e.reason) for e in r.excluded], m,
-                                kernel_variants)
-        return replace(r, notes=tuple(notes + merge_note(r.predictions, kernel_variants)))
     finally:
         if own_pool and pool is not None:
             pool.shutdown(cancel_futures=True)
-
-
-def _evaluate(
-    variants: list[tuple[Fold, Kernel]],
-    m: Machine,
-    curves: CapacityFits,
-    classes: dict[object, list[tuple[Config, Launch]]],
-    rep_variant: dict[object, tuple[int, Block]],
-    excluded: list[Excluded],
-    runner: Runner,
-    top: int | None,
-    model: str,
-) -> Ranking:
-    keys = list(classes)
-    runner.add_total(len(keys))
-
-    # Phase 1: block stages of one representative per class, in parallel.
-    by_variant: dict[int, list[object]] = {}
-    for key in keys:
-        by_variant.setdefault(rep_variant[key][0], []).append(key)
-    tasks, sizes, owners = [], [], []
-    for vi, ks in by_variant.items():
-        # about three chunks per worker over all variants: every chunk ships
-        # its kernel to a worker, which costs more than a small chunk's work
-        parts = max(1, round(runner.workers * 3 * len(ks) / len(keys)))
-        for chunk in chunks(ks, parts):
-            tasks.append((variants[vi][1], m, [rep_variant[k][1] for k in chunk],
-                          top is not None))
-            sizes.append(len(chunk))
-            owners.append(chunk)
-    stage_of: dict[object, tuple[BlockStage, _StageResult]] = {}
-    for chunk, results in zip(owners, runner.map(_stage_chunk, tasks, sizes)):
-        for key, res in zip(chunk, results):
-            if isinstance(res, str):
-                for cfg, _ in classes[key]:
-                    excluded.append(Excluded(cfg.fold, cfg.block, res))
-                continue
-            k = variants[rep_variant[key][0]][1]
-            # Workers send back the numbers only; finish() needs no bound forms.
-            stage = BlockStage(k, m, res.launch, {}, res.l1_cycles, res.footprint)
-            stage_of[key] = (stage, res)
-    live = [k for k in keys if k in stage_of]
-
-    # Order by the upper bound when pruning; every class otherwise.
-    if top is not None:
-        def bound_of(key: object) -> float:
-            stage, res = stage_of[key]
-            lups = stage.kernel.lups_per_thread
-            lb = dram_lower_bound(res.load_bytes, res.store_bytes, stage.footprint.l2_store,
-                                  curves, lups)
-            return upper_bound(stage, lb, curves, model)
-
-        bounds = {k: bound_of(k) for k in live}
-        live.sort(key=lambda k: -bounds[k])
-    waves: dict[object, WaveVolumes] = {}
-    pending = {stage_of[k][1].wave_key for k in live}
-    runner.add_total(len(pending))
-
-    predictions: list[tuple[Prediction, Config]] = []
-    evaluated = skipped = 0
-    batch = len(live) if top is None else max(top, 4 * runner.workers)
-    pos = 0
-    while pos < len(live):
-        round_keys = live[pos:pos + batch]
-        if top is not None and len(predictions) >= top:
-            kth = sorted((p.glups for p, _ in predictions), reverse=True)[top - 1]
-            round_keys = [k for k in round_keys if bounds[k] >= kth]  # sorted: a prefix
-            if not round_keys:
-                skipped = len(live) - pos
-                break
-        pos += len(round_keys)
-        todo: dict[object, tuple[Kernel, Launch]] = {}
-        for key in round_keys:
-            stage, res = stage_of[key]
-            if res.wave_key not in waves:
-                todo.setdefault(res.wave_key, (stage.kernel, stage.launch))
-        _compute_waves(todo, waves, runner, MODELS[model].address)
-        for key in round_keys:
-            stage, res = stage_of[key]
-            p = finish(stage, waves[res.wave_key], curves, model)
-            evaluated += 1
-            for cfg, launch in classes[key]:
-                q = p if cfg.block == p.block else replace(
-                    p, block=cfg.block, occupancy_limited_by=launch.occupancy.limited_by
-                )
-                predictions.append((q, cfg))
-    runner.total = runner.done  # pruned waves will not run
-    runner.add_total(0)
-
-    predictions.sort(key=lambda pc: _sort_key(*pc))
-    kept = predictions if top is None else predictions[:top]
+    if not ev.predictions:  # every class failed its block stage
+        raise empty_ranking([(e.fold, e.block, e.reason) for e in excluded], m, kernel_variants)
+    predictions = tuple(p for p, _ in ev.predictions)
     return Ranking(
         machine=m.name,
-        kernel=variants[0][1].name,
-        predictions=tuple(p for p, _ in kept),
+        kernel=kernel_variants[0][1].name,
+        predictions=predictions,
         configurations=sum(len(v) for v in classes.values()),
         excluded=tuple(excluded),
         classes=tuple(tuple(c for c, _ in v) for v in classes.values() if len(v) > 1),
-        stages=len(stage_of),
-        waves=len(waves),
-        evaluated=evaluated,
-        skipped=skipped,
+        stages=ev.stages,
+        waves=ev.waves,
+        evaluated=ev.evaluated,
+        skipped=ev.skipped,
         top=top,
         model=model,
+        notes=tuple(notes + merge_note(predictions, kernel_variants)),
     )
-
-
-def _compute_waves(
-    todo: dict[object, tuple[Kernel, Launch]], waves: dict[object, WaveVolumes], runner: Runner,
-    address: str,
-) -> None:
-    """Wave volumes of the distinct wave keys in ``todo``, in parallel."""
-    by_kernel: dict[int, list[object]] = {}
-    kernels: dict[int, Kernel] = {}
-    for wk, (k, _) in todo.items():
-        by_kernel.setdefault(id(k), []).append(wk)
-        kernels[id(k)] = k
-    tasks, sizes, owners = [], [], []
-    for kid, wks in by_kernel.items():
-        parts = max(1, round(runner.workers * 2 * len(wks) / len(todo)))
-        for chunk in chunks(wks, parts):
-            tasks.append((kernels[kid], [todo[w][1] for w in chunk], address))
-            sizes.append(len(chunk))
-            owners.append(chunk)
-    for chunk, results in zip(owners, runner.map(_wave_chunk, tasks, sizes)):
-        for wk, wv in zip(chunk, results):
-            waves[wk] = wv  # type: ignore[assignment]
 
 
 __all__ = [
