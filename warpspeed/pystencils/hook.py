@@ -15,13 +15,17 @@ kernel can launch. A kernel whose indexing scheme fixes the block
 (``blockwise4d``) is ranked with that block only.
 
 **Registers.** Each variant's registers per thread come from nvcc for the
-machine's ``arch`` when it is installed (run in threads while the variants
-are extracted, cached per source and architecture), else from a
+machine's ``arch`` when it is installed (run where each variant is made,
+cached per source and architecture), else from a
 conservative estimate (:mod:`.registers`); ``registers=`` gives a count or
 ``"estimate"``. A block that cannot launch with them (registers or shared
 memory per SM or block, threads per block) is never ranked. Every
 prediction carries the count and its source (``Prediction.registers``,
 ``registers_source``).
+
+**Parallel.** The folds are generated, extracted and counted in parallel
+(the first in this process, the others in a forked process pool that then
+ranks: :mod:`.variants`), with ``jobs`` workers (default one per CPU).
 
 **Skipped variants.** A folding variant that cannot be made or predicted
 (the fold does not divide the interior, pystencils rejects the folded
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -56,7 +60,8 @@ from .extract import Extraction, extract
 from .fold import Fold, _fold3, generate
 from .indexlists import ListSpec
 from .layouts import LayoutSpec, ShapeSpec
-from .registers import RegisterCount, start_count, with_registers
+from .registers import with_registers
+from .variants import Job, make_variants, reason
 
 DEFAULT_FOLDS: tuple[Fold, ...] = ((1, 1, 1), (1, 2, 1), (1, 1, 2))
 
@@ -176,19 +181,21 @@ def rank(
     fits: str | Path | CapacityFits | None = None,
     jobs: int | None = None,
     model: str = DEFAULT_MODEL,
+    executor: Executor | None = None,
 ) -> list[Prediction]:
     """Predict every block size of ``threads`` threads (a count, counts, or
     ``None``: every count that can launch, :func:`warpspeed.rank`) for every
     folded variant (only the fixed block of a kernel that has one); best
     first (highest GLup/s, then fold, then block; MODEL.md §8). ``jobs``
-    worker processes (``None``: one per CPU). Raises
+    worker processes (``None``: one per CPU), or ``executor``'s. Raises
     :class:`warpspeed.EmptyRankingError` when nothing can launch."""
     items = extractions.items() if isinstance(extractions, Mapping) else extractions
     kernels = {f: (ex.kernel if isinstance(ex, Extraction) else ex) for f, ex in items}
     if not kernels:
         raise LaunchError("no folding variant to rank")
     counts = [threads] if isinstance(threads, int) else threads
-    ranking = ws_rank(kernels, machine, threads=counts, fits=fits, jobs=jobs, model=model)
+    ranking = ws_rank(kernels, machine, threads=counts, fits=fits, jobs=jobs, model=model,
+                      executor=executor)
     return list(ranking.predictions)
 
 
@@ -251,39 +258,21 @@ def create_kernel(
         >>> type(kernel).__name__  # the pystencils kernel of the best fold
         'GpuKernel'
     """
-    variants: dict[Fold, Extraction] = {}
-    generated: dict[Fold, Any] = {}
-    skipped: list[tuple[Fold, str]] = []
     arch = load_machine(machine).arch
-    pending: dict[Fold, Future[RegisterCount] | None] = {}
-    with ThreadPoolExecutor(max_workers=max(1, len(folds))) as pool:
-        for fold in folds:
-            f = _fold3(fold)
-            if f in variants or any(s[0] == f for s in skipped):
-                continue
-            try:
-                kernel_function = generate(assignments, config, f, shape=shape)
-            except Exception as exc:  # noqa: BLE001 - pystencils raises many kinds; record, skip
-                skipped.append((f, _reason("pystencils cannot generate it", exc)))
-                continue
-            generated[f] = kernel_function
-            pending[f] = start_count(pool, kernel_function, arch, registers)
-            try:
-                variants[f] = extract(
-                    kernel_function, base_offsets=base_offsets, fold=f,
-                    shape=shape, layout=layout, params=params,
-                    grid_points=grid_points,  # type: ignore[arg-type]
-                    index_list=index_list, list_order=list_order,
-                )
-            except Exception as exc:  # noqa: BLE001 - the hook must not abort (module docstring)
-                skipped.append((f, _reason("it cannot be predicted", exc)))
-        reg_notes: list[str] = []
-        for f, ex in variants.items():
-            kernel, note = with_registers(ex.kernel, generated[f], arch, registers, pending[f])
-            variants[f] = replace(ex, kernel=kernel)
-            reg_notes += [f"fold {f}: {note}"] if note else []
+    job = Job(assignments, config, shape,
+              {"base_offsets": base_offsets, "layout": layout, "params": params,
+               "grid_points": grid_points, "index_list": index_list, "list_order": list_order},
+              arch, registers)
+    made, pool = make_variants(job, list(dict.fromkeys(_fold3(f) for f in folds)), jobs)
+    try:
+        variants = {v.fold: v.extraction for v in made if v.extraction is not None}
+        skipped = [(v.fold, v.skipped) for v in made if v.skipped is not None]
+        reg_notes = [f"fold {v.fold}: {v.note}" for v in made if v.extraction and v.note]
+        ranking = _rank_each(variants, skipped, machine, threads, fits, jobs, model, pool)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     notes = tuple(dict.fromkeys([n for ex in variants.values() for n in ex.notes] + reg_notes))
-    ranking = _rank_each(variants, skipped, machine, threads, fits, jobs, model)
     if not ranking:
         reasons = tuple(f"fold {f}: {why}" for f, why in skipped)
         raise EmptyRankingError(
@@ -294,8 +283,11 @@ def create_kernel(
     try:
         kernel = generate(assignments, config, best.fold, best.block, shape=shape)
     except Exception as exc:  # noqa: BLE001 - keep the variant generated without the block
-        kernel = generated[best.fold]
-        notes += (_reason(f"the best block {best.block} could not be set as default", exc),)
+        kernel = next((v.kernel_function for v in made if v.fold == best.fold
+                       and v.kernel_function is not None), None)
+        if kernel is None:
+            kernel = generate(assignments, config, best.fold, shape=shape)
+        notes += (reason(f"the best block {best.block} could not be set as default", exc),)
     return Ranked(kernel, tuple(ranking), tuple(skipped), notes)
 
 
@@ -307,6 +299,7 @@ def _rank_each(
     fits: str | Path | CapacityFits | None,
     jobs: int | None,
     model: str,
+    executor: Executor | None = None,
 ) -> list[Prediction]:
     """All variants ranked together; if that fails, each on its own, the
     failing ones appended to ``skipped``. A bad machine, fits file or model
@@ -314,7 +307,7 @@ def _rank_each(
     if not variants:
         return []
     try:
-        return rank(variants, machine, threads, fits, jobs, model)
+        return rank(variants, machine, threads, fits, jobs, model, executor)
     except (MachineError, FitError):
         raise
     except Exception:  # noqa: BLE001 - find the variant that fails, below
@@ -322,17 +315,12 @@ def _rank_each(
     out: list[Prediction] = []
     for f, ex in variants.items():
         try:
-            out += rank({f: ex}, machine, threads, fits, jobs, model)
+            out += rank({f: ex}, machine, threads, fits, jobs, model, executor)
         except (MachineError, FitError):
             raise
         except Exception as exc:  # noqa: BLE001 - the hook must not abort (module docstring)
-            skipped.append((f, _reason("no block can be predicted", exc)))
+            skipped.append((f, reason("no block can be predicted", exc)))
     return sorted(out, key=lambda p: (-p.glups, p.fold, p.block))
-
-
-def _reason(what: str, exc: Exception) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return f"{what}: {type(exc).__name__}: {text}"
 
 
 __all__ = ["DEFAULT_FOLDS", "Ranked", "blocks", "create_kernel", "predict", "rank"]

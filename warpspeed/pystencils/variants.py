@@ -1,0 +1,115 @@
+"""The folding variants of the generation hook (MODEL.md §1 work per thread,
+§8 ranking): pystencils generates each fold, the frontend extracts it and
+its registers are counted (nvcc or the estimate, :mod:`.registers`).
+
+The folds are independent, so they are made in parallel: the first in the
+caller's process, the others in a process pool forked for them, which then
+ranks the configurations (:func:`warpspeed.rank` with that pool). Forking
+lets the workers inherit the assignments and the configuration instead of
+pickling pystencils objects. Where the platform cannot fork (or ``jobs``
+is 1, or there is one fold) every fold is made in the caller's process,
+one after the other; the variants are the same either way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..search.executor import mp_context
+from .extract import Extraction, extract
+from .fold import Fold, generate
+from .layouts import ShapeSpec
+from .registers import with_registers
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every variant is made from: the assignments and pystencils
+    configuration, the array extents of symbolic fields, the keyword
+    arguments of :func:`extract` besides the fold, the machine's ``arch``
+    for nvcc and the ``registers`` the caller gave."""
+
+    assignments: Any
+    config: Any
+    shape: ShapeSpec
+    extract: Mapping[str, Any]
+    arch: str | None
+    registers: int | str | None
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One fold made: its extraction with the registers set and the note
+    on them, or the reason it was skipped. ``kernel_function`` is the
+    pystencils kernel when it was made in this process (else None)."""
+
+    fold: Fold
+    extraction: Extraction | None = None
+    note: str | None = None
+    skipped: str | None = None
+    kernel_function: Any = None
+
+
+def reason(what: str, exc: Exception) -> str:
+    """A skipped variant's reason: what failed and the error."""
+    text = str(exc).strip() or type(exc).__name__
+    return f"{what}: {type(exc).__name__}: {text}"
+
+
+def make_variant(job: Job, fold: Fold, keep_function: bool = True) -> Variant:
+    """Generate, extract and count the registers of one fold; a fold that
+    cannot be generated or predicted is returned with the reason (an
+    invalid ``registers`` argument raises: it is the caller's error)."""
+    try:
+        kf = generate(job.assignments, job.config, fold, shape=job.shape)
+    except Exception as exc:  # noqa: BLE001 - pystencils raises many kinds; record, skip
+        return Variant(fold, skipped=reason("pystencils cannot generate it", exc))
+    keep = kf if keep_function else None
+    try:
+        ex = extract(kf, fold=fold, shape=job.shape, **job.extract)
+    except Exception as exc:  # noqa: BLE001 - the hook must not abort (hook docstring)
+        return Variant(fold, skipped=reason("it cannot be predicted", exc), kernel_function=keep)
+    kernel, note = with_registers(ex.kernel, kf, job.arch, job.registers)
+    return Variant(fold, replace(ex, kernel=kernel), note, kernel_function=keep)
+
+
+#: The job of the pool being forked: workers inherit it (module docstring).
+_JOB: Job | None = None
+
+
+def _in_worker(fold: Fold) -> Variant:
+    if _JOB is None:
+        raise RuntimeError("no hook job in this worker process")
+    return make_variant(_JOB, fold, keep_function=False)
+
+
+def make_variants(job: Job, folds: Sequence[Fold], jobs: int | None
+                  ) -> tuple[list[Variant], Executor | None]:
+    """Every fold of ``folds`` (distinct) made, in their order, and the
+    process pool that made them (None when made here; the caller ranks
+    with it and shuts it down)."""
+    global _JOB
+    workers = jobs or os.cpu_count() or 1
+    context = mp_context()
+    if workers < 2 or len(folds) < 2 or context is None or context.get_start_method() != "fork":
+        return [make_variant(job, f) for f in folds], None
+    _JOB = job
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    try:
+        futures = [pool.submit(_in_worker, f) for f in folds[1:]]  # forks the workers
+        _JOB = None
+        made = [make_variant(job, folds[0])]
+        made += [fut.result() for fut in futures]
+    except BaseException:
+        pool.shutdown(cancel_futures=True)
+        raise
+    finally:
+        _JOB = None
+    return made, pool
+
+
+__all__ = ["Job", "Variant", "make_variant", "make_variants", "reason"]
