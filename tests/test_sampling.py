@@ -83,7 +83,7 @@ def test_block_sector_and_line_counts_match_python_sets(domain, block, pitch, of
                                                          granules):
     # MODEL.md §5: distinct sectors (and lines) of a field's loads per sampled
     # block, against sets of the sampled threads' byte addresses
-    from warpspeed.volumes.footprint import _block_counts
+    from warpspeed.volumes.footprint import _block_counts, _sorted_by_class
 
     sector, line = granules
     kernel = star(domain, pitch, offset, radius)
@@ -92,7 +92,7 @@ def test_block_sector_and_line_counts_match_python_sets(domain, block, pitch, of
     bound = bind_all((a.forms for a in acc), launch.block)
     s = sample(kernel, launch, acc, bound)
     loads = list(range(len(kernel.loads)))
-    sectors, lines = _block_counts(s, loads, sector, line)
+    sectors, lines = _block_counts(s, loads, _sorted_by_class(s), sector, line)
     for b in range(s.active.shape[0]):
         act = s.active[b]
         seen: set[int] = set()
@@ -101,3 +101,71 @@ def test_block_sector_and_line_counts_match_python_sets(domain, block, pitch, of
             seen |= {int(a) // sector for a in (s.class_addresses[cls][b] + shift)[act]}
         assert sectors[b] == len(seen)
         assert lines[b] == len({x // (line // sector) for x in seen})
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.tuples(st.integers(8, 70), st.integers(1, 9), st.integers(1, 6)),
+    st.tuples(st.sampled_from([4, 8, 16, 32, 64]), st.sampled_from([1, 2, 4]),
+              st.sampled_from([1, 2])),
+    st.sampled_from([80, 96, 128, 136]),
+    st.sampled_from([0, 8, 96]),
+    st.integers(1, 3),
+    st.booleans(),
+)
+def test_counts_equal_every_warp_counted_by_hand(domain, block, pitch, offset, radius, every):
+    # MODEL.md §4-§5: the estimators count repeated warps, half warps and
+    # blocks (translates by whole sectors, 1 KiB regions, lines) once and
+    # weight them; here every half warp, warp and block of the sample is
+    # counted on its own (halfwarp_cycles, Python sets) and weighted
+    import numpy as np
+
+    from warpspeed.volumes.l1 import halfwarp_cycles
+
+    kernel = star(domain, pitch, offset, radius)
+    launch = make_launch(kernel, ws.load_machine("A100"), block)
+    acc = kernel.loads + kernel.stores
+    bound = bind_all((a.forms for a in acc), launch.block)
+    s = sample(kernel, launch, acc, bound, every_block=every)
+    nb, threads = s.active.shape
+    n_loads = len(kernel.loads)
+    cycles = halves = lups = 0.0
+    sectors = [0.0, 0.0]  # per warp and instruction: loads, stores
+    union = 0.0  # per block: the loads' distinct sectors
+    for b in range(nb):
+        w, act = s.weights[b], s.active[b]
+        lups += w * act.sum()
+        halves += w * act.reshape(-1, 16).any(axis=1).sum()
+        seen: set[int] = set()
+        for k in range(len(acc)):
+            a = s.class_addresses[s.access_class[k]][b] + s.access_shift[k]
+            cycles += w * halfwarp_cycles(a.reshape(-1, 16), act.reshape(-1, 16)).sum()
+            for lanes, on in zip(a.reshape(-1, 32), act.reshape(-1, 32)):
+                sectors[k >= n_loads] += w * len({int(v) // 32 for v in lanes[on]})
+            if k < n_loads:
+                seen |= {int(v) // 32 for v in a[act]}
+        union += w * len(seen)
+    fp = block_footprint(s, n_loads)
+    assert l1_cycles_per_warp_lup(s) == pytest.approx(2 * cycles / halves, rel=1e-12)
+    assert fp.l1_load == pytest.approx(sectors[0] * 32 / lups, rel=1e-12)
+    assert fp.l2_store == pytest.approx(sectors[1] * 32 / lups, rel=1e-12)
+    assert fp.l2_load_v1 == pytest.approx(union * 32 / lups, rel=1e-12)
+    assert np.isclose(s.weights.sum(), float(np.prod(launch.grid))) or not every
+
+
+def test_row_translates_groups_only_exact_translates():
+    # rows equal up to a whole multiple of the granularity, with equal
+    # active lanes, share a group; a row shifted by less, or with another
+    # active lane, gets its own
+    import numpy as np
+
+    from warpspeed.volumes.sampling import row_translates
+
+    base = np.array([0, 8, 16, 24, 200, 208, 216, 224], dtype=np.int64)
+    rows = np.stack([base, base + 1024, base + 2048 + 8, base + 3072, base - 1024])
+    active = np.ones(rows.shape, dtype=bool)
+    active[3, 0] = False
+    first, inverse = row_translates(rows, active, 1024)
+    assert inverse.tolist() == [inverse[0], inverse[0], inverse[2], inverse[3], inverse[0]]
+    assert len(set(inverse.tolist())) == 3 and len(first) == 3
+    assert row_translates(rows[2:4], active[2:4], 1024) is None  # nothing repeats

@@ -137,7 +137,37 @@ class SymForm:
 
     def bind(self, block: tuple[int, int, int]) -> LinForm:
         """Substitute the block size; MODEL.md §1."""
+        simple = _integer_terms(self)
+        if simple is not None:  # integer coefficients, no floor: integer arithmetic
+            const, coef = 0, [0] * 6
+            for atom, poly in simple:
+                c = sum(k * block[0] ** e[0] * block[1] ** e[1] * block[2] ** e[2]
+                        for e, k in poly)
+                if atom is None:
+                    const += c
+                else:
+                    coef[atom] += c
+            return LinForm(const, tuple(coef), (), 1)
         return _bind(self, block, integral=True)
+
+
+IntTerms = tuple[tuple[object, tuple[tuple[tuple[int, int, int], int], ...]], ...]
+_INTEGER_TERMS: dict[SymForm, IntTerms | None] = {}
+
+
+def _integer_terms(form: SymForm) -> IntTerms | None:
+    """``form``'s terms with integer coefficients, or None when a term is a
+    floor or a coefficient is not an integer (then :func:`_bind` binds it
+    with fractions); kept per form (up to :data:`_BOUND_LIMIT` forms)."""
+    if form in _INTEGER_TERMS:
+        return _INTEGER_TERMS[form]
+    ok = all(not isinstance(atom, SymFloor) and all(c.denominator == 1 for _, c in poly)
+             for atom, poly in form.terms)
+    out = tuple((atom, tuple((e, int(c)) for e, c in poly))
+                for atom, poly in form.terms) if ok else None
+    if len(_INTEGER_TERMS) < _BOUND_LIMIT:
+        _INTEGER_TERMS[form] = out
+    return out
 
 
 def bind_all(forms: object, block: tuple[int, int, int]) -> dict[SymForm, LinForm]:

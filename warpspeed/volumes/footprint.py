@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,7 +12,7 @@ from .distinct import distinct
 from .sampling import (
     WARP,
     Sample,
-    shift_groups,
+    row_translates,
     shifted_distinct_sum,
     sorted_rows,
     translates,
@@ -52,49 +53,40 @@ class Footprint:
     streams: Streams = Streams()
 
 
-def _per_warp_sectors(s: Sample, indices: range, sector: int = SECTOR,
-                      warp: int = WARP) -> np.ndarray:
-    """Distinct sectors per warp (wavefront of ``warp`` lanes), summed over
-    the instructions ``indices``: shape (blocks,). Instructions one constant
-    apart sort once (:func:`warpspeed.volumes.sampling.shift_groups`)."""
-    nb, threads = s.active.shape
-    act = s.active.reshape(nb, threads // warp, warp)
-    any_active = act.any(axis=-1)
-    out = np.zeros(nb)
-    for rep, shifts in shift_groups(s, indices):
-        rows = sorted_rows(rep.reshape(nb, threads // warp, warp), act)
-        out += shifted_distinct_sum(rows, any_active, shifts, sector).sum(axis=1)
-    return out
+def _per_warp_sectors(s: Sample, indices: range,
+                      warps_of: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]],
+                      sector: int = SECTOR) -> float:
+    """Distinct sectors per warp (wavefront), summed over the instructions
+    ``indices`` and the sampled warps weighted by their blocks. The
+    instructions of one shift class share its warps (``warps_of(class)``:
+    rows sorted, whether active, weight), counted at each instruction's
+    shift."""
+    ks = np.fromiter(indices, dtype=np.int64)
+    cls, sh = s.access_class[ks], s.access_shift[ks]
+    total = 0.0
+    for c in dict.fromkeys(cls.tolist()):
+        rows, any_active, weights = warps_of(c)
+        total += float(shifted_distinct_sum(rows, any_active, sh[cls == c], sector) @ weights)
+    return total
 
 
-def _distinct_pairs(blocks: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ``(block, value)`` pairs, sorted by block, then value."""
-    if values.size == 0:
-        return blocks, values
-    low = int(values.min())
-    span = int(values.max()) - low + 1
-    key = distinct(blocks * span + (values - low))
-    return key // span, key % span + low
-
-
-def _block_counts(s: Sample, indices: list[int], sector: int = SECTOR, line: int = LINE
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def _block_counts(s: Sample, indices: list[int], rows_of: Callable[[int], np.ndarray],
+                  sector: int = SECTOR, line: int = LINE) -> tuple[np.ndarray, np.ndarray]:
     """Per sampled block, the distinct sectors the accesses ``indices``
     touch and the distinct lines they fall in (MODEL.md §5): the union over
     instructions, vectorised over the blocks. Each class's addresses are
-    sorted once per block; instructions one whole number of sectors apart
-    share their distinct sectors, shifted."""
+    sorted once per block (``rows_of(class)``); instructions one whole
+    number of sectors apart share their distinct sectors, shifted."""
     nb = s.active.shape[0]
     zero = np.zeros(nb)
     ks = np.fromiter(indices, dtype=np.int64)
     if ks.size == 0 or not s.active.any():
         return zero, zero
     any_active = s.active.any(axis=1)
-    owner = np.broadcast_to(np.arange(nb, dtype=np.int64)[:, None], s.active.shape)
     cls, sh = s.access_class[ks], s.access_shift[ks]
-    parts_b, parts_v = [], []
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # blocks, sectors, steps
     for c in dict.fromkeys(cls.tolist()):
-        rows = sorted_rows(s.class_addresses[c], s.active)
+        rows = rows_of(c)
         shifts = sh[cls == c]
         for r in dict.fromkeys((shifts % sector).tolist()):
             members = shifts[shifts % sector == r]
@@ -102,16 +94,60 @@ def _block_counts(s: Sample, indices: list[int], sector: int = SECTOR, line: int
             new = np.ones(sec.shape, dtype=bool)
             new[:, 1:] = sec[:, 1:] != sec[:, :-1]
             new &= any_active[:, None]
-            b, v = owner[new], sec[new]
-            steps = (members - members[0]) // sector
-            parts_b.append(np.tile(b, len(steps)))
-            parts_v.append((v[None, :] + steps[:, None]).ravel())
-    blocks, sectors = _distinct_pairs(np.concatenate(parts_b), np.concatenate(parts_v))
+            parts.append((np.nonzero(new)[0], sec[new], (members - members[0]) // sector))
+    if len(parts) == 1 and len(parts[0][2]) == 1:  # one instruction: distinct already
+        blocks, sectors = parts[0][0], parts[0][1]
+    else:  # the union: (block, sector) pairs as one key, sorted runs merged
+        low = min(int(v.min()) + int(st.min()) for _, v, st in parts if v.size)
+        span = max(int(v.max()) + int(st.max()) for _, v, st in parts if v.size) - low + 1
+        key = distinct(np.concatenate([((b * span + v - low)[None, :] + st[:, None]).ravel()
+                                       for b, v, st in parts]))
+        blocks, sectors = key // span, key % span + low
     lines = sectors // (line // sector)
     new = np.ones(blocks.size, dtype=bool)
     new[1:] = (blocks[1:] != blocks[:-1]) | (lines[1:] != lines[:-1])
     return (np.bincount(blocks, minlength=nb).astype(float),
             np.bincount(blocks[new], minlength=nb).astype(float))
+
+
+def _sorted_by_class(s: Sample) -> Callable[[int], np.ndarray]:
+    """A class's addresses sorted per block (:func:`sorted_rows`), each class
+    sorted once for the loads and the stores that share it."""
+    done: dict[int, np.ndarray] = {}
+
+    def rows_of(c: int) -> np.ndarray:
+        if c not in done:
+            done[c] = sorted_rows(s.class_addresses[c], s.active)
+        return done[c]
+
+    return rows_of
+
+
+def _warps_by_class(s: Sample, sector: int, warp: int
+                    ) -> Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """A class's warps: one per group of translates by whole sectors
+    (:func:`warpspeed.volumes.sampling.row_translates`, equal counts), sorted
+    (:func:`sorted_rows`), whether any lane is active, and the weight each
+    stands for (its blocks' weights summed); once per class."""
+    act = s.active.reshape(-1, warp)
+    row_weights = np.repeat(s.weights, s.active.shape[1] // warp)
+    done: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def warps_of(c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if c not in done:
+            rows = s.class_addresses[c].reshape(-1, warp)
+            groups = row_translates(rows, act, sector)
+            if groups is None:
+                first: np.ndarray | slice = slice(None)
+                weights = row_weights
+            else:
+                first = groups[0]
+                weights = np.bincount(groups[1], weights=row_weights, minlength=len(groups[0]))
+            a = act[first]
+            done[c] = (sorted_rows(rows[first], a), a.any(axis=-1), weights)
+        return done[c]
+
+    return warps_of
 
 
 def block_footprint(s: Sample, n_loads: int, sector: int = SECTOR, line: int = LINE,
@@ -124,13 +160,13 @@ def block_footprint(s: Sample, n_loads: int, sector: int = SECTOR, line: int = L
     Blocks that repeat another up to whole lines count once
     (:func:`warpspeed.volumes.sampling.translates`)."""
     s = translates(s, math.lcm(sector, line))
+    warps_of = _warps_by_class(s, sector, warp)
+    block_rows = _sorted_by_class(s)
     w = s.weights
     lups = float(np.sum(s.active.sum(axis=1) * w)) * s.lups_per_thread
     n = len(s.accesses)
-    l1_load = float(np.sum(_per_warp_sectors(s, range(n_loads), sector, warp) * w)) \
-        * sector / lups
-    l2_store = float(np.sum(_per_warp_sectors(s, range(n_loads, n), sector, warp) * w)) \
-        * sector / lups
+    l1_load = _per_warp_sectors(s, range(n_loads), warps_of, sector) * sector / lups
+    l2_store = _per_warp_sectors(s, range(n_loads, n), warps_of, sector) * sector / lups
     nb = len(w)
     v1, lines, sv1 = np.zeros(nb), np.zeros(nb), np.zeros(nb)
     per_field: dict[str, list[list[int]]] = {}  # loads, stores
@@ -138,11 +174,11 @@ def block_footprint(s: Sample, n_loads: int, sector: int = SECTOR, line: int = L
         per_field.setdefault(acc.field.name, [[], []])[k >= n_loads].append(k)
     for loads, stores in per_field.values():
         if loads:
-            sectors, field_lines = _block_counts(s, loads, sector, line)
+            sectors, field_lines = _block_counts(s, loads, block_rows, sector, line)
             v1 += sectors
             lines += field_lines
         if stores:
-            sv1 += _block_counts(s, stores, sector, line)[0]
+            sv1 += _block_counts(s, stores, block_rows, sector, line)[0]
     blocks_active = s.active.any(axis=1)
     alloc = float(np.sum(lines * w) / np.sum(w * blocks_active)) * line
     return Footprint(

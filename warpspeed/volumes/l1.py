@@ -9,6 +9,7 @@ from .sampling import (
     WARP,
     Sample,
     distinct_sorted,
+    row_translates,
     shift_groups,
     shifted_distinct_sum,
     sorted_rows,
@@ -58,18 +59,32 @@ def l1_cycles_per_warp_lup(s: Sample) -> float:
     (shifted) and their bank conflicts; only the 1 KiB regions are counted
     per instruction, vectorised over the instructions of a group."""
     nb, threads = s.active.shape
-    act = s.active.reshape(nb, threads // HALF_WARP, HALF_WARP)
-    any_active = act.any(axis=-1)
-    per_block = np.zeros(nb)
+    act = s.active.reshape(-1, HALF_WARP)  # every half warp of the sample
+    row_weights = np.repeat(s.weights, threads // HALF_WARP)
+    total = 0.0
     for rep, shifts in shift_groups(s, range(len(s.accesses)), BANK_WIDTH):
-        w = sorted_rows(rep.reshape(nb, threads // HALF_WARP, HALF_WARP) // BANK_WIDTH, act)
-        conflicts = _conflicts(w)
-        cyc = shifted_distinct_sum(w, any_active, shifts // BANK_WIDTH, REGION // BANK_WIDTH,
-                                   at_least=conflicts)
-        per_block += cyc.sum(axis=1)
-    total = float(np.sum(per_block * s.weights))
-    count = float(np.sum(any_active.sum(axis=1) * s.weights))
+        rows = rep.reshape(-1, HALF_WARP)
+        first, weights = _distinct_half_warps(rows, act, row_weights)
+        a = act[first]
+        w = sorted_rows(rows[first] // BANK_WIDTH, a)
+        cyc = shifted_distinct_sum(w, a.any(axis=-1), shifts // BANK_WIDTH,
+                                   REGION // BANK_WIDTH, at_least=_conflicts(w))
+        total += float(cyc @ weights)
+    count = float(np.sum(s.active.reshape(nb, -1, HALF_WARP).any(axis=-1).sum(axis=1)
+                         * s.weights))
     return 2.0 * total / count / s.lups_per_thread
+
+
+def _distinct_half_warps(rows: np.ndarray, active: np.ndarray, weights: np.ndarray
+                         ) -> tuple[np.ndarray | slice, np.ndarray]:
+    """The half warps to count (one per group of translates by whole 1 KiB
+    regions, :func:`warpspeed.volumes.sampling.row_translates`: their banks
+    and regions agree) and the weight each stands for."""
+    groups = row_translates(rows, active, REGION)
+    if groups is None:
+        return slice(None), weights
+    first, inverse = groups
+    return first, np.bincount(inverse, weights=weights, minlength=len(first))
 
 
 # --------------------------------------------------------------------------

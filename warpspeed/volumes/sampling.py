@@ -259,6 +259,37 @@ def translates(s: Sample, granularity: int) -> Sample:
                    weights=weights[first])
 
 
+#: Random odd multipliers of the row hash in :func:`row_translates` (fixed
+#: seed: the same rows group the same way in every run).
+_HASH = (np.random.default_rng(20261127).integers(1, 2**62, size=(2, 1024)) | 1).astype(np.uint64)
+
+
+def row_translates(rows: np.ndarray, active: np.ndarray, granularity: int
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Rows (N, W) of addresses grouped by translation: ``(first,
+    inverse)`` with ``rows[first]`` one row per group and ``inverse`` each
+    row's group, where a group's rows have equal ``active`` masks and
+    differ by a multiple of ``granularity`` bytes (counts invariant under
+    such a shift, as the sectors of a warp or the banks and 1 KiB regions
+    of a half warp, are counted once per group). Rows are hashed and every
+    row is then compared with its group's first: exact; None when nothing
+    repeats (or rows are wider than the hash)."""
+    n, width = rows.shape
+    if n < 2 or width > _HASH.shape[1]:
+        return None
+    rel = rows - (rows[:, :1] - rows[:, :1] % granularity)
+    h = (rel.view(np.uint64) @ _HASH[0, :width]  # unsigned: wraps modulo 2**64
+         + active.astype(np.uint64) @ _HASH[1, :width])
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    if len(first) == n:
+        return None
+    inverse = inverse.ravel()
+    if not (np.array_equal(rel, rel[first][inverse])
+            and np.array_equal(active, active[first][inverse])):
+        return None  # a hash collision: count every row
+    return first, inverse
+
+
 def sorted_rows(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
     """Each row sorted, inactive entries replaced by the row's first active
     value so that they add no distinct value."""
