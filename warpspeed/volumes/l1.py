@@ -194,13 +194,17 @@ def line_cycles_per_warp_lup(s: Sample, line: int, warp: int) -> float:
     many lines of few bytes (blocks 1 or 2 wide) are not modelled;
     ``tests/test_amd.py`` compares the count with the public L1 stride
     micro-benchmark of MI210 and RX 6900 XT."""
-    nb, threads = s.active.shape
-    act = s.active.reshape(nb, threads // warp, warp)
-    any_active = act.any(axis=-1)
-    total = np.zeros(nb)
+    act = s.active.reshape(-1, warp)  # every wavefront of the sample
+    row_weights = np.repeat(s.weights, s.active.shape[1] // warp)
+    total = 0.0
     for rep, shifts in shift_groups(s, range(len(s.accesses))):
-        rows = sorted_rows(rep.reshape(nb, threads // warp, warp), act)
-        total += shifted_distinct_sum(rows, any_active, shifts, line).sum(axis=1)
+        rows = rep.reshape(-1, warp)
+        groups = row_translates(rows, act, line)  # repeats up to whole lines count once
+        first: np.ndarray | slice = slice(None) if groups is None else groups[0]
+        weights = row_weights if groups is None else np.bincount(
+            groups[1], weights=row_weights, minlength=len(groups[0]))
+        a = act[first]
+        total += float(shifted_distinct_sum(sorted_rows(rows[first], a), a.any(axis=-1),
+                                            shifts, line) @ weights)
     threads_active = s.active.sum(axis=1)
-    return float(np.sum(total * s.weights) / np.sum(threads_active * s.weights)
-                 * warp / s.lups_per_thread)
+    return float(total / np.sum(threads_active * s.weights) * warp / s.lups_per_thread)
