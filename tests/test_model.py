@@ -96,3 +96,40 @@ def test_thin_and_deep_blocks_beat_short_x_blocks():
 def test_predict_rejects_a_non_kernel():
     with pytest.raises(TypeError, match="ws.Kernel"):
         ws.predict("star", "A100", (32, 1, 1))
+
+
+@pytest.mark.parametrize("machine", ["A100", "MI210"])
+def test_stacked_block_stages_equal_each_block_counted_alone(machine):
+    # MODEL.md §4-§5: block_stages counts the launches that share accesses
+    # together; every number must be the one of counting the launch alone
+    # (with a launch that cannot run reported in its place)
+    from warpspeed.errors import LaunchError
+    from warpspeed.input.addresses import kernel_forms, thread_accesses
+    from warpspeed.input.expr import bind_all
+    from warpspeed.model import block_stages
+    from warpspeed.volumes.footprint import block_footprint
+    from warpspeed.volumes.l1 import l1_cycles_per_warp_lup, line_cycles_per_warp_lup
+    from warpspeed.volumes.launch import make_launch
+    from warpspeed.volumes.sampling import sample
+
+    m = ws.load_machine(machine)
+    k = star(radius=2, shape=(100, 36, 20))
+    blocks = [(64, 4, 1), (32, 2, 2), (16, 8, 4), (128, 1, 1), (2048, 1, 1), (8, 8, 2)]
+    stages = block_stages(k, m, blocks)
+    assert isinstance(stages[4], LaunchError)
+    for b, st in zip(blocks, stages):
+        if b == (2048, 1, 1):
+            continue
+        la = make_launch(k, m, b)
+        bound = bind_all([kernel_forms(k)], la.block)
+        loads, stores = thread_accesses(k, bound, la.block)
+        s = sample(k, la, loads + stores, bound, warp=m.warp_size)
+        if m.l1_model == "lines":
+            l1 = line_cycles_per_warp_lup(s, m.l1_line_bytes, m.warp_size)
+        else:
+            l1 = l1_cycles_per_warp_lup(s) * m.warp_size / 32
+        fp = block_footprint(s, len(loads), m.l1_sector_bytes, m.l1_line_bytes, m.warp_size)
+        assert st.l1_cycles == l1
+        assert (st.footprint.l1_load, st.footprint.l2_load_v1, st.footprint.l2_store,
+                st.footprint.l2_store_v1, st.footprint.alloc_per_block) == (
+                fp.l1_load, fp.l2_load_v1, fp.l2_store, fp.l2_store_v1, fp.alloc_per_block)

@@ -9,8 +9,11 @@ the four limits; the default adds its terms."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+
+import numpy as np
 
 from .errors import LaunchError
 from .input.addresses import kernel_forms, thread_accesses
@@ -22,12 +25,12 @@ from .timing.atomics import with_atomics
 from .timing.hierarchy import architecture_notes, with_mall
 from .timing.paper import LIMITERS
 from .volumes.capacity import CapacityFits, load_fits
-from .volumes.footprint import Footprint, block_footprint
+from .volumes.footprint import Footprint, footprints_of
 from .volumes.gathers import gather_volumes, with_gathers
-from .volumes.l1 import l1_cycles_per_warp_lup, line_cycles_per_warp_lup
+from .volumes.l1 import l1_cycles_of, line_cycles_of
 from .volumes.launch import Launch, make_launch
 from .volumes.levels import LevelVolumes, Volumes, level_volumes
-from .volumes.sampling import Sample, sample
+from .volumes.sampling import Sample, sample, stack
 from .volumes.streams import address_streams
 from .volumes.waves import WaveVolumes, wave_volumes
 
@@ -179,33 +182,88 @@ def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -
     accesses a thread issues once the block is bound
     (:func:`warpspeed.input.addresses.thread_accesses`: repeats count once unless
     ``kernel.reload_repeated``)."""
+    out = block_stages(kernel, machine, [block])[0]
+    if isinstance(out, LaunchError):
+        raise out
+    return out
+
+
+#: Thread slots (blocks x padded threads x shift classes) counted together
+#: by :func:`block_stages`: bounds the memory of one stacked sample.
+STACK_LIMIT = 1 << 21
+
+
+def block_stages(kernel: Kernel, machine: Machine, blocks: Sequence[tuple[int, int, int]]
+                 ) -> list[BlockStage | LaunchError]:
+    """:func:`block_stage` of every block of ``blocks``, or the
+    :class:`LaunchError` that makes one impossible, in order. Launches
+    whose threads issue the same accesses in the same shift classes are
+    counted together (:func:`warpspeed.volumes.sampling.stack`: one
+    :func:`warpspeed.volumes.l1.l1_cycles_of` and
+    :func:`warpspeed.volumes.footprint.footprints_of` over their blocks);
+    the numbers are those of counting each launch alone."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"predict() needs a ws.Kernel, got {type(kernel).__name__}")
-    launch = make_launch(kernel, machine, block)
-    bound = bind_all([kernel_forms(kernel)], launch.block)
-    loads, stores = thread_accesses(kernel, bound, launch.block)
-    smp = sample(kernel, launch, loads + stores, bound, warp=machine.warp_size)
-    if not smp.active.any():
-        raise LaunchError(f"no thread of block {launch.block} lies inside the domain")
-    return BlockStage(
-        kernel=kernel,
-        machine=machine,
-        launch=launch,
-        bound=bound,
-        l1_cycles=_l1_cycles(smp, machine),
-        footprint=replace(block_footprint(smp, len(loads), machine.l1_sector_bytes,
-                                          machine.l1_line_bytes, machine.warp_size),
-                          streams=address_streams(smp, len(loads))),
-    )
+    out: list[BlockStage | LaunchError | None] = [None] * len(blocks)
+    ready: dict[int, tuple[Launch, dict[SymForm, LinForm], int, Sample]] = {}
+    groups: dict[object, list[int]] = {}
+    for i, block in enumerate(blocks):
+        try:
+            launch = make_launch(kernel, machine, block)
+            bound = bind_all([kernel_forms(kernel)], launch.block)
+            loads, stores = thread_accesses(kernel, bound, launch.block)
+            smp = sample(kernel, launch, loads + stores, bound, warp=machine.warp_size)
+            if not smp.active.any():
+                raise LaunchError(f"no thread of block {launch.block} lies inside the domain")
+        except LaunchError as exc:
+            out[i] = exc
+            continue
+        ready[i] = (launch, bound, len(loads), smp)
+        key = (tuple(map(id, loads)), tuple(map(id, stores)), smp.active.shape[1],
+               smp.access_class.tobytes(), smp.access_shift.tobytes())
+        groups.setdefault(key, []).append(i)
+    for members in groups.values():
+        batch: list[int] = []
+        size = 0
+        for i in members + [-1]:  # -1 closes the last batch
+            slots = 0 if i < 0 else ready[i][3].class_addresses.size
+            if batch and (i < 0 or size + slots > STACK_LIMIT):
+                _count_stacked(kernel, machine, [(i, *ready[i]) for i in batch], out)
+                batch, size = [], 0
+            if i >= 0:
+                batch.append(i)
+                size += slots
+    return out  # type: ignore[return-value]
 
 
-def _l1_cycles(smp: Sample, m: Machine) -> float:
-    """L1 cycles per wavefront of ``m.warp_size`` lanes and lattice update:
-    the half-warp count of MODEL.md §4 (per 32 lanes, scaled to the
-    wavefront) or one line per clock (``l1_model = "lines"``, MODEL.md §15)."""
+def _count_stacked(
+    kernel: Kernel, machine: Machine,
+    items: list[tuple[int, Launch, dict[SymForm, LinForm], int, Sample]],
+    out: list[BlockStage | LaunchError | None],
+) -> None:
+    """The L1 cycles and footprints of launches sharing accesses and
+    classes, counted over their stacked samples, into ``out``."""
+    stacked, owner = stack([smp for *_, smp in items])
+    n_loads = items[0][3]
+    l1 = _l1_cycles(stacked, owner, len(items), machine)
+    fps = footprints_of(stacked, owner, len(items), n_loads, machine.l1_sector_bytes,
+                        machine.l1_line_bytes, machine.warp_size)
+    for j, (i, launch, bound, _, smp) in enumerate(items):
+        out[i] = BlockStage(
+            kernel=kernel, machine=machine, launch=launch, bound=bound,
+            l1_cycles=float(l1[j]),
+            footprint=replace(fps[j], streams=address_streams(smp, n_loads)),
+        )
+
+
+def _l1_cycles(s: Sample, owner: np.ndarray, launches: int, m: Machine) -> np.ndarray:
+    """L1 cycles per wavefront of ``m.warp_size`` lanes and lattice update of
+    each stacked launch: the half-warp count of MODEL.md §4 (per 32 lanes,
+    scaled to the wavefront) or one line per clock (``l1_model = "lines"``,
+    MODEL.md §15)."""
     if m.l1_model == "lines":
-        return line_cycles_per_warp_lup(smp, m.l1_line_bytes, m.warp_size)
-    return l1_cycles_per_warp_lup(smp) * m.warp_size / 32
+        return line_cycles_of(s, owner, launches, m.l1_line_bytes, m.warp_size)
+    return l1_cycles_of(s, owner, launches) * m.warp_size / 32
 
 
 def finish(

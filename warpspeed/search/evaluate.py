@@ -22,7 +22,7 @@ from ..input.addresses import kernel_forms
 from ..input.expr import bind_all
 from ..input.kernel import Kernel
 from ..machine import Machine
-from ..model import BlockStage, Prediction, block_stage, finish
+from ..model import BlockStage, Prediction, block_stages, finish
 from ..timing import MODELS
 from ..volumes.capacity import CapacityFits
 from ..volumes.footprint import Footprint
@@ -69,11 +69,9 @@ def _stage_chunk(
     """Block stages of ``blocks``; the wave keys and DRAM lower bounds only
     when pruning (``bounds``) needs them (else the caller keys the waves)."""
     out: list[_StageResult | str] = []
-    for b in blocks:
-        try:
-            st = block_stage(kernel, machine, b)
-        except LaunchError as exc:
-            out.append(str(exc))
+    for st in block_stages(kernel, machine, blocks):  # counted together (MODEL.md §4)
+        if isinstance(st, LaunchError):
+            out.append(str(st))
             continue
         out.append(_StageResult(
             launch=st.launch,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -12,10 +12,10 @@ from .distinct import distinct
 from .sampling import (
     WARP,
     Sample,
-    row_translates,
+    block_groups,
     shifted_distinct_sum,
     sorted_rows,
-    translates,
+    translate_groups,
 )
 from .streams import Streams
 
@@ -53,20 +53,26 @@ class Footprint:
     streams: Streams = Streams()
 
 
-def _per_warp_sectors(s: Sample, indices: range,
-                      warps_of: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]],
-                      sector: int = SECTOR) -> float:
+#: A class's warps as :func:`_warps_by_class` gives them.
+Warps = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _per_warp_sectors(s: Sample, indices: range, warps_of: Callable[[int], Warps],
+                      row_owner: np.ndarray, row_weights: np.ndarray, launches: int,
+                      sector: int = SECTOR) -> np.ndarray:
     """Distinct sectors per warp (wavefront), summed over the instructions
-    ``indices`` and the sampled warps weighted by their blocks. The
-    instructions of one shift class share its warps (``warps_of(class)``:
-    rows sorted, whether active, weight), counted at each instruction's
+    ``indices`` and the sampled warps weighted by their blocks, per launch
+    (``row_owner``: each warp's). The instructions of one shift class share
+    its warps (``warps_of(class)``: one per group of translates, sorted,
+    whether active, and each warp's group), counted at each instruction's
     shift."""
     ks = np.fromiter(indices, dtype=np.int64)
     cls, sh = s.access_class[ks], s.access_shift[ks]
-    total = 0.0
+    total = np.zeros(launches)
     for c in dict.fromkeys(cls.tolist()):
-        rows, any_active, weights = warps_of(c)
-        total += float(shifted_distinct_sum(rows, any_active, sh[cls == c], sector) @ weights)
+        rows, any_active, inverse = warps_of(c)
+        n = shifted_distinct_sum(rows, any_active, sh[cls == c], sector)
+        total += np.bincount(row_owner, weights=n[inverse] * row_weights, minlength=launches)
     return total
 
 
@@ -123,28 +129,20 @@ def _sorted_by_class(s: Sample) -> Callable[[int], np.ndarray]:
     return rows_of
 
 
-def _warps_by_class(s: Sample, sector: int, warp: int
-                    ) -> Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _warps_by_class(s: Sample, sector: int, warp: int) -> Callable[[int], Warps]:
     """A class's warps: one per group of translates by whole sectors
-    (:func:`warpspeed.volumes.sampling.row_translates`, equal counts), sorted
-    (:func:`sorted_rows`), whether any lane is active, and the weight each
-    stands for (its blocks' weights summed); once per class."""
+    (:func:`warpspeed.volumes.sampling.translate_groups`, equal counts),
+    sorted (:func:`sorted_rows`), whether any lane is active, and each
+    sampled warp's group; once per class."""
     act = s.active.reshape(-1, warp)
-    row_weights = np.repeat(s.weights, s.active.shape[1] // warp)
-    done: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    done: dict[int, Warps] = {}
 
-    def warps_of(c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def warps_of(c: int) -> Warps:
         if c not in done:
             rows = s.class_addresses[c].reshape(-1, warp)
-            groups = row_translates(rows, act, sector)
-            if groups is None:
-                first: np.ndarray | slice = slice(None)
-                weights = row_weights
-            else:
-                first = groups[0]
-                weights = np.bincount(groups[1], weights=row_weights, minlength=len(groups[0]))
+            first, inverse = translate_groups(rows, act, sector)
             a = act[first]
-            done[c] = (sorted_rows(rows[first], a), a.any(axis=-1), weights)
+            done[c] = (sorted_rows(rows[first], a), a.any(axis=-1), inverse)
         return done[c]
 
     return warps_of
@@ -157,34 +155,58 @@ def block_footprint(s: Sample, n_loads: int, sector: int = SECTOR, line: int = L
     ``warp`` are the machine's L1 sector and line and its wavefront width
     (MODEL.md §15; NVIDIA's 32 B, 128 B and 32 by default); the sample must
     be padded to whole wavefronts (:func:`warpspeed.volumes.sampling.sample`).
-    Blocks that repeat another up to whole lines count once
-    (:func:`warpspeed.volumes.sampling.translates`)."""
-    s = translates(s, math.lcm(sector, line))
-    warps_of = _warps_by_class(s, sector, warp)
-    block_rows = _sorted_by_class(s)
+    Warps that repeat another up to whole sectors and blocks that repeat
+    another up to whole lines count once
+    (:func:`warpspeed.volumes.sampling.translate_groups`)."""
+    owner = np.zeros(s.active.shape[0], dtype=np.int64)
+    return footprints_of(s, owner, 1, n_loads, sector, line, warp)[0]
+
+
+def footprints_of(s: Sample, owner: np.ndarray, launches: int, n_loads: int,
+                  sector: int = SECTOR, line: int = LINE, warp: int = WARP) -> list[Footprint]:
+    """:func:`block_footprint` of each of ``launches`` launches whose blocks
+    are stacked in ``s`` (``owner``: each block's launch,
+    :func:`warpspeed.volumes.sampling.stack`): one count over all of them."""
     w = s.weights
-    lups = float(np.sum(s.active.sum(axis=1) * w)) * s.lups_per_thread
+    per = s.active.shape[1] // warp
+    row_owner, row_weights = np.repeat(owner, per), np.repeat(w, per)
+    lups = np.bincount(owner, weights=s.active.sum(axis=1) * w,
+                       minlength=launches) * s.lups_per_thread
     n = len(s.accesses)
-    l1_load = _per_warp_sectors(s, range(n_loads), warps_of, sector) * sector / lups
-    l2_store = _per_warp_sectors(s, range(n_loads, n), warps_of, sector) * sector / lups
-    nb = len(w)
-    v1, lines, sv1 = np.zeros(nb), np.zeros(nb), np.zeros(nb)
+    warps_of = _warps_by_class(s, sector, warp)
+    l1_load = _per_warp_sectors(s, range(n_loads), warps_of, row_owner, row_weights,
+                                launches, sector) * sector / lups
+    l2_store = _per_warp_sectors(s, range(n_loads, n), warps_of, row_owner, row_weights,
+                                 launches, sector) * sector / lups
+    # the unions per block, on one block per group of translates by whole lines
+    first, inverse = block_groups(s, math.lcm(sector, line))
+    u = s if isinstance(first, slice) else replace(
+        s, class_addresses=s.class_addresses[:, first], active=s.active[first],
+        weights=w[first])
+    block_rows = _sorted_by_class(u)
+    nu = u.active.shape[0]
+    v1, lines, sv1 = np.zeros(nu), np.zeros(nu), np.zeros(nu)
     per_field: dict[str, list[list[int]]] = {}  # loads, stores
     for k, acc in enumerate(s.accesses):
         per_field.setdefault(acc.field.name, [[], []])[k >= n_loads].append(k)
     for loads, stores in per_field.values():
         if loads:
-            sectors, field_lines = _block_counts(s, loads, block_rows, sector, line)
+            sectors, field_lines = _block_counts(u, loads, block_rows, sector, line)
             v1 += sectors
             lines += field_lines
         if stores:
-            sv1 += _block_counts(s, stores, block_rows, sector, line)[0]
-    blocks_active = s.active.any(axis=1)
-    alloc = float(np.sum(lines * w) / np.sum(w * blocks_active)) * line
-    return Footprint(
-        l1_load=l1_load,
-        l2_load_v1=float(np.sum(v1 * w)) * sector / lups,
-        l2_store=l2_store,
-        alloc_per_block=alloc,
-        l2_store_v1=float(np.sum(sv1 * w)) * sector / lups,
-    )
+            sv1 += _block_counts(u, stores, block_rows, sector, line)[0]
+
+    def per_launch(values: np.ndarray) -> np.ndarray:
+        return np.bincount(owner, weights=values[inverse] * w, minlength=launches)
+
+    blocks_active = np.bincount(owner, weights=s.active.any(axis=1) * w, minlength=launches)
+    alloc = per_launch(lines) / blocks_active * line
+    v1_sum, sv1_sum = per_launch(v1), per_launch(sv1)
+    return [Footprint(
+        l1_load=float(l1_load[c]),
+        l2_load_v1=float(v1_sum[c]) * sector / float(lups[c]),
+        l2_store=float(l2_store[c]),
+        alloc_per_block=float(alloc[c]),
+        l2_store_v1=float(sv1_sum[c]) * sector / float(lups[c]),
+    ) for c in range(launches)]

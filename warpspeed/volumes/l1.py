@@ -9,10 +9,10 @@ from .sampling import (
     WARP,
     Sample,
     distinct_sorted,
-    row_translates,
     shift_groups,
     shifted_distinct_sum,
     sorted_rows,
+    translate_groups,
 )
 
 BANKS = 16
@@ -57,34 +57,30 @@ def l1_cycles_per_warp_lup(s: Sample) -> float:
     Instructions whose addresses are one constant multiple of 8 B apart
     (:func:`warpspeed.volumes.sampling.shift_groups`) share their sorted words
     (shifted) and their bank conflicts; only the 1 KiB regions are counted
-    per instruction, vectorised over the instructions of a group."""
-    nb, threads = s.active.shape
+    per instruction, vectorised over the instructions of a group. Half
+    warps that repeat another up to whole 1 KiB regions count once
+    (:func:`warpspeed.volumes.sampling.translate_groups`)."""
+    return float(l1_cycles_of(s, np.zeros(s.active.shape[0], dtype=np.int64), 1)[0])
+
+
+def l1_cycles_of(s: Sample, owner: np.ndarray, launches: int) -> np.ndarray:
+    """:func:`l1_cycles_per_warp_lup` of each of ``launches`` launches whose
+    blocks are stacked in ``s`` (``owner``: each block's launch,
+    :func:`warpspeed.volumes.sampling.stack`): one count over all of them."""
+    per = s.active.shape[1] // HALF_WARP
     act = s.active.reshape(-1, HALF_WARP)  # every half warp of the sample
-    row_weights = np.repeat(s.weights, threads // HALF_WARP)
-    total = 0.0
+    row_owner, row_weights = np.repeat(owner, per), np.repeat(s.weights, per)
+    total = np.zeros(launches)
     for rep, shifts in shift_groups(s, range(len(s.accesses)), BANK_WIDTH):
         rows = rep.reshape(-1, HALF_WARP)
-        first, weights = _distinct_half_warps(rows, act, row_weights)
+        first, inverse = translate_groups(rows, act, REGION)
         a = act[first]
         w = sorted_rows(rows[first] // BANK_WIDTH, a)
         cyc = shifted_distinct_sum(w, a.any(axis=-1), shifts // BANK_WIDTH,
                                    REGION // BANK_WIDTH, at_least=_conflicts(w))
-        total += float(cyc @ weights)
-    count = float(np.sum(s.active.reshape(nb, -1, HALF_WARP).any(axis=-1).sum(axis=1)
-                         * s.weights))
+        total += np.bincount(row_owner, weights=cyc[inverse] * row_weights, minlength=launches)
+    count = np.bincount(row_owner, weights=act.any(axis=-1) * row_weights, minlength=launches)
     return 2.0 * total / count / s.lups_per_thread
-
-
-def _distinct_half_warps(rows: np.ndarray, active: np.ndarray, weights: np.ndarray
-                         ) -> tuple[np.ndarray | slice, np.ndarray]:
-    """The half warps to count (one per group of translates by whole 1 KiB
-    regions, :func:`warpspeed.volumes.sampling.row_translates`: their banks
-    and regions agree) and the weight each stands for."""
-    groups = row_translates(rows, active, REGION)
-    if groups is None:
-        return slice(None), weights
-    first, inverse = groups
-    return first, np.bincount(inverse, weights=weights, minlength=len(first))
 
 
 # --------------------------------------------------------------------------
@@ -194,17 +190,24 @@ def line_cycles_per_warp_lup(s: Sample, line: int, warp: int) -> float:
     many lines of few bytes (blocks 1 or 2 wide) are not modelled;
     ``tests/test_amd.py`` compares the count with the public L1 stride
     micro-benchmark of MI210 and RX 6900 XT."""
+    return float(line_cycles_of(s, np.zeros(s.active.shape[0], dtype=np.int64), 1,
+                                line, warp)[0])
+
+
+def line_cycles_of(s: Sample, owner: np.ndarray, launches: int, line: int, warp: int
+                   ) -> np.ndarray:
+    """:func:`line_cycles_per_warp_lup` of each of ``launches`` launches whose
+    blocks are stacked in ``s`` (as :func:`l1_cycles_of`); wavefronts that
+    repeat another up to whole lines count once."""
+    per = s.active.shape[1] // warp
     act = s.active.reshape(-1, warp)  # every wavefront of the sample
-    row_weights = np.repeat(s.weights, s.active.shape[1] // warp)
-    total = 0.0
+    row_owner, row_weights = np.repeat(owner, per), np.repeat(s.weights, per)
+    total = np.zeros(launches)
     for rep, shifts in shift_groups(s, range(len(s.accesses))):
         rows = rep.reshape(-1, warp)
-        groups = row_translates(rows, act, line)  # repeats up to whole lines count once
-        first: np.ndarray | slice = slice(None) if groups is None else groups[0]
-        weights = row_weights if groups is None else np.bincount(
-            groups[1], weights=row_weights, minlength=len(groups[0]))
+        first, inverse = translate_groups(rows, act, line)
         a = act[first]
-        total += float(shifted_distinct_sum(sorted_rows(rows[first], a), a.any(axis=-1),
-                                            shifts, line) @ weights)
-    threads_active = s.active.sum(axis=1)
-    return float(total / np.sum(threads_active * s.weights) * warp / s.lups_per_thread)
+        n = shifted_distinct_sum(sorted_rows(rows[first], a), a.any(axis=-1), shifts, line)
+        total += np.bincount(row_owner, weights=n[inverse] * row_weights, minlength=launches)
+    threads = np.bincount(owner, weights=s.active.sum(axis=1) * s.weights, minlength=launches)
+    return total / threads * warp / s.lups_per_thread

@@ -21,7 +21,7 @@ on large grids the edge blocks weigh less and the difference shrinks.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -231,55 +231,64 @@ def sample(
     )
 
 
-def translates(s: Sample, granularity: int) -> Sample:
-    """``s`` with every sampled block that repeats another one up to a
-    translation by a multiple of ``granularity`` bytes dropped and its
-    weight added to the one kept (exact for counts invariant under such
-    a translation: sectors and lines when ``granularity`` is a multiple of
-    the line; MODEL.md §5). Two blocks repeat each other when their active
-    threads agree and every access's addresses differ by one and the same
-    multiple of ``granularity`` at every thread (interior blocks along an
-    axis whose block step is such a multiple)."""
+def stack(samples: Sequence[Sample]) -> tuple[Sample, np.ndarray]:
+    """The blocks of several launches' samples as one sample, and each
+    block's launch (its index in ``samples``). The samples must share their
+    accesses, shift classes and padded block size (the counts of §4-§5 then
+    run once over all of them, :func:`warpspeed.volumes.l1.l1_cycles_of`)."""
+    first = samples[0]
+    owner = np.repeat(np.arange(len(samples)), [s.active.shape[0] for s in samples])
+    if len(samples) == 1:
+        return first, owner
+    return replace(
+        first,
+        class_addresses=np.concatenate([s.class_addresses for s in samples], axis=1),
+        active=np.concatenate([s.active for s in samples]),
+        weights=np.concatenate([s.weights for s in samples]),
+    ), owner
+
+
+def block_groups(s: Sample, granularity: int) -> tuple[np.ndarray | slice, np.ndarray]:
+    """The sampled blocks grouped by translation (:func:`translate_groups`):
+    blocks whose active threads agree and whose every access's addresses
+    differ by one and the same multiple of ``granularity`` bytes at every
+    thread (interior blocks along an axis whose block step is such a
+    multiple) count alike for counts invariant under such a translation
+    (sectors and lines when ``granularity`` is a multiple of the line;
+    MODEL.md §5)."""
     nb = s.active.shape[0]
-    if nb < 2 or s.class_addresses.shape[0] == 0:
-        return s
-    a = s.class_addresses
-    base = a[0, :, :1] - a[0, :, :1] % granularity  # (blocks, 1)
-    rel = (a - base[None]).transpose(1, 0, 2).reshape(nb, -1)
-    keep: dict[bytes, int] = {}
-    owner = np.empty(nb, dtype=np.int64)
-    for i in range(nb):
-        owner[i] = keep.setdefault(rel[i].tobytes() + s.active[i].tobytes(), i)
-    if len(keep) == nb:
-        return s
-    first = np.fromiter(keep.values(), dtype=np.int64)
-    weights = np.zeros(nb)
-    np.add.at(weights, owner, s.weights)
-    return replace(s, class_addresses=a[:, first], active=s.active[first],
-                   weights=weights[first])
+    rows = s.class_addresses.transpose(1, 0, 2).reshape(nb, -1)  # accesses side by side
+    return translate_groups(rows, s.active, granularity)
 
 
-#: Random odd multipliers of the row hash in :func:`row_translates` (fixed
-#: seed: the same rows group the same way in every run).
-_HASH = (np.random.default_rng(20261127).integers(1, 2**62, size=(2, 1024)) | 1).astype(np.uint64)
+def _hash_weights(width: int, seed: int) -> np.ndarray:
+    """Odd random multipliers of the row hash of :func:`row_translates` (a
+    fixed seed: the same rows group alike in every run)."""
+    if (width, seed) not in _HASHES:
+        rng = np.random.default_rng(20261127 + seed)
+        _HASHES[(width, seed)] = (rng.integers(1, 2**62, size=width) | 1).astype(np.uint64)
+    return _HASHES[(width, seed)]
+
+
+_HASHES: dict[tuple[int, int], np.ndarray] = {}
 
 
 def row_translates(rows: np.ndarray, active: np.ndarray, granularity: int
                    ) -> tuple[np.ndarray, np.ndarray] | None:
     """Rows (N, W) of addresses grouped by translation: ``(first,
     inverse)`` with ``rows[first]`` one row per group and ``inverse`` each
-    row's group, where a group's rows have equal ``active`` masks and
-    differ by a multiple of ``granularity`` bytes (counts invariant under
-    such a shift, as the sectors of a warp or the banks and 1 KiB regions
-    of a half warp, are counted once per group). Rows are hashed and every
-    row is then compared with its group's first: exact; None when nothing
-    repeats (or rows are wider than the hash)."""
-    n, width = rows.shape
-    if n < 2 or width > _HASH.shape[1]:
+    row's group, where a group's rows have equal ``active`` masks (N, V)
+    and differ by one multiple of ``granularity`` bytes (counts invariant
+    under such a shift, as the sectors of a warp or the banks and 1 KiB
+    regions of a half warp, are counted once per group). Rows are hashed
+    and every row is then compared with its group's first: exact; None
+    when nothing repeats."""
+    n = rows.shape[0]
+    if n < 2:
         return None
     rel = rows - (rows[:, :1] - rows[:, :1] % granularity)
-    h = (rel.view(np.uint64) @ _HASH[0, :width]  # unsigned: wraps modulo 2**64
-         + active.astype(np.uint64) @ _HASH[1, :width])
+    h = (rel.view(np.uint64) @ _hash_weights(rows.shape[1], 0)  # unsigned: wraps mod 2**64
+         + active.astype(np.uint64) @ _hash_weights(active.shape[1], 1))
     _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
     if len(first) == n:
         return None
@@ -288,6 +297,16 @@ def row_translates(rows: np.ndarray, active: np.ndarray, granularity: int
             and np.array_equal(active, active[first][inverse])):
         return None  # a hash collision: count every row
     return first, inverse
+
+
+def translate_groups(rows: np.ndarray, active: np.ndarray, granularity: int
+                     ) -> tuple[np.ndarray | slice, np.ndarray]:
+    """:func:`row_translates` as ``(first, inverse)`` always: every row its
+    own group (``first`` the whole slice) when nothing repeats."""
+    groups = row_translates(rows, active, granularity)
+    if groups is None:
+        return slice(None), np.arange(rows.shape[0])
+    return groups
 
 
 def sorted_rows(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
