@@ -214,3 +214,19 @@ def test_default_threads_rank_every_count_that_launches_and_name_the_registers()
         rank(heavy, "A100", threads=[1024], jobs=1)
     assert "255 registers per thread (kernel)" in str(info.value)
     assert any("1024 threads with 255 registers" in r for r in info.value.reasons)
+
+
+def test_static_global_forms_equal_the_per_block_global_function():
+    # the block-independent shortcut of global_accesses gives what binding
+    # the form to each block and checking it gives (pruning module docstring)
+    from warpspeed.search.pruning import global_function, static_global
+
+    x, y, z = ws.tidx, ws.tidy, ws.tidz
+    A = ws.Field("A", shape=(70, 40, 30))
+    k = ws.Kernel(loads=[A[x + 1, y + 2, z], A[2 * x, y, z + 1], A[x, 0, z]],
+                  stores=[A[x + 1, y + 1, z + 1]], domain=(32, 16, 16))
+    forms = {f for acc in k.loads + k.stores for f in acc.forms}
+    assert all(static_global(f) is not None for f in forms)
+    for block in [(32, 1, 1), (8, 4, 2), (1, 16, 4)]:
+        for f in forms:
+            assert static_global(f) == global_function(f.bind(block), block)

@@ -78,9 +78,63 @@ def global_function(form: LinForm, block: Block) -> tuple[object, ...] | None:
     return (form.const, tuple(form.coef[3:]), tuple(floors), form.div)
 
 
+def static_global(form: SymForm) -> tuple[object, ...] | None:
+    """:func:`global_function` of ``form`` bound to any block, when the form
+    shows it is the same for every block: no floor, integer coefficients
+    free of ``blockDim`` except the ``blockIdx_d`` term, which is ``B_d``
+    times the ``threadIdx_d`` term (``const + sum_d c_d * (b_d * B_d +
+    t_d)``); None otherwise (then it is computed per block)."""
+    const, thread, block_terms = 0, [0, 0, 0], [0, 0, 0]
+    for atom, poly in form.terms:
+        if not isinstance(atom, int | None) or len(poly) != 1:
+            return None
+        (exps, c), = poly
+        if c.denominator != 1:
+            return None
+        if atom is None or atom >= 3:
+            if exps != (0, 0, 0):
+                return None
+            if atom is None:
+                const = int(c)
+            else:
+                thread[atom - 3] = int(c)
+        else:
+            if exps != tuple(int(d == atom) for d in range(3)):
+                return None
+            block_terms[atom] = int(c)
+    if block_terms != thread:
+        return None
+    return (const, tuple(thread), (), 1)
+
+
+#: :func:`static_global` of every access of an access tuple, or None (kept
+#: per tuple, with the tuple so that its id is not reused).
+_STATIC: dict[int, tuple[tuple[Access, ...], tuple[object, ...] | None]] = {}
+
+
+def _static_accesses(accesses: tuple[Access, ...]) -> tuple[object, ...] | None:
+    hit = _STATIC.get(id(accesses))
+    if hit is not None and hit[0] is accesses:
+        return hit[1]
+    out: tuple[object, ...] | None = tuple(
+        (acc.field, tuple(static_global(f) for f in acc.forms)) for acc in accesses)
+    if any(g is None for _, forms in out for g in forms):  # type: ignore[union-attr, misc]
+        out = None
+    if len(_STATIC) < 4096:
+        _STATIC[id(accesses)] = (accesses, out)
+    return out
+
+
 def global_accesses(
     accesses: tuple[Access, ...], bound: dict[SymForm, LinForm], block: Block
 ) -> tuple[object, ...] | None:
+    """Every access's forms as :func:`global_function` tuples (with its
+    field), or None when one is not a function of the global coordinates
+    at ``block``; the same tuple for every block when the forms show it
+    (:func:`static_global`)."""
+    static = _static_accesses(accesses)
+    if static is not None:
+        return static
     out = []
     for acc in accesses:
         forms = tuple(global_function(bound[f], block) for f in acc.forms)
