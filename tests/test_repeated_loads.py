@@ -122,3 +122,22 @@ def test_a_ranking_whose_best_merges_loads_says_so():
     unfolded = ws.rank(lambda f: convolution2d.kernel(fold=f), A100, folds=[(1, 1, 1)],
                        blocks=[(64, 1, 1)], jobs=1)
     assert not any("repeat an address" in n for n in unfolded.notes)
+
+
+def test_block_independent_merges_are_the_merges_at_every_block():
+    # merge_repeated keeps the merge of accesses whose forms are functions
+    # of the global coordinates alone: it must be the merge computed afresh
+    # at any other block (A[x + 64, y] and A[x, y + 1] coincide on a
+    # 64-wide field at every block)
+    from warpspeed.input.addresses import _merge, merge_repeated
+    from warpspeed.input.expr import bind_all, global_terms
+
+    x, y = ws.tidx, ws.tidy
+    A = ws.Field("A", shape=(64, 40))
+    loads = (A[x, y + 1], A[x + 64, y], A[x + 1, y], A[x, y + 1])
+    assert all(global_terms(f) is not None for a in loads for f in a.forms)
+    first = merge_repeated(loads, bind_all((a.forms for a in loads), (32, 2, 1)))
+    assert first == (loads[0], loads[2])
+    for block in [(8, 8, 1), (1, 16, 2), (64, 1, 1)]:
+        bound = bind_all((a.forms for a in loads), block)
+        assert merge_repeated(loads, bound) == _merge(loads, bound) == first

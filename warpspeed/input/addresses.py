@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .expr import LinForm, SymForm, bind_all
+from .expr import LinForm, SymForm, bind_all, global_terms
 from .kernel import Access, Field, Kernel
 
 
@@ -153,9 +153,28 @@ def merge_repeated(
     accesses: Sequence[Access], bound: Mapping[SymForm, LinForm]
 ) -> tuple[Access, ...]:
     """``accesses`` without the repeats of an address (:func:`address_key`),
-    the first of each kept, in order."""
+    the first of each kept, in order. When every form is a function of the
+    global thread coordinates alone (:func:`warpspeed.input.expr.global_terms`),
+    two addresses agree at one block size exactly when they agree at every
+    one: the result is kept per access tuple and reused for other blocks."""
     if not accesses:
         return ()
+    hit = _MERGED.get(id(accesses))
+    if hit is not None and hit[0] is accesses:
+        return hit[1]
+    merged = _merge(accesses, bound)
+    if (isinstance(accesses, tuple) and len(_MERGED) < 4096
+            and all(global_terms(f) is not None for a in accesses for f in a.forms)):
+        _MERGED[id(accesses)] = (accesses, merged)  # the tuple kept: its id stays its own
+    return merged
+
+
+#: Block-independent merges of :func:`merge_repeated`, per access tuple.
+_MERGED: dict[int, tuple[tuple[Access, ...], tuple[Access, ...]]] = {}
+
+
+def _merge(accesses: Sequence[Access], bound: Mapping[SymForm, LinForm]
+           ) -> tuple[Access, ...]:
     lin, affine = linear_addresses(accesses, bound)
     field_id = access_terms(tuple(accesses)).field
     keep = np.zeros(len(accesses), dtype=bool)

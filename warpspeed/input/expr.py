@@ -151,6 +151,36 @@ class SymForm:
         return _bind(self, block, integral=True)
 
 
+def global_terms(form: SymForm) -> tuple[int, tuple[int, int, int]] | None:
+    """``(const, (c_x, c_y, c_z))`` when ``form`` is ``const + sum_d c_d *
+    (blockIdx_d * blockDim_d + threadIdx_d)`` with integer coefficients: a
+    function of the global thread coordinates alone, the same at every
+    block size (bound: ``coef[d] = B_d c_d``, ``coef[3 + d] = c_d``); None
+    for any other form (a floor, ``blockDim`` elsewhere, a block index
+    without its thread index)."""
+    const, thread, block_terms = 0, [0, 0, 0], [0, 0, 0]
+    for atom, poly in form.terms:
+        if not isinstance(atom, int | None) or len(poly) != 1:
+            return None
+        (exps, c), = poly
+        if c.denominator != 1:
+            return None
+        if atom is None or atom >= 3:
+            if exps != (0, 0, 0):
+                return None
+            if atom is None:
+                const = int(c)
+            else:
+                thread[atom - 3] = int(c)
+        elif exps == tuple(int(d == atom) for d in range(3)):
+            block_terms[atom] = int(c)
+        else:
+            return None
+    if block_terms != thread:
+        return None
+    return const, (thread[0], thread[1], thread[2])
+
+
 IntTerms = tuple[tuple[object, tuple[tuple[tuple[int, int, int], int], ...]], ...]
 _INTEGER_TERMS: dict[SymForm, IntTerms | None] = {}
 

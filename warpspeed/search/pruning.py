@@ -41,7 +41,7 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-from ..input.expr import LinForm, SymForm
+from ..input.expr import LinForm, SymForm, global_terms
 from ..input.kernel import Access, Kernel
 from ..machine import Machine
 from ..model import BlockStage, finish
@@ -80,31 +80,11 @@ def global_function(form: LinForm, block: Block) -> tuple[object, ...] | None:
 
 def static_global(form: SymForm) -> tuple[object, ...] | None:
     """:func:`global_function` of ``form`` bound to any block, when the form
-    shows it is the same for every block: no floor, integer coefficients
-    free of ``blockDim`` except the ``blockIdx_d`` term, which is ``B_d``
-    times the ``threadIdx_d`` term (``const + sum_d c_d * (b_d * B_d +
-    t_d)``); None otherwise (then it is computed per block)."""
-    const, thread, block_terms = 0, [0, 0, 0], [0, 0, 0]
-    for atom, poly in form.terms:
-        if not isinstance(atom, int | None) or len(poly) != 1:
-            return None
-        (exps, c), = poly
-        if c.denominator != 1:
-            return None
-        if atom is None or atom >= 3:
-            if exps != (0, 0, 0):
-                return None
-            if atom is None:
-                const = int(c)
-            else:
-                thread[atom - 3] = int(c)
-        else:
-            if exps != tuple(int(d == atom) for d in range(3)):
-                return None
-            block_terms[atom] = int(c)
-    if block_terms != thread:
-        return None
-    return (const, tuple(thread), (), 1)
+    shows it is the same for every block (:func:`warpspeed.input.expr.global_terms`:
+    ``const + sum_d c_d * (b_d * B_d + t_d)``); None otherwise (then it is
+    computed per block)."""
+    g = global_terms(form)
+    return None if g is None else (g[0], g[1], (), 1)
 
 
 #: :func:`static_global` of every access of an access tuple, or None (kept
