@@ -26,6 +26,14 @@ installed):
   the kernels): pystencils generating the folds 0.16 s, extraction 0.06 s,
   ranking 0.80 s; the 3D kernels rank 450-600 configurations (five thread
   counts, three folds) at about 3 ms each with two workers.
+* after the counting shortcuts, stacked block stages, pipelined ranking and
+  folds made in parallel (same predictions), same machine, estimate:
+  0.575 s on a first pass, 0.560 s best of two (0.90 s of CPU in the hook
+  and its workers); run interleaved with the code before them, each in a
+  fresh process and best of two: 1.04 s before, 0.65 s after (CPU 1.32 s,
+  1.10 s). The 3D kernels rank their 450-600 configurations in about
+  0.5 s; the D2Q9 LBM kernels spend most of their 0.6-0.9 s in pystencils,
+  generating the folds and the best fold again with its block as default.
 
     .venv/bin/python tests/benchmarks/bench_hook_median.py ['{"registers": "estimate"}'] \
         [--repeat N]
