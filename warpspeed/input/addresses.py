@@ -13,7 +13,7 @@ keeps apart the loads of outputs under separate bounds checks
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,18 +159,32 @@ def merge_repeated(
     one: the result is kept per access tuple and reused for other blocks."""
     if not accesses:
         return ()
-    hit = _MERGED.get(id(accesses))
-    if hit is not None and hit[0] is accesses:
-        return hit[1]
-    merged = _merge(accesses, bound)
-    if (isinstance(accesses, tuple) and len(_MERGED) < 4096
-            and all(global_terms(f) is not None for a in accesses for f in a.forms)):
-        _MERGED[id(accesses)] = (accesses, merged)  # the tuple kept: its id stays its own
-    return merged
+    return per_tuple(  # type: ignore[return-value]
+        _MERGED, accesses, lambda: _merge(accesses, bound),
+        keep=lambda: isinstance(accesses, tuple) and all(
+            global_terms(f) is not None for a in accesses for f in a.forms))
 
 
 #: Block-independent merges of :func:`merge_repeated`, per access tuple.
-_MERGED: dict[int, tuple[tuple[Access, ...], tuple[Access, ...]]] = {}
+_MERGED: dict[int, tuple[object, object]] = {}
+
+#: Access tuples a :func:`per_tuple` cache holds at most.
+TUPLE_CACHE_LIMIT = 4096
+
+
+def per_tuple(cache: dict[int, tuple[object, object]], accesses: object,
+              compute: Callable[[], object], keep: Callable[[], bool] | None = None) -> object:
+    """``compute()`` kept in ``cache`` per access tuple: looked up by
+    identity, with the tuple held so that its id stays its own, for at most
+    :data:`TUPLE_CACHE_LIMIT` tuples; ``keep`` (asked on a miss only) says
+    whether the value may be kept (is the same for every block)."""
+    hit = cache.get(id(accesses))
+    if hit is not None and hit[0] is accesses:
+        return hit[1]
+    value = compute()
+    if len(cache) < TUPLE_CACHE_LIMIT and (keep is None or keep()):
+        cache[id(accesses)] = (accesses, value)
+    return value
 
 
 def _merge(accesses: Sequence[Access], bound: Mapping[SymForm, LinForm]

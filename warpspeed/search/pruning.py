@@ -41,6 +41,7 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
+from ..input.addresses import per_tuple
 from ..input.expr import LinForm, SymForm, global_terms
 from ..input.kernel import Access, Kernel
 from ..machine import Machine
@@ -88,21 +89,17 @@ def static_global(form: SymForm) -> tuple[object, ...] | None:
 
 
 #: :func:`static_global` of every access of an access tuple, or None (kept
-#: per tuple, with the tuple so that its id is not reused).
-_STATIC: dict[int, tuple[tuple[Access, ...], tuple[object, ...] | None]] = {}
+#: per tuple).
+_STATIC: dict[int, tuple[object, object]] = {}
 
 
 def _static_accesses(accesses: tuple[Access, ...]) -> tuple[object, ...] | None:
-    hit = _STATIC.get(id(accesses))
-    if hit is not None and hit[0] is accesses:
-        return hit[1]
-    out: tuple[object, ...] | None = tuple(
-        (acc.field, tuple(static_global(f) for f in acc.forms)) for acc in accesses)
-    if any(g is None for _, forms in out for g in forms):  # type: ignore[union-attr, misc]
-        out = None
-    if len(_STATIC) < 4096:
-        _STATIC[id(accesses)] = (accesses, out)
-    return out
+    def compute() -> tuple[object, ...] | None:
+        out = tuple((acc.field, tuple(static_global(f) for f in acc.forms))
+                    for acc in accesses)
+        return None if any(g is None for _, forms in out for g in forms) else out
+
+    return per_tuple(_STATIC, accesses, compute)  # type: ignore[return-value]
 
 
 def global_accesses(
