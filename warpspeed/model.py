@@ -225,14 +225,14 @@ def block_stages(kernel: Kernel, machine: Machine, blocks: Sequence[tuple[int, i
     for members in groups.values():
         batch: list[int] = []
         size = 0
-        for i in members + [-1]:  # -1 closes the last batch
-            slots = 0 if i < 0 else ready[i][3].class_addresses.size
-            if batch and (i < 0 or size + slots > STACK_LIMIT):
-                _count_stacked(kernel, machine, [(i, *ready[i]) for i in batch], out)
+        for i in members:
+            slots = ready[i][3].class_addresses.size
+            if batch and size + slots > STACK_LIMIT:
+                _count_stacked(kernel, machine, [(j, *ready[j]) for j in batch], out)
                 batch, size = [], 0
-            if i >= 0:
-                batch.append(i)
-                size += slots
+            batch.append(i)
+            size += slots
+        _count_stacked(kernel, machine, [(j, *ready[j]) for j in batch], out)
     return out  # type: ignore[return-value]
 
 

@@ -13,6 +13,7 @@ from .sampling import (
     WARP,
     Sample,
     block_groups,
+    launch_rows,
     shifted_distinct_sum,
     sorted_rows,
     translate_groups,
@@ -129,12 +130,13 @@ def _sorted_by_class(s: Sample) -> Callable[[int], np.ndarray]:
     return rows_of
 
 
-def _warps_by_class(s: Sample, sector: int, warp: int) -> Callable[[int], Warps]:
-    """A class's warps: one per group of translates by whole sectors
+def _warps_by_class(s: Sample, act: np.ndarray, sector: int, warp: int
+                    ) -> Callable[[int], Warps]:
+    """A class's warps (``act``: the sample's active lanes per warp): one
+    per group of translates by whole sectors
     (:func:`warpspeed.volumes.sampling.translate_groups`, equal counts),
     sorted (:func:`sorted_rows`), whether any lane is active, and each
     sampled warp's group; once per class."""
-    act = s.active.reshape(-1, warp)
     done: dict[int, Warps] = {}
 
     def warps_of(c: int) -> Warps:
@@ -168,12 +170,11 @@ def footprints_of(s: Sample, owner: np.ndarray, launches: int, n_loads: int,
     are stacked in ``s`` (``owner``: each block's launch,
     :func:`warpspeed.volumes.sampling.stack`): one count over all of them."""
     w = s.weights
-    per = s.active.shape[1] // warp
-    row_owner, row_weights = np.repeat(owner, per), np.repeat(w, per)
+    act, row_owner, row_weights = launch_rows(s, owner, warp)
     lups = np.bincount(owner, weights=s.active.sum(axis=1) * w,
                        minlength=launches) * s.lups_per_thread
     n = len(s.accesses)
-    warps_of = _warps_by_class(s, sector, warp)
+    warps_of = _warps_by_class(s, act, sector, warp)
     l1_load = _per_warp_sectors(s, range(n_loads), warps_of, row_owner, row_weights,
                                 launches, sector) * sector / lups
     l2_store = _per_warp_sectors(s, range(n_loads, n), warps_of, row_owner, row_weights,

@@ -9,6 +9,7 @@ from .sampling import (
     WARP,
     Sample,
     distinct_sorted,
+    launch_rows,
     shift_groups,
     shifted_distinct_sum,
     sorted_rows,
@@ -67,9 +68,7 @@ def l1_cycles_of(s: Sample, owner: np.ndarray, launches: int) -> np.ndarray:
     """:func:`l1_cycles_per_warp_lup` of each of ``launches`` launches whose
     blocks are stacked in ``s`` (``owner``: each block's launch,
     :func:`warpspeed.volumes.sampling.stack`): one count over all of them."""
-    per = s.active.shape[1] // HALF_WARP
-    act = s.active.reshape(-1, HALF_WARP)  # every half warp of the sample
-    row_owner, row_weights = np.repeat(owner, per), np.repeat(s.weights, per)
+    act, row_owner, row_weights = launch_rows(s, owner, HALF_WARP)  # every half warp
     total = np.zeros(launches)
     for rep, shifts in shift_groups(s, range(len(s.accesses)), BANK_WIDTH):
         rows = rep.reshape(-1, HALF_WARP)
@@ -199,9 +198,7 @@ def line_cycles_of(s: Sample, owner: np.ndarray, launches: int, line: int, warp:
     """:func:`line_cycles_per_warp_lup` of each of ``launches`` launches whose
     blocks are stacked in ``s`` (as :func:`l1_cycles_of`); wavefronts that
     repeat another up to whole lines count once."""
-    per = s.active.shape[1] // warp
-    act = s.active.reshape(-1, warp)  # every wavefront of the sample
-    row_owner, row_weights = np.repeat(owner, per), np.repeat(s.weights, per)
+    act, row_owner, row_weights = launch_rows(s, owner, warp)  # every wavefront
     total = np.zeros(launches)
     for rep, shifts in shift_groups(s, range(len(s.accesses))):
         rows = rep.reshape(-1, warp)

@@ -248,6 +248,15 @@ def stack(samples: Sequence[Sample]) -> tuple[Sample, np.ndarray]:
     ), owner
 
 
+def launch_rows(s: Sample, owner: np.ndarray, width: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sample's threads in rows of ``width`` lanes (half warps, warps):
+    which lanes are active (rows, width), and each row's launch (``owner``
+    of its block, :func:`stack`) and weight (its block's)."""
+    per = s.active.shape[1] // width
+    return s.active.reshape(-1, width), np.repeat(owner, per), np.repeat(s.weights, per)
+
+
 def block_groups(s: Sample, granularity: int) -> tuple[np.ndarray | slice, np.ndarray]:
     """The sampled blocks grouped by translation (:func:`translate_groups`):
     blocks whose active threads agree and whose every access's addresses
