@@ -12,6 +12,11 @@ from warpspeed.volumes.l1 import l1_cycles_per_warp_lup
 from warpspeed.volumes.launch import make_launch
 from warpspeed.volumes.sampling import INTERIOR, _periods, sample
 
+#: Domains and blocks of the star kernels the counts are checked on.
+DOMAINS = st.tuples(st.integers(8, 70), st.integers(1, 9), st.integers(1, 6))
+BLOCKS = st.tuples(st.sampled_from([4, 8, 16, 32, 64]), st.sampled_from([1, 2, 4]),
+                   st.sampled_from([1, 2]))
+
 
 def star(domain, pitch, offset, radius):
     shape = (pitch, domain[1] + 2 * radius, domain[2] + 2 * radius)
@@ -39,9 +44,8 @@ def both(kernel, block):
 
 @settings(max_examples=40, deadline=None)
 @given(
-    st.tuples(st.integers(8, 70), st.integers(1, 9), st.integers(1, 6)),
-    st.tuples(st.sampled_from([4, 8, 16, 32, 64]), st.sampled_from([1, 2, 4]),
-              st.sampled_from([1, 2])),
+    DOMAINS,
+    BLOCKS,
     st.sampled_from([80, 96, 128, 136]),
     st.sampled_from([0, 8, 32, 96]),
     st.integers(1, 3),
@@ -71,9 +75,8 @@ def test_distinct_equals_numpy_unique_on_both_paths(values, spread):
 
 @settings(max_examples=30, deadline=None)
 @given(
-    st.tuples(st.integers(8, 70), st.integers(1, 9), st.integers(1, 6)),
-    st.tuples(st.sampled_from([4, 8, 16, 32, 64]), st.sampled_from([1, 2, 4]),
-              st.sampled_from([1, 2])),
+    DOMAINS,
+    BLOCKS,
     st.sampled_from([80, 96, 136]),
     st.sampled_from([0, 8, 96]),
     st.integers(1, 3),
@@ -105,9 +108,8 @@ def test_block_sector_and_line_counts_match_python_sets(domain, block, pitch, of
 
 @settings(max_examples=30, deadline=None)
 @given(
-    st.tuples(st.integers(8, 70), st.integers(1, 9), st.integers(1, 6)),
-    st.tuples(st.sampled_from([4, 8, 16, 32, 64]), st.sampled_from([1, 2, 4]),
-              st.sampled_from([1, 2])),
+    DOMAINS,
+    BLOCKS,
     st.sampled_from([80, 96, 128, 136]),
     st.sampled_from([0, 8, 96]),
     st.integers(1, 3),
