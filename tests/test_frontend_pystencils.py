@@ -277,6 +277,33 @@ def test_symbolic_index_fields_default_to_fzyx_for_x_contiguous_layouts():
     assert pdfs.shape == (12, 10, 8, 19) and pdfs.strides == (1, 12, 120, 960)
 
 
+def test_lbmpy_default_fields_share_strides_and_predict_like_explicit_fields():
+    # without explicit fields lbmpy makes src and dst, and pystencils gives dst
+    # src's size and stride parameters (it checks at launch that they agree)
+    from lbmpy import LBMConfig, LBStencil, Method, Stencil, create_lb_update_rule
+
+    cfg = LBMConfig(stencil=LBStencil(Stencil.D3Q19), method=Method.SRT,
+                    relaxation_rate=sp.Symbol("omega"))
+    kf = _cuda(create_lb_update_rule(lbm_config=cfg))
+    shared = {p.name for p in kf.parameters if len(p.properties) == 2}
+    assert "_stride_src_3" in shared  # the construct under test
+    got = kernel_from_pystencils(kf, shape=(12, 10, 8))
+    rule, _ = _lbm_rule("fzyx", "12, 10, 8")
+    fixed = kernel_from_pystencils(_cuda(rule))
+    rename = {"src": "pdfs", "dst": "pdfs_tmp"}
+
+    def named(accesses):
+        return {(rename[a.field.name], a.field.shape, a.field.strides, a.index) for a in accesses}
+
+    assert named(got.loads) == {(a.field.name, a.field.shape, a.field.strides, a.index)
+                                for a in fixed.loads}
+    assert named(got.stores) == {(a.field.name, a.field.shape, a.field.strides, a.index)
+                                 for a in fixed.stores}
+    assert got.domain == fixed.domain == (10, 8, 6)
+    with pytest.raises(ws.KernelError, match=r"share the size parameter _size_src_\d.*one shape"):
+        kernel_from_pystencils(kf, shape={"src": (12, 10, 8), "dst": (12, 10, 9)})
+
+
 def test_symbolic_field_sizes_need_a_shape_naming_the_size_symbols():
     src, dst = ps.fields("src, dst: double[3D]", layout="fzyx")
     asm = [ps.Assignment(dst.center, src[1, 0, 0] + src[0, 0, -1])]

@@ -179,6 +179,20 @@ def lbm_d3q19_trt_pull_symbolic_f64() -> Built:
     return from_assignments(rule)
 
 
+@case(
+    "lbm_d3q19_srt_default_fields_f64",
+    HandCount(19 * F64, 19 * F64, "src: 19 x 8 B read; dst: 19 x 8 B written"),
+    shape=(A3, A3, A3),
+)
+def lbm_d3q19_srt_default_fields_f64() -> Built:
+    # lbmpy's tutorials: no fields given, lbmpy makes src and dst of symbolic
+    # size, and dst shares src's size and stride parameters
+    rule = create_lb_update_rule(
+        lbm_config=LBMConfig(stencil=_stencil("D3Q19"), method=Method.SRT, relaxation_rate=OMEGA)
+    )
+    return from_assignments(rule)
+
+
 # ---------------------------------------------------------------------------
 # In-place streaming: AA and esoteric twist (one PDF field)
 

@@ -186,6 +186,7 @@ def extract(
     sizes.update(list_sizes(props, fields, lists, length or 1))
     sizes.update(_given_params(kernel_function, params))
     strides = _stride_params(props)
+    stride_values = _stride_values(strides, fields, layouts)
     points = (1, 1, 1) if grid_points is None else _triple(grid_points, "grid_points")
     walker = Walker(fields, sizes, frozenset(strides), probe=bool(missing), grid_points=points,
                     list_pointers=lists)
@@ -250,8 +251,6 @@ def extract(
         entry = max(abs(c) for (_, off) in walker.list_loads for m, c in off.terms if m)
         list_loads = list_accesses(walker.list_loads, fields, length or 1, entry)
     if gathered:
-        stride_values = {sp.Symbol(n): layouts[_ptr(fields, f)].strides[d]  # type: ignore[union-attr]
-                         for n, (f, d) in strides.items() if _ptr(fields, f) in layouts}
         gather_accesses = gathers(
             gathered, ws_fields, {p: lay.origin_offset for p, lay in layouts.items() if lay},
             stride_values, walker.list_loads, walker.tables, index_list, list_order,
@@ -298,13 +297,13 @@ class _Accesses:
         self,
         fields: dict[str, Field],
         layouts: dict[str, FieldLayout],
-        strides: dict[str, tuple[str, int]],
+        strides: dict[str, dict[str, int]],
         wraps: Mapping[sp.Symbol, tuple[IntPoly, int]] | None = None,
     ) -> None:
         self.wraps = dict(wraps or {})
         self.fields = fields
         self.layouts = layouts
-        self.strides = {sp.Symbol(n): (f, d) for n, (f, d) in strides.items()}
+        self.strides = {sp.Symbol(n): owners for n, owners in strides.items()}
         self.done: dict[tuple[str, Any], Access] = {}
 
     def __call__(self, ptr: str, offset: IntPoly) -> Access:
@@ -331,14 +330,14 @@ class _Accesses:
         parts: list[dict] = [{} for _ in lay.shape]
         for monomial, coeff in offset.terms:
             found = [(i, a) for i, a in enumerate(monomial) if a in self.strides]
-            owner = self.strides[found[0][1]] if len(found) == 1 else None
-            if owner is None or owner[0] != lay.name:
+            dim = self.strides[found[0][1]].get(lay.name) if len(found) == 1 else None
+            if dim is None:
                 raise UnsupportedKernelError(
                     f"field {lay.name}: the offset term {coeff}*{sp.Mul(*monomial)} does not "
                     "move along one of the field's dimensions"
                 )
             rest = monomial[: found[0][0]] + monomial[found[0][0] + 1 :]
-            parts[owner[1]][rest] = parts[owner[1]].get(rest, 0) + coeff
+            parts[dim][rest] = parts[dim].get(rest, 0) + coeff
         return [IntPoly.of(p) for p in parts]
 
 
@@ -441,8 +440,15 @@ def _sizes(
             lay = layouts.get(prop.field.name)
             if lay is None:
                 lay = resolve(prop.field, None, None)
-            if lay is not None:
-                out[name] = int(lay.sizes[prop.coordinate])
+            if lay is None:
+                continue
+            size = int(lay.sizes[prop.coordinate])
+            if out.setdefault(name, size) != size:
+                raise KernelError(
+                    f"fields that share the size parameter {name} must have equal sizes "
+                    f"(pystencils checks this at launch), but the shapes give {out[name]} and "
+                    f"{size} (field {prop.field.name}); pass one shape for all of them"
+                )
     return out
 
 
@@ -471,13 +477,41 @@ def _given_params(kernel_function: Any, params: Mapping[str, int] | None) -> dic
     return out
 
 
-def _stride_params(params: list[tuple[str, Any]]) -> dict[str, tuple[str, int]]:
-    """Stride parameter name → (field name, pystencils dimension)."""
-    return {
-        name: (prop.field.name, int(prop.coordinate))
-        for name, prop in params
-        if isinstance(prop, FieldStride)
-    }
+def _stride_params(params: list[tuple[str, Any]]) -> dict[str, dict[str, int]]:
+    """Stride parameter name → {field name: pystencils dimension}.
+
+    Fields that pystencils requires to have equal strides (lbmpy's default
+    ``src`` and ``dst``) share one parameter, which then belongs to each."""
+    out: dict[str, dict[str, int]] = {}
+    for name, prop in params:
+        if isinstance(prop, FieldStride):
+            out.setdefault(name, {})[prop.field.name] = int(prop.coordinate)
+    return out
+
+
+def _stride_values(
+    strides: Mapping[str, Mapping[str, int]],
+    fields: Mapping[str, Any],
+    layouts: Mapping[str, FieldLayout | None],
+) -> dict[sp.Symbol, int]:
+    """Stride parameter → its value in the resolved layouts; fields that
+    share a parameter must agree on it."""
+    out: dict[sp.Symbol, int] = {}
+    for name, owners in strides.items():
+        values = {}
+        for f, d in owners.items():
+            lay = layouts.get(_ptr(fields, f))  # type: ignore[arg-type]
+            if lay is not None:
+                values[f] = int(lay.strides[d])
+        if len(set(values.values())) > 1:
+            raise KernelError(
+                f"fields {sorted(values)} share the stride parameter {name}, so pystencils "
+                f"requires them to have equal strides, but their layouts give {values}; "
+                "pass one shape and layout for all of them"
+            )
+        if values:
+            out[sp.Symbol(name)] = next(iter(values.values()))
+    return out
 
 
 __all__ = ["Extraction", "extract", "kernel_from_pystencils"]
