@@ -12,6 +12,7 @@ import warpspeed as ws
 from stencils import star3d_by_hand
 from warpspeed.input.expr import bind_all
 from warpspeed.model import block_stage
+from warpspeed.search import pruning
 from warpspeed.search.rank import (
     DEFAULT_FOLDS,
     block_shapes,
@@ -132,6 +133,23 @@ def test_folded_stores_to_distinct_rows_count_twice_in_the_bound():
     bound = bind_all((a.forms for a in k.stores), (32, 4, 2))
     # Two stores 2y and 2y+1 of doubles: 16 B per thread, 8 B per lattice update.
     assert compulsory_bytes(k.stores, bound, (32, 4, 2), k.domain) == 16
+
+
+def test_compulsory_bytes_kept_per_access_tuple_equal_a_fresh_count_at_every_block():
+    # the block-independent forms are counted once per access tuple; a copy
+    # of the accesses (another tuple) is counted afresh from each block's forms
+    for fold in DEFAULT_FOLDS:
+        k = star(fold, radius=2)
+        for block in block_shapes(256)[::2]:
+            bound = bind_all((a.forms for a in k.loads + k.stores), block)
+            for accesses in (k.loads, k.stores):
+                kept = compulsory_bytes(accesses, bound, block, k.domain)
+                fresh = pruning._bytes_of(
+                    tuple((a.field, tuple(pruning.global_function(bound[f], block)
+                                          for f in a.forms)) for a in accesses),
+                    tuple(d for d in range(3) if k.domain[d] > 1),
+                    tuple(n for n in k.domain if n > 1))
+                assert kept == fresh > 0
 
 
 def test_configurations_with_equal_wave_keys_have_equal_wave_volumes():

@@ -121,7 +121,21 @@ class IndexReader:
         self.probe = probe
         self.env: dict[str, IntPoly | Opaque | list] = {}
         self.selectors: dict[sp.Symbol, Selector] = {}
-        self._statement = ""
+        self._where: Any = ""
+
+    @property
+    def _statement(self) -> str:
+        """The statement being read, as C code on one line: printed only
+        when an error names it (printing every statement of a large kernel
+        costs more than reading it)."""
+        if not isinstance(self._where, str):
+            self._where = short(self._where)
+        return self._where
+
+    @_statement.setter
+    def _statement(self, where: Any) -> None:
+        """A text, or an IR node printed by the getter when needed."""
+        self._where = where
 
     def index(self, node: Any) -> IntPoly:
         """An integer IR expression as a polynomial in the CUDA builtins

@@ -154,14 +154,14 @@ class Walker(IndexReader):
                 return
             self.block(node)
         elif isinstance(node, PsAssignment):  # also PsDeclaration
-            self._statement = short(node)
+            self._statement = node
             self.assignment(node)
         elif isinstance(node, PsConditional):
             self.conditional(node)
         elif isinstance(node, PsLoop):
             self.loop(node)
         elif isinstance(node, PsStatement):
-            self._statement = short(node)
+            self._statement = node
             call = _reduction_call(node)
             if call is not None:
                 self._reduction(call)

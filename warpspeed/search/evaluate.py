@@ -285,7 +285,7 @@ def _pruned(
     runner.add_total(len({stage_of[k][1].wave_key for k in live}))
     found: list[tuple[Prediction, Config]] = []
     evaluated = skipped = 0
-    batch = max(top, 4 * runner.workers)
+    batch = max(top, 16 * runner.workers)
     pos = 0
     while pos < len(live):
         round_keys = live[pos:pos + batch]

@@ -37,9 +37,10 @@ the ranking calls these functions.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 from ..input.addresses import per_tuple
 from ..input.expr import LinForm, SymForm, global_terms
@@ -163,29 +164,38 @@ def _solve(rows: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | 
 
 
 def _injective_affine(
-    acc: Access, bound: dict[SymForm, LinForm], block: Block, active: list[int]
+    forms: tuple[tuple[object, ...] | None, ...], active: tuple[int, ...]
 ) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]] | None:
     """(matrix on the active global coordinates, constants) of an access
-    whose index is affine in the global coordinates and injective on them."""
+    whose index forms (as :func:`global_function` tuples) are affine in the
+    global coordinates and injective on them."""
     rows, consts = [], []
-    for f in acc.forms:
-        g = global_function(bound[f], block)
+    for g in forms:
         if g is None or g[2] or g[3] != 1:
             return None
         rows.append(tuple(g[1][d] for d in active))  # type: ignore[index]
         consts.append(g[0])
-    if active and _solve([[Fraction(v) for v in r] for r in rows],
-                         [Fraction(0)] * len(rows)) == "rank":
+    matrix = tuple(rows)
+    if active and not _injective(matrix):
         return None
-    return tuple(rows), tuple(consts)  # type: ignore[return-value]
+    return matrix, tuple(consts)  # type: ignore[return-value]
 
 
+@functools.lru_cache(maxsize=4096)
+def _injective(rows: tuple[tuple[int, ...], ...]) -> bool:
+    """Whether the columns of ``rows`` are independent (cached: every block
+    of a ranking asks about the same few matrices)."""
+    return _solve([[Fraction(v) for v in r] for r in rows], [Fraction(0)] * len(rows)) != "rank"
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def _disjoint(
-    rows: tuple[tuple[int, ...], ...], delta: Sequence[int], extents: list[int]
+    rows: tuple[tuple[int, ...], ...], delta: tuple[int, ...], extents: tuple[int, ...]
 ) -> bool:
     """Whether ``A g + c1`` and ``A g' + c2`` never meet for g, g' in the
     domain box, with ``A`` injective and ``delta = c2 - c1``: a meeting needs
-    ``A u = -delta`` with an integer ``u`` shorter than the box."""
+    ``A u = -delta`` with an integer ``u`` shorter than the box (cached: the
+    accesses' global forms are the same at every block of a ranking)."""
     if not extents:
         return any(delta)
     u = _solve([[Fraction(v) for v in r] for r in rows], [Fraction(-v) for v in delta])
@@ -213,24 +223,46 @@ def compulsory_bytes(
     ``elements * itemsize`` bytes. Summed over fields, taking per field the
     largest pairwise-disjoint group found greedily.
     """
-    active = [d for d in range(3) if domain[d] > 1]
-    extents = [domain[d] for d in active]
+    active = tuple(d for d in range(3) if domain[d] > 1)
+    extents = tuple(domain[d] for d in active)
+    static = _static_accesses(accesses)
+    if static is None:
+        per_access = tuple((acc.field, tuple(global_function(bound[f], block) for f in acc.forms))
+                           for acc in accesses)
+        return _bytes_of(per_access, active, extents)
+    found = per_tuple(_BYTES, accesses, dict)
+    key = (active, extents)
+    if key not in found:  # type: ignore[operator]
+        found[key] = _bytes_of(static, active, extents)  # type: ignore[index]
+    return found[key]  # type: ignore[index]
+
+
+#: :func:`compulsory_bytes` of access tuples whose forms are the same at
+#: every block (:func:`static_global`), per active axes and extents.
+_BYTES: dict[int, tuple[object, object]] = {}
+
+
+def _bytes_of(per_access: tuple[tuple[Any, tuple[Any, ...]], ...], active: tuple[int, ...],
+              extents: tuple[int, ...]) -> float:
+    """:func:`compulsory_bytes` of accesses given as (field, global
+    functions of the index forms)."""
     total = 0.0
-    by_field: dict[str, list[Access]] = {}
-    for acc in accesses:
-        by_field.setdefault(acc.field.name, []).append(acc)
+    by_field: dict[str, list[tuple[Any, tuple[Any, ...]]]] = {}
+    for field, forms in per_access:
+        by_field.setdefault(field.name, []).append((field, forms))
     for accs in by_field.values():
         groups: dict[tuple[tuple[int, ...], ...], list[tuple[int, ...]]] = {}
-        for acc in accs:
-            aff = _injective_affine(acc, bound, block, active)
+        for _, forms in accs:
+            aff = _injective_affine(forms, active)
             if aff is None:
                 continue
             rows, c = aff
             chosen = groups.setdefault(rows, [])
-            if all(_disjoint(rows, [a - b for a, b in zip(c, o)], extents) for o in chosen):
+            if all(_disjoint(rows, tuple(a - b for a, b in zip(c, o)), extents)
+                   for o in chosen):
                 chosen.append(c)
         best = max((len(g) for g in groups.values()), default=0)
-        total += best * accs[0].field.itemsize
+        total += best * accs[0][0].itemsize
     return total
 
 
