@@ -151,7 +151,8 @@ def test_skewed_sets_fall_back_to_enumeration_and_say_so():
     assert c.points == 55 and c.enumerated == 55
 
 
-def test_box_union_counts_match_a_dense_grid():
+@pytest.mark.parametrize("sizes", [(4, 3, 2), (100, 80, 70)])  # slices; difference array
+def test_box_union_counts_match_a_dense_grid(sizes):
     rng = np.random.default_rng(1)
     for _ in range(20):
         def rand_boxes(n):
@@ -162,7 +163,7 @@ def test_box_union_counts_match_a_dense_grid():
                 out.append(tuple(zip(lo.tolist(), hi.tolist())))
             return out
 
-        cur, earlier = rand_boxes(4), [rand_boxes(3), rand_boxes(2), []]
+        cur, earlier = rand_boxes(sizes[0]), [rand_boxes(sizes[1]), rand_boxes(sizes[2]), []]
 
         def dense(boxes):
             g = np.zeros((16, 16, 16), dtype=bool)

@@ -185,12 +185,14 @@ def _cover(cells: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
     Few boxes set their slices; many are summed as a difference array (+1
     and -1 at the corners, prefix sums along every axis), in time linear in
-    the boxes and the cells."""
+    the boxes and the cells. The difference array costs a pass per corner
+    (``2**n``), so the slices serve up to ``8 * 2**n`` boxes (measured: the
+    faster of the two on these grids)."""
     n = len(shape)
     grid_shape = tuple(c + 1 for c in shape)
     if len(cells) == 0:
         return np.zeros(shape, dtype=bool)
-    if len(cells) <= 32:
+    if len(cells) <= 8 << n:
         grid = np.zeros(shape, dtype=bool)
         for b in cells.tolist():
             grid[tuple(slice(lo, hi) for lo, hi in b)] = True

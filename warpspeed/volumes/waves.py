@@ -222,26 +222,48 @@ def global_box(box: BlockBox, block: tuple[int, int, int], domain: tuple[int, in
 
 def _progression(
     form: LinForm, block: tuple[int, int, int], gbox: tuple[tuple[int, int], ...],
-    used: set[int],
+    used: set[int], memo: dict | None = None,
 ) -> tuple[int, int, int, int] | None:
     """An index over the global thread box as ``const + a * g_j`` for
     ``g_j`` in ``[lo, hi)``: ``(const, a, lo, hi)`` (``a = 0`` and an empty
     range when it is the same for every thread); None when it is not such a
-    progression or ``g_j`` already feeds another index."""
+    progression or ``g_j`` already feeds another index (``used``: the
+    coordinates that do). ``memo`` keeps each form's progression per box
+    (the accesses of a stencil share most of their forms)."""
+    key = (form, gbox)
+    hit = memo.get(key) if memo is not None else None
+    if hit is None:
+        hit = _form_progression(form, block, gbox)
+        if memo is not None:
+            memo[key] = hit
+    if hit is False:
+        return None
+    c, a, lo, hi, j = hit
+    if j is not None:
+        if j in used:
+            return None
+        used.add(j)
+    return c, a, lo, hi
+
+
+def _form_progression(
+    form: LinForm, block: tuple[int, int, int], gbox: tuple[tuple[int, int], ...]
+) -> tuple[int, int, int, int, int | None] | bool:
+    """:func:`_progression` before the ``used`` check, with the varying
+    coordinate (None if none); False when the form is no progression."""
     if form.floors or form.div != 1:
-        return None
+        return False
     if any(form.coef[j] != block[j] * form.coef[3 + j] for j in range(3)):
-        return None
+        return False
     a = form.coef[3:]
     c = form.const + sum(a[j] * gbox[j][0] for j in range(3) if gbox[j][1] - gbox[j][0] == 1)
     varying = [j for j in range(3) if a[j] and gbox[j][1] - gbox[j][0] > 1]
-    if len(varying) > 1 or (varying and varying[0] in used):
-        return None
+    if len(varying) > 1:
+        return False
     if not varying:
-        return c, 0, 0, 1
+        return c, 0, 0, 1, None
     j = varying[0]
-    used.add(j)
-    return c, a[j], gbox[j][0], gbox[j][1]
+    return c, a[j], gbox[j][0], gbox[j][1], j
 
 
 def _interval(c: int, a: int, lo: int, hi: int) -> tuple[int, int, int]:
@@ -322,7 +344,7 @@ def _floor_at(inner: LinForm, g: list[int]) -> int:
 
 
 def _image(acc: Access, bound: dict[SymForm, LinForm], block: tuple[int, int, int],
-           gbox: tuple[tuple[int, int], ...], address: str = "paper"
+           gbox: tuple[tuple[int, int], ...], address: str = "paper", memo: dict | None = None,
            ) -> list[StridedBox] | None:
     """The sector image of a global thread box under ``acc`` (as
     :func:`access_map`), computed directly when every index is ``const + a *
@@ -337,7 +359,7 @@ def _image(acc: Access, bound: dict[SymForm, LinForm], block: tuple[int, int, in
     forms = [bound[f] for f in acc.forms]
     merged = merged_dims(acc, bound) if address == "linear" else 0
     if not any(f.floors for f in forms):
-        return _affine_image(acc, forms, block, gbox, address, merged)
+        return _affine_image(acc, forms, block, gbox, address, merged, memo)
     pieces = _floor_pieces(forms, block, gbox)
     if pieces is None:
         return None
@@ -351,12 +373,13 @@ def _image(acc: Access, bound: dict[SymForm, LinForm], block: tuple[int, int, in
 
 
 def _affine_image(acc: Access, forms: list[LinForm], block: tuple[int, int, int],
-                  gbox: tuple[tuple[int, int], ...], address: str, merged: int
-                  ) -> list[StridedBox] | None:
+                  gbox: tuple[tuple[int, int], ...], address: str, merged: int,
+                  memo: dict | None = None) -> list[StridedBox] | None:
     """:func:`_image` of forms without floors; ``merged`` as
-    :func:`merged_dims` of the access (linear mode)."""
+    :func:`merged_dims` of the access (linear mode), ``memo`` as
+    :func:`_progression`."""
     used: set[int] = set()
-    prog = [_progression(f, block, gbox, used) for f in forms]
+    prog = [_progression(f, block, gbox, used, memo) for f in forms]
     if any(p is None for p in prog):
         return None
     f = acc.field
@@ -385,15 +408,17 @@ def _affine_image(acc: Access, forms: list[LinForm], block: tuple[int, int, int]
 def _direct_volumes(
     accs: list[Access], bound: dict[SymForm, LinForm], block: tuple[int, int, int],
     current: GlobalBox, earlier: list[GlobalBox], address: str = "paper",
+    memo: dict | None = None,
 ) -> tuple[int, list[int], list[int]] | None:
     """:func:`box_volumes` on images from :func:`_image`, without isl; None
     if an image is not a union of strided boxes or the grid would be too
     large."""
     groups: list[list[StridedBox]] = []
+    memo = {} if memo is None else memo
     for g in [current, *earlier]:
         boxes_g: list[StridedBox] = []
         for a in accs if g is not None else []:
-            img = _image(a, bound, block, g, address)
+            img = _image(a, bound, block, g, address, memo)
             if img is None:
                 return None
             boxes_g += img
@@ -437,13 +462,14 @@ def wave_volumes(
     boxes = (sets.current, sets.x, sets.y, sets.z)
     gboxes = [global_box(b, block, domain) for b in boxes]
     isl_sets: list[isl.Set] = []
+    memo: dict = {}  # progressions of the forms per box, shared by all fields
 
     def volumes(accs: list[Access], with_earlier: bool) -> tuple[int, list[int], list[int], int]:
         n_earlier = 3 if with_earlier else 0
         res = None
         if method == "auto":
             res = _direct_volumes(
-                accs, bound, block, gboxes[0], gboxes[1:1 + n_earlier], address
+                accs, bound, block, gboxes[0], gboxes[1:1 + n_earlier], address, memo
             )
             if res is None:
                 res = strided_volumes(accs, bound, block, domain, list(boxes[:1 + n_earlier]),
