@@ -304,6 +304,21 @@ def test_lbmpy_default_fields_share_strides_and_predict_like_explicit_fields():
         kernel_from_pystencils(kf, shape={"src": (12, 10, 8), "dst": (12, 10, 9)})
 
 
+@pytest.mark.parametrize("name", ["zyxf", "fzyx", "aos", "soa"])
+def test_an_index_layout_name_for_fields_without_index_dimensions_is_their_spatial_order(name):
+    # one layout for a kernel of vector and scalar fields (lbmpy's zyxf PDFs
+    # with a density output): for the scalar fields only the spatial order counts
+    src, dst = ps.fields("src, dst: double[3D]", layout="zyxf")
+    kf = _cuda([ps.Assignment(dst.center, src[1, 0, 0] + src[0, 0, -1])])
+    got = kernel_from_pystencils(kf, shape=(10, 12, 14), layout=name)
+    plain = kernel_from_pystencils(kf, shape=(10, 12, 14))
+    assert got.fields == plain.fields
+    assert set(got.loads) == set(plain.loads) and set(got.stores) == set(plain.stores)
+    assert plain.fields[0].strides == (1, 10, 120)
+    with pytest.raises(ws.KernelError, match=r"layout 'c' for field (src|dst) contradicts"):
+        kernel_from_pystencils(kf, shape=(10, 12, 14), layout="c")
+
+
 def test_symbolic_field_sizes_need_a_shape_naming_the_size_symbols():
     src, dst = ps.fields("src, dst: double[3D]", layout="fzyx")
     asm = [ps.Assignment(dst.center, src[1, 0, 0] + src[0, 0, -1])]

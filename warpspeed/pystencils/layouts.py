@@ -177,6 +177,12 @@ def field_shape(field: Any, spec: ShapeSpec) -> tuple[int, ...] | None:
     return want + tuple(int(s) for s in index)
 
 
+#: Layout names that place the index dimensions (arrays of structures or
+#: structures of arrays); for a field without index dimensions they name the
+#: spatial order alone.
+_INDEX_LAYOUTS = frozenset({"fzyx", "zyxf", "soa", "aos"})
+
+
 def _full_layout(field: Any, layout: LayoutSpec) -> tuple[int, ...]:
     """Dimensions of a ``ps.Field`` from slowest to fastest (module docstring)."""
     ndim = len(field.shape)
@@ -185,7 +191,11 @@ def _full_layout(field: Any, layout: LayoutSpec) -> tuple[int, ...]:
     name = layout.get(field.name) if isinstance(layout, Mapping) else layout
     if name is not None:
         try:
-            full = tuple(layout_string_to_tuple(name, ndim))
+            if ndim == spatial_n and str(name).lower() in _INDEX_LAYOUTS:
+                # a field without index dimensions: only the spatial order counts
+                full = tuple(d for d in layout_string_to_tuple(name, ndim + 1) if d < ndim)
+            else:
+                full = tuple(layout_string_to_tuple(name, ndim))
         except (ValueError, KeyError) as exc:
             raise KernelError(f"layout {name!r} for field {field.name}: {exc}") from None
         if tuple(d for d in full if d < spatial_n) != spatial:
