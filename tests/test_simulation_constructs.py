@@ -6,6 +6,8 @@ the DRAM bytes per update (MODEL.md §1, §6)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pystencils as ps
 import pytest
@@ -253,6 +255,16 @@ def test_grid_points_on_the_wrong_kernel_or_axis_are_refused():
         wps.extract(_grid_strided("gridstrided_linear1d"), grid_points=(1, 1, 2))
     with pytest.raises(ws.KernelError, match=r"is for grid-strided kernels"):
         wps.extract(_grid_strided("linear3d"), grid_points=(2, 1, 1))
+
+
+def test_more_grid_points_per_thread_than_the_model_holds_are_refused_before_the_walk():
+    # a thread's points count as one folded update; many points a grid apart
+    # would over-estimate DRAM traffic (and repeat the body per point)
+    kf = _grid_strided("gridstrided_linear3d", 258)
+    ok = wps.extract(kf, grid_points=(1, 4, 4)).kernel
+    assert math.prod(ok.fold) == wps.MAX_GRID_POINTS == 16
+    with pytest.raises(wps.GridStridedLoopError, match=r"32 points per thread.*at most 16"):
+        wps.extract(kf, grid_points=(2, 4, 4))
 
 
 # ---------------------------------------------------------------------------

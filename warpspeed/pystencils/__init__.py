@@ -17,7 +17,7 @@
   a conservative estimate), with its source.
 """
 
-from .extract import Extraction, extract, kernel_from_pystencils
+from .extract import MAX_GRID_POINTS, Extraction, extract, kernel_from_pystencils
 from .fold import FoldError, fold_assignments, folded_config, generate
 from .hook import DEFAULT_FOLDS, Ranked, blocks, create_kernel, predict, rank
 from .indexlists import IndexListLengthError
@@ -46,6 +46,7 @@ __all__ = [
     "Extraction",
     "FoldError",
     "GridStridedLoopError",
+    "MAX_GRID_POINTS",
     "GuardError",
     "IndexListLengthError",
     "IndirectAccessError",

@@ -22,6 +22,7 @@ assignments per thread) has a fold, which the caller passes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,8 +30,6 @@ from typing import Any
 import numpy as np
 import sympy as sp
 from pystencils.backend.ast.structural import PsBlock
-from pystencils.codegen.properties import FieldBasePtr, FieldShape, FieldStride
-from pystencils.types import PsIntegerType
 
 from ..errors import KernelError
 from ..input.kernel import Access, Field, Kernel
@@ -56,9 +55,17 @@ from .layouts import (
     spatial_rank,
     split,
 )
+from .params import given_params, parameters, stride_params
+from .params import sizes as param_sizes
+from .params import stride_values as param_strides
 from .poly import IntPoly
 from .reductions import atomics_of
-from .unsupported import CpuTargetError, MissingShapeError, UnsupportedKernelError
+from .unsupported import (
+    CpuTargetError,
+    GridStridedLoopError,
+    MissingShapeError,
+    UnsupportedKernelError,
+)
 from .walker import Walker
 from .wraps import resolve as resolve_wraps
 from .wraps import substitute
@@ -108,6 +115,12 @@ def kernel_from_pystencils(
     ).kernel
 
 
+#: Most points per thread of a grid-stride loop (``grid_points``) predicted:
+#: a 7-point Jacobi stays within 1.25x of its compulsory DRAM traffic up to
+#: 16 points a grid apart, and reaches 1.5x at 64.
+MAX_GRID_POINTS = 16
+
+
 def extract(
     kernel_function: Any,
     *,
@@ -148,7 +161,11 @@ def extract(
       thread axes x, y, z: the grid is ``ceil(extent / points)`` threads
       along each axis and thread ``g`` updates ``g + j * grid threads``.
       Default ``(1, 1, 1)``: pystencils' automatic launch grid, which covers
-      the domain. The kernel's fold is multiplied by it.
+      the domain. The kernel's fold is multiplied by it: a thread's points
+      are counted as one folded update, in the same wave (an approximation
+      that holds while the points share the caches; at most
+      :data:`MAX_GRID_POINTS` points per thread, more are refused with
+      :class:`GridStridedLoopError`).
     * ``index_list``: for an index-list (boundary) kernel, the list itself
       (the structured NumPy array of the boundary handling: exact sector
       counts) or its number of entries, with ``list_order`` ``"sorted"``
@@ -175,19 +192,28 @@ def extract(
         True
     """
     body = _gpu_body(kernel_function)
-    fields, props = _parameters(kernel_function)
+    fields, props = parameters(kernel_function)
     lists = list_pointers(fields)
     length = fixed_length(fields, lists, list_length(index_list))
     if index_list is None and length is not None:
         index_list = length  # a fixed-size index field: its own length
     layouts = {p: resolve(f, shape, layout) for p, f in fields.items() if p not in lists}
     missing = [fields[p] for p, lay in layouts.items() if lay is None]
-    sizes = _sizes(props, {fields[p].name: lay for p, lay in layouts.items()})
+    sizes = param_sizes(props, {fields[p].name: lay for p, lay in layouts.items()})
     sizes.update(list_sizes(props, fields, lists, length or 1))
-    sizes.update(_given_params(kernel_function, params))
-    strides = _stride_params(props)
-    stride_values = _stride_values(strides, fields, layouts)
+    sizes.update(given_params(kernel_function, params))
+    strides = stride_params(props)
+    stride_values = param_strides(strides, fields, layouts)
     points = (1, 1, 1) if grid_points is None else _triple(grid_points, "grid_points")
+    if math.prod(points) > MAX_GRID_POINTS:
+        raise GridStridedLoopError(
+            f"grid_points={points} gives {math.prod(points)} points per thread of a grid-stride "
+            f"loop; warpspeed models at most {MAX_GRID_POINTS}: it counts a thread's points "
+            "as one folded update in the same wave, which over-estimates the DRAM traffic "
+            "when the points lie a whole grid apart (and it repeats the loop body per point). "
+            "Predict a grid with at most that many points per thread, or the default "
+            "grid_points=None (pystencils' grid, one point per thread)"
+        )
     walker = Walker(fields, sizes, frozenset(strides), probe=bool(missing), grid_points=points,
                     list_pointers=lists)
     walker.block(body)
@@ -341,10 +367,6 @@ class _Accesses:
         return [IntPoly.of(p) for p in parts]
 
 
-def _ptr(fields: Mapping[str, Any], name: str) -> str | None:
-    return next((p for p, f in fields.items() if f.name == name), None)
-
-
 def _triple(value: Any, what: str) -> Triple:
     try:
         t = tuple(int(v) for v in value)
@@ -415,103 +437,6 @@ def _gpu_body(kernel_function: Any) -> PsBlock:
             "create it with ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)"
         )
     return body
-
-
-def _parameters(kernel_function: Any) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
-    """Base-pointer parameter name → pystencils field, and every
-    (parameter name, property) pair."""
-    pointers: dict[str, Any] = {}
-    props: list[tuple[str, Any]] = []
-    for param in kernel_function.parameters:
-        for prop in param.properties:
-            props.append((param.name, prop))
-            if isinstance(prop, FieldBasePtr):
-                pointers[param.name] = prop.field
-    return pointers, props
-
-
-def _sizes(
-    params: list[tuple[str, Any]], layouts: Mapping[str, FieldLayout | None]
-) -> dict[str, int]:
-    """Size parameters bound to the resolved layouts."""
-    out: dict[str, int] = {}
-    for name, prop in params:
-        if isinstance(prop, FieldShape):
-            lay = layouts.get(prop.field.name)
-            if lay is None:
-                lay = resolve(prop.field, None, None)
-            if lay is None:
-                continue
-            size = int(lay.sizes[prop.coordinate])
-            if out.setdefault(name, size) != size:
-                raise KernelError(
-                    f"fields that share the size parameter {name} must have equal sizes "
-                    f"(pystencils checks this at launch), but the shapes give {out[name]} and "
-                    f"{size} (field {prop.field.name}); pass one shape for all of them"
-                )
-    return out
-
-
-def _given_params(kernel_function: Any, params: Mapping[str, int] | None) -> dict[str, int]:
-    """``params`` checked against the kernel's scalar integer parameters."""
-    if not params:
-        return {}
-    if not isinstance(params, Mapping):
-        raise KernelError(f"params must be a mapping of parameter name to integer, got {params!r}")
-    scalars = {
-        p.name for p in kernel_function.parameters
-        if not p.properties and isinstance(p.dtype, PsIntegerType)
-    }
-    out: dict[str, int] = {}
-    for name, value in params.items():
-        if name not in scalars:
-            raise KernelError(
-                f"params names {name!r}, which is not an integer parameter of the kernel; its "
-                f"integer parameters are {sorted(scalars) or 'none'}"
-            )
-        if isinstance(value, bool) or not isinstance(value, int) and not hasattr(
-            value, "__index__"
-        ):
-            raise KernelError(f"params[{name!r}] must be an integer, got {value!r}")
-        out[name] = int(value)
-    return out
-
-
-def _stride_params(params: list[tuple[str, Any]]) -> dict[str, dict[str, int]]:
-    """Stride parameter name → {field name: pystencils dimension}.
-
-    Fields that pystencils requires to have equal strides (lbmpy's default
-    ``src`` and ``dst``) share one parameter, which then belongs to each."""
-    out: dict[str, dict[str, int]] = {}
-    for name, prop in params:
-        if isinstance(prop, FieldStride):
-            out.setdefault(name, {})[prop.field.name] = int(prop.coordinate)
-    return out
-
-
-def _stride_values(
-    strides: Mapping[str, Mapping[str, int]],
-    fields: Mapping[str, Any],
-    layouts: Mapping[str, FieldLayout | None],
-) -> dict[sp.Symbol, int]:
-    """Stride parameter → its value in the resolved layouts; fields that
-    share a parameter must agree on it."""
-    out: dict[sp.Symbol, int] = {}
-    for name, owners in strides.items():
-        values = {}
-        for f, d in owners.items():
-            lay = layouts.get(_ptr(fields, f))  # type: ignore[arg-type]
-            if lay is not None:
-                values[f] = int(lay.strides[d])
-        if len(set(values.values())) > 1:
-            raise KernelError(
-                f"fields {sorted(values)} share the stride parameter {name}, so pystencils "
-                f"requires them to have equal strides, but their layouts give {values}; "
-                "pass one shape and layout for all of them"
-            )
-        if values:
-            out[sp.Symbol(name)] = next(iter(values.values()))
-    return out
 
 
 __all__ = ["Extraction", "extract", "kernel_from_pystencils"]
