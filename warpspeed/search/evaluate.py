@@ -231,7 +231,7 @@ def _pipelined(
     for key in classes:
         kernel = variants[rep_variant[key][0]][1]
         launch = classes[key][0][1]
-        wk = wave_key(kernel, launch, bind_all([kernel_forms(kernel)], launch.block))
+        wk = wave_key(kernel, launch)
         wave_of[key] = wk
         todo.setdefault(wk, (kernel, launch))
     runner.add_total(len(todo))

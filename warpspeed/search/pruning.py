@@ -42,8 +42,8 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from ..input.addresses import per_tuple
-from ..input.expr import LinForm, SymForm, global_terms
+from ..input.addresses import kernel_forms, per_tuple
+from ..input.expr import LinForm, SymForm, bind_all, global_terms
 from ..input.kernel import Access, Kernel
 from ..machine import Machine
 from ..model import BlockStage, finish
@@ -122,11 +122,20 @@ def global_accesses(
     return tuple(out)
 
 
-def wave_key(kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm]) -> object:
+def wave_key(kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm] | None = None
+             ) -> object:
     """A key equal for two launches exactly when their wave volumes provably
-    agree (module docstring), or unique to the launch otherwise."""
-    loads = global_accesses(kernel.loads, bound, launch.block)
-    stores = global_accesses(kernel.stores, bound, launch.block)
+    agree (module docstring), or unique to the launch otherwise. ``bound``:
+    the kernel's forms bound to the launch's block, bound here when needed
+    and not given (accesses whose forms are the same at every block need
+    none)."""
+    loads = _static_accesses(kernel.loads)
+    stores = _static_accesses(kernel.stores)
+    if loads is None or stores is None:
+        if bound is None:
+            bound = bind_all([kernel_forms(kernel)], launch.block)
+        loads = global_accesses(kernel.loads, bound, launch.block)
+        stores = global_accesses(kernel.stores, bound, launch.block)
     if loads is None or stores is None:
         return ("block", kernel, launch)
     sets = wave_sets(launch)
