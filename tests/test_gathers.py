@@ -176,3 +176,14 @@ def test_a_fixed_size_index_field_predicts_its_own_length():
     assert {g.length for g in ex.kernel.gathers} == {100}
     given = wps.extract(k, index_list=100).kernel
     assert given.domain == ex.kernel.domain and given.loads == ex.kernel.loads
+
+
+def test_a_boundary_that_writes_per_entry_data_is_refused_naming_the_index_list():
+    # NoSlip with the force on the boundary stores into a struct field through
+    # a cast pointer; the refusal names the field and the way to predict the rest
+    boundary = NoSlip(calculate_force_on_boundary=True)
+    kf = _boundary_kernel(boundary, Stencil.D3Q19, 3)
+    with pytest.raises(wps.UnsupportedKernelError,
+                       match=r"struct members of force_vector .*calculate_force_on_boundary=False"):
+        wps.extract(kf, index_list=100)
+    assert wps.extract(_boundary_kernel(NoSlip(), Stencil.D3Q19, 3), index_list=100).kernel

@@ -83,6 +83,17 @@ class UnsupportedConstructError(UnsupportedKernelError):
     atomics, unknown statements, memory through non-field pointers)."""
 
 
+def struct_member(field: str, where: str) -> UnsupportedConstructError:
+    """The error for a struct member of ``field`` read or written through a
+    cast pointer (``where``: the kernel or the statement)."""
+    return UnsupportedConstructError(
+        f"{where} accesses struct members of {field} through a cast pointer (data kept per "
+        "entry of an index list, such as a boundary's force or outflow history); warpspeed "
+        "models index lists that are only read and fields of numbers: generate the boundary "
+        "without that data (e.g. calculate_force_on_boundary=False) to predict the rest"
+    )
+
+
 __all__ = [
     "BranchError",
     "CpuTargetError",
@@ -98,4 +109,5 @@ __all__ = [
     "TernaryIndexError",
     "UnsupportedConstructError",
     "UnsupportedKernelError",
+    "struct_member",
 ]

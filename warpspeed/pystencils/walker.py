@@ -80,6 +80,7 @@ from .unsupported import (
     ReductionError,
     TernaryIndexError,
     UnsupportedConstructError,
+    struct_member,
 )
 
 MAX_UNROLL = 256
@@ -175,10 +176,7 @@ class Walker(IndexReader):
     def finish(self) -> None:
         """Checks that need the whole kernel (call after the walk)."""
         if self._struct_loads:
-            raise UnsupportedConstructError(
-                f"the kernel reads struct members of {self._struct_loads[0]} through a cast "
-                "pointer (an index list); warpspeed models arrays of numbers only"
-            )
+            raise struct_member(self._struct_loads[0], "the kernel")
 
     def assignment(self, node: PsAssignment) -> None:
         """A store (after its right-hand side is read), or a declaration:
@@ -382,6 +380,12 @@ class Walker(IndexReader):
         (MODEL.md §1, "Accesses")."""
         ptr = node.pointer
         if not isinstance(ptr, PsSymbolExpr):
+            inner = ptr.operand.operand if (isinstance(ptr, PsCast)
+                                            and isinstance(ptr.operand, PsAddressOf)) else None
+            if isinstance(inner, PsMemAcc) and isinstance(inner.pointer, PsSymbolExpr):
+                field = self.pointers.get(inner.pointer.symbol.name)
+                name = field.name if field is not None else inner.pointer.symbol.name
+                raise struct_member(name, f"`{self._statement}`")
             raise UnsupportedConstructError(
                 f"the memory access {short(node)} in `{self._statement}` goes through a "
                 "computed pointer; only field base pointers are supported"
