@@ -109,5 +109,4 @@ __all__ = [
     "TernaryIndexError",
     "UnsupportedConstructError",
     "UnsupportedKernelError",
-    "struct_member",
 ]
