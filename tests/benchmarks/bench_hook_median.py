@@ -34,6 +34,11 @@ installed):
   1.10 s). The 3D kernels rank their 450-600 configurations in about
   0.5 s; the D2Q9 LBM kernels spend most of their 0.6-0.9 s in pystencils,
   generating the folds and the best fold again with its block as default.
+* with the faster wave volumes (shared progressions, slice-set unions) and
+  the 59th corpus kernel (lbmpy's default fields), same machine, estimate,
+  best of two: 0.559 s before, 0.538 s and 0.582 s in two runs after (CPU
+  0.89-0.92 s): the median kernels are unchanged within this host's noise;
+  the lbmpy D3Q19 kernels dropped from a median of 1.40 s to 1.08-1.17 s.
 
     .venv/bin/python tests/benchmarks/bench_hook_median.py ['{"registers": "estimate"}'] \
         [--repeat N]
