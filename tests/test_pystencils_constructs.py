@@ -14,6 +14,7 @@ from warpspeed.pystencils import (
     BranchError,
     GridStridedLoopError,
     IndirectAccessError,
+    MissingParameterError,
     RedBlackError,
     ReductionError,
     TernaryIndexError,
@@ -166,3 +167,20 @@ def test_philox_float32_counts_four_values_at_precision_32():
     k = extract(_cuda([call, ps.Assignment(b.center, a.center + r[0])])).kernel
     assert dict(k.fp_ops) == {"fma": 5, "other": 4}
     assert k.precision == 32
+
+
+def test_red_black_start_on_the_fast_axis_of_a_numpy_layout_names_pystencils_counter():
+    # the start of the slow axis depends on the fast axis' counter, which
+    # pystencils leaves as a kernel parameter; the fzyx layout is predicted
+    for layout in ("fzyx", "numpy"):
+        u, f = ps.fields("u, f: double[34, 34]", layout=layout)
+        cfg = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit,
+                                    iteration_slice=ps.make_slice[1 + int_rem(Y + 1, 2):-1:2, 1:-1])
+        cfg.gpu.manual_launch_grid = True
+        kf = ps.create_kernel([ps.Assignment(u.center, (u[1, 0] + u[-1, 0] - f.center) / 4)], cfg)
+        if layout == "fzyx":
+            assert ws.predict(extract(kf).kernel, "A100", block=(32, 8, 1)).glups > 0
+        else:
+            with pytest.raises(MissingParameterError,
+                               match=r"ctr_1__0.*pystencils left the counter ctr_1.*fzyx"):
+                extract(kf)

@@ -11,6 +11,7 @@ class that names the construct, the field and the statement.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -297,9 +298,15 @@ class IndexReader:
             raise NotAnIndex(Opaque("data", f"the floating-point value {name}"))
         if name in self.strides or (self.probe and name.startswith("_size_")):
             return IntPoly.atom(sp.Symbol(name))
+        counter = re.fullmatch(r"(ctr_\d+)__\d+", name)
+        why = (f" (pystencils left the counter {counter.group(1)} as this parameter: an "
+               "iteration slice's start depends on the counter of an axis that is computed "
+               "later, e.g. a red-black start int_rem(y, 2) where y is the faster axis of the "
+               "field's layout; make the start depend on a slower axis, or use layout fzyx)"
+               ) if counter else ""
         raise MissingParameterError(
             f"`{self._statement}` depends on the kernel parameter {name}, whose value is "
-            f"unknown at code generation; give it: params={{{name!r}: <integer>}}"
+            f"unknown at code generation; give it: params={{{name!r}: <integer>}}{why}"
         )
 
 
