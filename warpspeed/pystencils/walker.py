@@ -380,11 +380,8 @@ class Walker(IndexReader):
         (MODEL.md §1, "Accesses")."""
         ptr = node.pointer
         if not isinstance(ptr, PsSymbolExpr):
-            inner = ptr.operand.operand if (isinstance(ptr, PsCast)
-                                            and isinstance(ptr.operand, PsAddressOf)) else None
-            if isinstance(inner, PsMemAcc) and isinstance(inner.pointer, PsSymbolExpr):
-                field = self.pointers.get(inner.pointer.symbol.name)
-                name = field.name if field is not None else inner.pointer.symbol.name
+            name = self._struct_base(node)
+            if name is not None:
                 raise struct_member(name, f"`{self._statement}`")
             raise UnsupportedConstructError(
                 f"the memory access {short(node)} in `{self._statement}` goes through a "
@@ -423,18 +420,25 @@ class Walker(IndexReader):
             "describe the accesses by hand as a ws.Kernel"
         )
 
-    def _load(self, node: PsMemAcc) -> int:
+    def _struct_base(self, node: PsMemAcc) -> str | None:
+        """The field (or pointer) whose struct member ``node`` accesses
+        through a cast address, ``((T *) &base[i])[j]``; None otherwise."""
         ptr = node.pointer
-        if isinstance(ptr, PsCast) and isinstance(ptr.operand, PsAddressOf):
-            inner = ptr.operand.operand
-            if isinstance(inner, PsMemAcc) and isinstance(inner.pointer, PsSymbolExpr):
-                member = self.list_member(node)
-                if member is not None:  # an index-list entry (warpspeed.input.gathers)
-                    return self.fp.leaf(("entry", member.name))
-                field = self.pointers.get(inner.pointer.symbol.name)
-                name = field.name if field is not None else inner.pointer.symbol.name
-                self._struct_loads.append(name)
-                return self.fp.leaf(("struct", name, id(node)))
+        cast = isinstance(ptr, PsCast) and isinstance(ptr.operand, PsAddressOf)
+        inner = ptr.operand.operand if cast else None
+        if not (isinstance(inner, PsMemAcc) and isinstance(inner.pointer, PsSymbolExpr)):
+            return None
+        field = self.pointers.get(inner.pointer.symbol.name)
+        return field.name if field is not None else inner.pointer.symbol.name
+
+    def _load(self, node: PsMemAcc) -> int:
+        name = self._struct_base(node)
+        if name is not None:
+            member = self.list_member(node)
+            if member is not None:  # an index-list entry (warpspeed.input.gathers)
+                return self.fp.leaf(("entry", member.name))
+            self._struct_loads.append(name)
+            return self.fp.leaf(("struct", name, id(node)))
         self._guarded_access()
         ptr_name, off = self.memory(node)
         key = (ptr_name, off)

@@ -113,13 +113,16 @@ def global_accesses(
     static = _static_accesses(accesses)
     if static is not None:
         return static
-    out = []
-    for acc in accesses:
-        forms = tuple(global_function(bound[f], block) for f in acc.forms)
-        if any(f is None for f in forms):
-            return None
-        out.append((acc.field, forms))
-    return tuple(out)
+    out = _at_block(accesses, bound, block)
+    return None if any(g is None for _, forms in out for g in forms) else out
+
+
+def _at_block(accesses: tuple[Access, ...], bound: dict[SymForm, LinForm], block: Block
+              ) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
+    """Every access's field and :func:`global_function` of each bound form
+    (None where a form is no such function)."""
+    return tuple((acc.field, tuple(global_function(bound[f], block) for f in acc.forms))
+                 for acc in accesses)
 
 
 def wave_key(kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm] | None = None
@@ -129,13 +132,11 @@ def wave_key(kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm] | Non
     the kernel's forms bound to the launch's block, bound here when needed
     and not given (accesses whose forms are the same at every block need
     none)."""
-    loads = _static_accesses(kernel.loads)
-    stores = _static_accesses(kernel.stores)
-    if loads is None or stores is None:
-        if bound is None:
-            bound = bind_all([kernel_forms(kernel)], launch.block)
-        loads = global_accesses(kernel.loads, bound, launch.block)
-        stores = global_accesses(kernel.stores, bound, launch.block)
+    if bound is None and (_static_accesses(kernel.loads) is None
+                          or _static_accesses(kernel.stores) is None):
+        bound = bind_all([kernel_forms(kernel)], launch.block)
+    loads = global_accesses(kernel.loads, bound or {}, launch.block)
+    stores = global_accesses(kernel.stores, bound or {}, launch.block)
     if loads is None or stores is None:
         return ("block", kernel, launch)
     sets = wave_sets(launch)
@@ -236,9 +237,7 @@ def compulsory_bytes(
     extents = tuple(domain[d] for d in active)
     static = _static_accesses(accesses)
     if static is None:
-        per_access = tuple((acc.field, tuple(global_function(bound[f], block) for f in acc.forms))
-                           for acc in accesses)
-        return _bytes_of(per_access, active, extents)
+        return _bytes_of(_at_block(accesses, bound, block), active, extents)
     found = per_tuple(_BYTES, accesses, dict)
     key = (active, extents)
     if key not in found:  # type: ignore[operator]
