@@ -116,7 +116,7 @@ def kernel_from_pystencils(
 
 
 #: Most points per thread of a grid-stride loop (``grid_points``) predicted:
-#: a 7-point Jacobi stays within 1.25x of its compulsory DRAM traffic up to
+#: a 7-point Jacobi stays within about 1.27x of its compulsory DRAM traffic up to
 #: 16 points a grid apart, and reaches 1.5x at 64.
 MAX_GRID_POINTS = 16
 
