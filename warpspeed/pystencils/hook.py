@@ -27,6 +27,11 @@ prediction carries the count and its source (``Prediction.registers``,
 (the first in this process, the others in a forked process pool that then
 ranks: :mod:`.variants`), with ``jobs`` workers (default one per CPU).
 
+**The result.** The best fold's kernel, generated while ranking (in this
+process or a worker), gets the best block as its default without being
+generated again where the block changes no line of the code
+(:mod:`.default_block`); otherwise it is generated again with the block.
+
 **Skipped variants.** A folding variant that cannot be made or predicted
 (the fold does not divide the interior, pystencils rejects the folded
 assignments, a construct outside the model, no launchable block) is skipped
@@ -56,6 +61,7 @@ from ..search.rank import rank as ws_rank
 from ..search.rank import summary
 from ..timing import DEFAULT_MODEL
 from ..volumes.capacity import CapacityFits
+from .default_block import with_default_block
 from .extract import Extraction, extract
 from .fold import Fold, _fold3, generate
 from .indexlists import ListSpec
@@ -280,14 +286,15 @@ def create_kernel(
             + "\n  ".join(reasons or ("no folding variant was given",)), reasons,
         )
     best = ranking[0]
-    try:
-        kernel = generate(assignments, config, best.fold, best.block, shape=shape)
-    except Exception as exc:  # noqa: BLE001 - keep the variant generated without the block
-        kernel = next((v.kernel_function for v in made if v.fold == best.fold
-                       and v.kernel_function is not None), None)
-        if kernel is None:
-            kernel = generate(assignments, config, best.fold, shape=shape)
-        notes += (reason(f"the best block {best.block} could not be set as default", exc),)
+    made_best = next(v for v in made if v.fold == best.fold)
+    kernel = with_default_block(made_best.kernel_function or made_best.parts, config, best.block)
+    if kernel is None:
+        try:
+            kernel = generate(assignments, config, best.fold, best.block, shape=shape)
+        except Exception as exc:  # noqa: BLE001 - keep the variant generated without the block
+            kernel = made_best.kernel_function or generate(assignments, config, best.fold,
+                                                           shape=shape)
+            notes += (reason(f"the best block {best.block} could not be set as default", exc),)
     return Ranked(kernel, tuple(ranking), tuple(skipped), notes)
 
 

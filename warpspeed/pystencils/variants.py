@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..search.executor import mp_context
+from .default_block import portable
 from .extract import Extraction, extract
 from .fold import Fold, generate
 from .layouts import ShapeSpec
@@ -45,13 +46,16 @@ class Job:
 class Variant:
     """One fold made: its extraction with the registers set and the note
     on them, or the reason it was skipped. ``kernel_function`` is the
-    pystencils kernel when it was made in this process (else None)."""
+    pystencils kernel when it was made in this process (else None),
+    ``parts`` the kernel's parts pickled when it was made in a worker and
+    can take another default block (:mod:`.default_block`)."""
 
     fold: Fold
     extraction: Extraction | None = None
     note: str | None = None
     skipped: str | None = None
     kernel_function: Any = None
+    parts: bytes | None = None
 
 
 def reason(what: str, exc: Exception) -> str:
@@ -74,7 +78,8 @@ def make_variant(job: Job, fold: Fold, keep_function: bool = True) -> Variant:
     except Exception as exc:  # noqa: BLE001 - the hook must not abort (hook docstring)
         return Variant(fold, skipped=reason("it cannot be predicted", exc), kernel_function=keep)
     kernel, note = with_registers(ex.kernel, kf, job.arch, job.registers)
-    return Variant(fold, replace(ex, kernel=kernel), note, kernel_function=keep)
+    return Variant(fold, replace(ex, kernel=kernel), note, kernel_function=keep,
+                   parts=None if keep_function else portable(kf))
 
 
 #: The job of the pool being forked: workers inherit it (module docstring).
