@@ -83,8 +83,11 @@ class AccessTerms:
     def bound_table(self, bound: Mapping[SymForm, LinForm]) -> tuple[np.ndarray, np.ndarray]:
         """Per form ``(const, coef...)`` (rows of 7; a zero row appended for
         padding) and whether it is affine (no floor division)."""
-        rows = [(b.const, *b.coef) for b in (bound[f] for f in self.forms)] + [(0,) * 7]
-        affine = [not b.floors and b.div == 1 for b in (bound[f] for f in self.forms)] + [True]
+        forms = [bound[f] for f in self.forms]
+        rows = [(b.const, *b.coef) for b in forms]
+        rows.append((0,) * 7)
+        affine = [not b.floors and b.div == 1 for b in forms]
+        affine.append(True)
         return np.array(rows, dtype=np.int64).reshape(-1, 7), np.array(affine)
 
 

@@ -20,6 +20,7 @@ on large grids the edge blocks weigh less and the difference shrinks.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -131,6 +132,10 @@ def _classes(
     if n == 0:
         return [], cls, shift
     lin, affine = linear_addresses(accesses, bound)
+    if affine.all() and (lin[1:, 1:] == lin[0, 1:]).all():  # one class (a stencil on one grid)
+        cls[:] = 0
+        shift[:] = lin[:, 0] - lin[0, 0]
+        return [(int(lin[0, 0]), tuple(int(v) for v in lin[0, 1:]))], cls, shift
     # a class per distinct coefficient vector of the affine accesses, an own
     # class per access with floors; numbered by first appearance
     key = np.where(affine[:, None], lin[:, 1:], 0)
@@ -165,6 +170,16 @@ def _periods(
     return periods
 
 
+@functools.lru_cache(maxsize=256)
+def _local(block: tuple[int, int, int], padded: int) -> np.ndarray:
+    """Thread coordinates in the block, shape (3, padded), x fastest (read-only)."""
+    t = np.arange(padded)
+    bx, by, _ = block
+    out = np.stack([t % bx, (t // bx) % by, t // (bx * by)])
+    out.flags.writeable = False
+    return out
+
+
 def sample(
     kernel: Kernel,
     launch: Launch,
@@ -180,8 +195,7 @@ def sample(
     bx, by, bz = launch.block
     threads = bx * by * bz
     padded = -(-threads // warp) * warp  # whole wavefronts of ``warp`` lanes (32 or 64)
-    t = np.arange(padded)
-    local = np.stack([t % bx, (t // bx) % by, t // (bx * by)])
+    local = _local(launch.block, padded)
     reps, cls, shift = _classes(accesses, bound)
     if every_block:
         pos = [[(i, 1.0) for i in range(g)] for g in launch.grid]
@@ -199,30 +213,30 @@ def sample(
                 weights.append(wx * wy * wz)
     bidx = np.array(blocks, dtype=np.int64)  # (nb, 3)
     nb = len(blocks)
-    v = np.empty((6, nb, padded), dtype=np.int64)
-    v[:3] = bidx.T[:, :, None]
-    v[3:] = local[:, None, :]
-    size = np.array(launch.block)[:, None, None]
-    glob = v[:3] * size + v[3:]
-    dom = np.array(kernel.domain)[:, None, None]
-    active = (t < threads)[None, :] & np.all(glob < dom, axis=0)
-    flat = v.reshape(6, -1)
-    addr = np.empty((len(reps), nb * padded), dtype=np.int64)
+    # (blocks, threads) arrays as sums of a per-block and a per-thread part
+    active = np.broadcast_to(np.arange(padded) < threads, (nb, padded))
+    for d in range(3):
+        active = active & ((bidx[:, d] * launch.block[d])[:, None] + local[d][None, :]
+                           < kernel.domain[d])
+    addr = np.empty((len(reps), nb, padded), dtype=np.int64)
+    flat: np.ndarray | None = None
     for c, rep in enumerate(reps):
-        if isinstance(rep, Access):
+        if isinstance(rep, Access):  # floor divisions: evaluated at every thread
+            if flat is None:
+                flat = np.concatenate([np.repeat(bidx.T[:, :, None], padded, axis=2),
+                                       np.broadcast_to(local[:, None, :], (3, nb, padded))]
+                                      ).reshape(6, -1)
             f = rep.field
             out = np.full(flat.shape[1], f.base_offset, dtype=np.int64)
             for form, stride in zip(rep.forms, f.strides):
                 out += (f.itemsize * stride) * bound[form].evaluate(flat)
+            addr[c] = out.reshape(nb, padded)
         else:
-            out = np.full(flat.shape[1], rep[0], dtype=np.int64)
-            for i, coef in enumerate(rep[1]):
-                if coef:
-                    out += coef * flat[i]
-        addr[c] = out
+            coef = np.array(rep[1], dtype=np.int64)
+            addr[c] = (rep[0] + bidx @ coef[:3])[:, None] + (coef[3:] @ local)[None, :]
     return Sample(
         accesses=accesses,
-        class_addresses=addr.reshape(len(reps), nb, padded),
+        class_addresses=addr,
         access_class=cls,
         access_shift=shift,
         active=active,

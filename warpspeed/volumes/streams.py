@@ -51,15 +51,15 @@ class Streams:
 def address_streams(s: Sample, n_loads: int) -> Streams:
     """The :class:`Streams` of the sampled accesses; the first ``n_loads`` are
     loads, the rest stores (as :func:`warpspeed.volumes.footprint.block_footprint`)."""
-    blocks = np.nonzero(s.active.any(axis=1))[0]
-    if not len(s.accesses) or not len(blocks):
+    flat = s.active.ravel()
+    first = int(np.argmax(flat)) if flat.size else 0  # the first active thread, block-major
+    if not len(s.accesses) or not flat.size or not flat[first]:
         return Streams()
-    b = int(blocks[0])
-    t = int(np.nonzero(s.active[b])[0][0])
-    where = s.class_addresses[s.access_class, b, t] + s.access_shift
+    b, t = divmod(first, s.active.shape[1])
+    where = (s.class_addresses[s.access_class, b, t] + s.access_shift).tolist()
     kinds: list[dict[str, list[int]]] = [{}, {}]
     for k, acc in enumerate(s.accesses):
-        kinds[int(k >= n_loads)].setdefault(acc.field.name, []).append(int(where[k]))
+        kinds[int(k >= n_loads)].setdefault(acc.field.name, []).append(where[k])
     runs = [sum(_runs(v) for v in per_field.values()) for per_field in kinds]
     small = [min((a.field.itemsize for a in s.accesses[:n_loads]), default=8),
              min((a.field.itemsize for a in s.accesses[n_loads:]), default=8)]
@@ -74,8 +74,8 @@ def _times(volume: float, itemsize: int) -> int:
 
 def _runs(addresses: list[int]) -> int:
     """Runs of sorted addresses separated by more than :data:`STREAM_GAP`."""
-    a = np.sort(np.asarray(addresses, dtype=np.int64))
-    return 1 + int(np.count_nonzero(np.diff(a) > STREAM_GAP))
+    a = sorted(addresses)
+    return 1 + sum(1 for lo, hi in zip(a, a[1:]) if hi - lo > STREAM_GAP)
 
 
 __all__ = ["STREAM_GAP", "Streams", "address_streams"]
