@@ -248,3 +248,22 @@ def test_static_global_forms_equal_the_per_block_global_function():
     for block in [(32, 1, 1), (8, 4, 2), (1, 16, 4)]:
         for f in forms:
             assert static_global(f) == global_function(f.bind(block), block)
+
+
+def test_no_collection_pauses_the_collector_and_restores_its_state():
+    import gc
+
+    from warpspeed.search.executor import no_collection
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), no_collection():
+        assert not gc.isenabled()
+        raise RuntimeError("the collector comes back on errors too")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with no_collection():
+            pass
+        assert not gc.isenabled()  # a caller's disabled collector stays disabled
+    finally:
+        gc.enable()

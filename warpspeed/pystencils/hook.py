@@ -57,6 +57,7 @@ from ..input.kernel import Kernel
 from ..machine import Machine, load_machine
 from ..model import Prediction
 from ..model import predict as ws_predict
+from ..search.executor import no_collection
 from ..search.rank import rank as ws_rank
 from ..search.rank import summary
 from ..timing import DEFAULT_MODEL
@@ -67,7 +68,7 @@ from .fold import Fold, _fold3, generate
 from .indexlists import ListSpec
 from .layouts import LayoutSpec, ShapeSpec
 from .registers import with_registers
-from .variants import Job, make_variants, reason
+from .variants import Job, Variant, make_variants, reason
 
 DEFAULT_FOLDS: tuple[Fold, ...] = ((1, 1, 1), (1, 2, 1), (1, 1, 2))
 
@@ -264,38 +265,49 @@ def create_kernel(
         >>> type(kernel).__name__  # the pystencils kernel of the best fold
         'GpuKernel'
     """
-    arch = load_machine(machine).arch
-    job = Job(assignments, config, shape,
-              {"base_offsets": base_offsets, "layout": layout, "params": params,
-               "grid_points": grid_points, "index_list": index_list, "list_order": list_order},
-              arch, registers)
-    made, pool = make_variants(job, list(dict.fromkeys(_fold3(f) for f in folds)), jobs)
-    try:
-        variants = {v.fold: v.extraction for v in made if v.extraction is not None}
-        skipped = [(v.fold, v.skipped) for v in made if v.skipped is not None]
-        reg_notes = [f"fold {v.fold}: {v.note}" for v in made if v.extraction and v.note]
-        ranking = _rank_each(variants, skipped, machine, threads, fits, jobs, model, pool)
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
-    notes = tuple(dict.fromkeys([n for ex in variants.values() for n in ex.notes] + reg_notes))
-    if not ranking:
-        reasons = tuple(f"fold {f}: {why}" for f, why in skipped)
-        raise EmptyRankingError(
-            "no configuration of the kernel can be ranked, so no block size is chosen:\n  "
-            + "\n  ".join(reasons or ("no folding variant was given",)), reasons,
-        )
-    best = ranking[0]
+    with no_collection():  # no walk of pystencils' heap here or in the workers
+        arch = load_machine(machine).arch
+        job = Job(assignments, config, shape,
+                  {"base_offsets": base_offsets, "layout": layout, "params": params,
+                   "grid_points": grid_points, "index_list": index_list, "list_order": list_order},
+                  arch, registers)
+        made, pool = make_variants(job, list(dict.fromkeys(_fold3(f) for f in folds)), jobs)
+        try:
+            variants = {v.fold: v.extraction for v in made if v.extraction is not None}
+            skipped = [(v.fold, v.skipped) for v in made if v.skipped is not None]
+            reg_notes = [f"fold {v.fold}: {v.note}" for v in made if v.extraction and v.note]
+            ranking = _rank_each(variants, skipped, machine, threads, fits, jobs, model, pool)
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+        notes = tuple(dict.fromkeys([n for ex in variants.values() for n in ex.notes] + reg_notes))
+        if not ranking:
+            reasons = tuple(f"fold {f}: {why}" for f, why in skipped)
+            raise EmptyRankingError(
+                "no configuration of the kernel can be ranked, so no block size is chosen:\n  "
+                + "\n  ".join(reasons or ("no folding variant was given",)), reasons,
+            )
+        kernel, why = _best_kernel(made, ranking[0], assignments, config, shape)
+        return Ranked(kernel, tuple(ranking), tuple(skipped), notes + why)
+
+
+def _best_kernel(made: Sequence[Variant], best: Prediction, assignments: Any,
+                 config: ps.CreateKernelConfig | None, shape: ShapeSpec
+                 ) -> tuple[Any, tuple[str, ...]]:
+    """The best fold's kernel with the best block as its default: the one
+    generated while ranking where that changes no code (module docstring),
+    else generated again; if pystencils refuses the block, the kernel
+    without it and a note why."""
     made_best = next(v for v in made if v.fold == best.fold)
     kernel = with_default_block(made_best.kernel_function or made_best.parts, config, best.block)
-    if kernel is None:
-        try:
-            kernel = generate(assignments, config, best.fold, best.block, shape=shape)
-        except Exception as exc:  # noqa: BLE001 - keep the variant generated without the block
-            kernel = made_best.kernel_function or generate(assignments, config, best.fold,
-                                                           shape=shape)
-            notes += (reason(f"the best block {best.block} could not be set as default", exc),)
-    return Ranked(kernel, tuple(ranking), tuple(skipped), notes)
+    if kernel is not None:
+        return kernel, ()
+    try:
+        return generate(assignments, config, best.fold, best.block, shape=shape), ()
+    except Exception as exc:  # noqa: BLE001 - keep the variant generated without the block
+        kernel = made_best.kernel_function or generate(assignments, config, best.fold,
+                                                       shape=shape)
+        return kernel, (reason(f"the best block {best.block} could not be set as default", exc),)
 
 
 def _rank_each(

@@ -59,7 +59,7 @@ from .design_space import (
     trim_reason,
 )
 from .evaluate import Config, Excluded, evaluate
-from .executor import Runner, mp_context
+from .executor import Runner, mp_context, no_collection
 from .merge_note import merge_note
 from .pruning import (
     compulsory_bytes,
@@ -240,18 +240,19 @@ def rank(
     if not classes:
         raise empty_ranking([(e.fold, e.block, e.reason) for e in excluded], m, kernel_variants)
 
-    own_pool = executor is None and (jobs or os.cpu_count() or 1) > 1
-    workers = jobs or os.cpu_count() or 1
-    pool: Executor | None = executor
-    if own_pool:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp_context())
-    try:
-        runner = Runner(pool, workers, progress)
-        ev = evaluate(kernel_variants, m, curves, classes, rep_variant, excluded, runner, top,
-                      model)
-    finally:
-        if own_pool and pool is not None:
-            pool.shutdown(cancel_futures=True)
+    with no_collection():  # no walk of the caller's heap here or in the workers
+        own_pool = executor is None and (jobs or os.cpu_count() or 1) > 1
+        workers = jobs or os.cpu_count() or 1
+        pool: Executor | None = executor
+        if own_pool:
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp_context())
+        try:
+            runner = Runner(pool, workers, progress)
+            ev = evaluate(kernel_variants, m, curves, classes, rep_variant, excluded, runner, top,
+                          model)
+        finally:
+            if own_pool and pool is not None:
+                pool.shutdown(cancel_futures=True)
     if not ev.predictions:  # every class failed its block stage
         raise empty_ranking([(e.fold, e.block, e.reason) for e in excluded], m, kernel_variants)
     predictions = tuple(p for p, _ in ev.predictions)
