@@ -39,6 +39,16 @@ installed):
   best of two: 0.559 s before, 0.538 s and 0.582 s in two runs after (CPU
   0.89-0.92 s): the median kernels are unchanged within this host's noise;
   the lbmpy D3Q19 kernels dropped from a median of 1.40 s to 1.08-1.17 s.
+* with the best fold's kernel taking the best block without a second
+  generation, no cyclic garbage collection during the hook, and faster
+  sampling (same predictions), on a slower day of the same machine (load
+  1.6-2.1): the code before and after run in turn, three single passes
+  each, best pass per kernel: 0.670 s before, 0.500 s after (CPU 1.10 s,
+  0.85 s); single-pass medians 0.75-0.83 s before, 0.50-0.62 s after. The
+  D2Q9 LBM hooks lost their 0.2-0.3 s second generation (KBC 0.75 ->
+  0.41 s best), the fluctuating MRT 7.9 -> 4.3 s; the median kernels are
+  the 3D stencils (0.47-0.54 s), bound by ranking 500-600 configurations
+  on two cores that slow each other by 15-30 % when both compute.
 
     .venv/bin/python tests/benchmarks/bench_hook_median.py ['{"registers": "estimate"}'] \
         [--repeat N]
