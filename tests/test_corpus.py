@@ -113,6 +113,7 @@ def test_generation_hook_accepts_the_case(case: Case, corpus: Callable[[Case], B
         kernel, ranking = ranked
         assert kernel.target.is_gpu() and ranking
         skipped = ranked.skipped
+        _is_the_best_configuration(kernel, ranking[0], case)
     if case.refusal is None:
         if not ranking:
             pytest.fail(f"{case.name}: nothing ranked; skipped: {skipped}", pytrace=False)
@@ -122,3 +123,23 @@ def test_generation_hook_accepts_the_case(case: Case, corpus: Callable[[Case], B
             f"ranked {len(ranking)}, skipped: {skipped}",
             pytrace=False,
         )
+
+
+def _is_the_best_configuration(kernel, best: ws.Prediction, case: Case) -> None:
+    """The hook's kernel is the best prediction's: read back with one of the
+    variants' folds it has the best fold (points per thread), and a dynamic
+    or manual launch configuration defaults to the best block."""
+    kwargs = shape_kwargs(case)
+    folds = []
+    for fold in HOOK_FOLDS:
+        try:
+            folds.append(wps.extract(kernel, fold=fold, **kwargs).kernel.fold)
+        except ws.KernelError:
+            continue
+    assert best.fold in folds, (case.name, best.fold, folds)
+    launch = kernel.get_launch_configuration()
+    kind = type(launch).__name__
+    if kind == "DynamicBlockSizeLaunchConfiguration":
+        assert tuple(launch.default_block_size) == best.block
+    elif kind == "ManualLaunchConfiguration":
+        assert tuple(launch.block_size) == best.block

@@ -287,27 +287,31 @@ def create_kernel(
                 "no configuration of the kernel can be ranked, so no block size is chosen:\n  "
                 + "\n  ".join(reasons or ("no folding variant was given",)), reasons,
             )
-        kernel, why = _best_kernel(made, ranking[0], assignments, config, shape)
+        # a prediction's fold is its kernel's (a grid-strided kernel's counts the
+        # points of each thread); the variant it came from is generated
+        variant_of = {ex.kernel.fold: f for f, ex in variants.items()}
+        best = ranking[0]
+        kernel, why = _best_kernel(made, variant_of[best.fold], best.block, assignments, config,
+                                   shape)
         return Ranked(kernel, tuple(ranking), tuple(skipped), notes + why)
 
 
-def _best_kernel(made: Sequence[Variant], best: Prediction, assignments: Any,
-                 config: ps.CreateKernelConfig | None, shape: ShapeSpec
+def _best_kernel(made: Sequence[Variant], fold: Fold, block: tuple[int, int, int],
+                 assignments: Any, config: ps.CreateKernelConfig | None, shape: ShapeSpec
                  ) -> tuple[Any, tuple[str, ...]]:
-    """The best fold's kernel with the best block as its default: the one
-    generated while ranking where that changes no code (module docstring),
-    else generated again; if pystencils refuses the block, the kernel
-    without it and a note why."""
-    made_best = next(v for v in made if v.fold == best.fold)
-    kernel = with_default_block(made_best.kernel_function or made_best.parts, config, best.block)
+    """The kernel of the variant ``fold`` with ``block`` as its default: the
+    one generated while ranking where that changes no code (module
+    docstring), else generated again; if pystencils refuses the block, the
+    kernel without it and a note why."""
+    made_best = next(v for v in made if v.fold == fold)
+    kernel = with_default_block(made_best.kernel_function or made_best.parts, config, block)
     if kernel is not None:
         return kernel, ()
     try:
-        return generate(assignments, config, best.fold, best.block, shape=shape), ()
+        return generate(assignments, config, fold, block, shape=shape), ()
     except Exception as exc:  # noqa: BLE001 - keep the variant generated without the block
-        kernel = made_best.kernel_function or generate(assignments, config, best.fold,
-                                                       shape=shape)
-        return kernel, (reason(f"the best block {best.block} could not be set as default", exc),)
+        kernel = made_best.kernel_function or generate(assignments, config, fold, shape=shape)
+        return kernel, (reason(f"the best block {block} could not be set as default", exc),)
 
 
 def _rank_each(
