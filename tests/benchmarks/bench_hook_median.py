@@ -48,7 +48,8 @@ installed):
   D2Q9 LBM hooks lost their 0.2-0.3 s second generation (KBC 0.75 ->
   0.41 s best), the fluctuating MRT 7.9 -> 4.3 s; the median kernels are
   the 3D stencils (0.47-0.54 s), bound by ranking 500-600 configurations
-  on two cores that slow each other by 15-30 % when both compute.
+  on two cores that slow each other by 15-30 % when both compute. The
+  final code alone, best of two (load 1.9): 0.527 s, CPU 0.90 s.
 
     .venv/bin/python tests/benchmarks/bench_hook_median.py ['{"registers": "estimate"}'] \
         [--repeat N]
