@@ -93,6 +93,12 @@ class Machine:
     simds_per_sm: int = 1
     mall_bytes: int = 0
     mall_bandwidth: float = 0.0
+    # The memory system as its data sheet describes it (MODEL.md §11 "Memory
+    # systems", §12): the DRAM's peak bandwidth, its kind and whether ECC is on.
+    # A file without them gets no memory-system term.
+    dram_peak: float | None = None
+    memory: str = ""
+    ecc: bool = False
 
     def source(self, parameter: str) -> str:
         """Where the value of ``parameter`` comes from."""
@@ -100,7 +106,7 @@ class Machine:
 
 
 _TEXT = ("name", "description", "validated", "fits", "arch", "sources", "path",
-         "vendor", "architecture", "grounding", "l1_model")
+         "vendor", "architecture", "grounding", "l1_model", "memory", "ecc")
 #: Plain keys of a machine file (MODEL.md §12).
 PLAIN_KEYS = ("name", "description", "validated", "fits", "arch", "vendor", "architecture",
               "grounding", "l1_model")
@@ -120,13 +126,20 @@ NVIDIA_ARCHITECTURES = {
 _COSTS = ("fp64_cost", "fp32_cost")
 #: Optional parameters: of single constructs (atomics: warpspeed.input.atomics) and of
 #: many concurrent DRAM streams (MODEL.md §11); a file without them gets no such term.
-OPTIONAL_PARAMETERS = {"atomics_per_clock": "float", "dram_scattered_fraction": "float"}
+OPTIONAL_PARAMETERS = {"atomics_per_clock": "float", "dram_scattered_fraction": "float",
+                       "dram_peak": "float"}
 #: Parameters of the memory hierarchy with NVIDIA defaults (MODEL.md §15): the L1
 #: sector and line (32 B, 128 B), SIMDs per SM/CU sharing its register file (1: one
 #: pool), and the last-level cache behind the L2 (AMD Infinity Cache / MALL; 0: none).
 ARCH_PARAMETERS = {f.name: f.type for f in fields(Machine)
                    if f.name in ("l1_sector_bytes", "l1_line_bytes", "simds_per_sm",
                                  "mall_bytes", "mall_bandwidth")}
+#: The kinds of DRAM a file may name in ``[memory]`` (MODEL.md §11, "Memory systems").
+MEMORY_TYPES = ("GDDR5", "GDDR5X", "GDDR6", "GDDR6X", "GDDR7", "HBM2", "HBM2e", "HBM3",
+                "HBM3e", "LPDDR5", "LPDDR5X")
+#: Tables of the memory system whose value is not a number: ``[memory]`` (a name of
+#: :data:`MEMORY_TYPES`) and ``[ecc]`` (true or false), each with its source.
+MEMORY_SYSTEM = {"memory": "str", "ecc": "bool"}
 #: Parameters only the default timing model needs, with their types.
 LATENCY_PARAMETERS = {
     f.name: f.type.split(" |")[0]
@@ -183,9 +196,12 @@ def _parse(path: Path) -> Machine:
         sources.append((key, str(entry["source"])))
     for key in _COSTS:
         values[key] = _costs(path, key, data.get(key))
+    for key, value, source in _memory_system(path, data):
+        values[key] = value
+        sources.append((key, source))
     unknown = (
         set(data) - set(_NUMERIC) - set(LATENCY_PARAMETERS) - set(_COSTS)
-        - set(OPTIONAL_PARAMETERS) - set(ARCH_PARAMETERS)
+        - set(OPTIONAL_PARAMETERS) - set(ARCH_PARAMETERS) - set(MEMORY_SYSTEM)
         - set(PLAIN_KEYS)
     )
     if unknown & set(_REMOVED):
@@ -208,6 +224,28 @@ def _parse(path: Path) -> Machine:
         **labels,
         **values,  # type: ignore[arg-type]
     )
+
+
+def _memory_system(path: Path, data: dict) -> list[tuple[str, object, str]]:
+    """``[memory]`` and ``[ecc]`` of a file (MODEL.md §12): each a table with a
+    ``value`` (a kind of :data:`MEMORY_TYPES`; true or false) and a ``source``."""
+    out: list[tuple[str, object, str]] = []
+    for key, typ in MEMORY_SYSTEM.items():
+        entry = data.get(key)
+        if entry is None:
+            continue
+        if not isinstance(entry, dict) or "value" not in entry or "source" not in entry:
+            raise MachineError(
+                f"machine file {path}: [{key}] must be a table with 'value' and 'source'")
+        v = entry["value"]
+        if typ == "bool" and not isinstance(v, bool):
+            raise MachineError(f"machine file {path}: [ecc] value must be true or false, "
+                               f"got {v!r}")
+        if typ == "str" and v not in MEMORY_TYPES:
+            raise MachineError(f"machine file {path}: [memory] value must be one of "
+                               f"{list(MEMORY_TYPES)}, got {v!r}")
+        out.append((key, v, str(entry["source"])))
+    return out
 
 
 def _scale_stream(path: Path, entry: object, values: dict[str, object]) -> None:
