@@ -7,7 +7,10 @@ data-sheet base file in ``warpspeed/machines/base/`` and the public tables in
 A40, L40, MI100, MI210 and RX6900XT use their own tables (grounding
 "micro-benchmarks"); L40S, MI250X-GCD, MI300X, RX7900XTX and B200 have none, so
 a related GPU's tables stand in, the DRAM bandwidths scaled by the ratio of the
-data-sheet peaks (grounding "datasheet"). Each written file records its command.
+data-sheet peaks (grounding "datasheet"). The GPUs of the lattice Boltzmann and
+convolution development sets that have no tables at all (``DATASHEETS``) are
+described from their data sheets with ``warpspeed machines new --like KNOWN``,
+as a user would. Each written file records its command.
 """
 
 from __future__ import annotations
@@ -68,6 +71,51 @@ BUILDS: dict[str, tuple[dict[str, str], list[str]]] = {
 }
 
 
+#: name -> (known GPU, figures and flags of ``warpspeed machines new``); vendor pages.
+DATASHEETS: dict[str, tuple[str, list[str]]] = {
+    "A10": ("A40", ["--sms", "72", "--clock-ghz", "1.695", "--dram-gbs", "600", "--l2-mib", "6",
+                    "--cite", "NVIDIA A10 datasheet and GA102 whitepaper (72 SMs, boost 1695 MHz, "
+                    "600 GB/s GDDR6 with ECC, 6 MB L2)"]),
+    "L4": ("L40", ["--sms", "58", "--clock-ghz", "2.04", "--dram-gbs", "300", "--l2-mib", "48",
+                   "--cite", "NVIDIA L4 datasheet and Ada whitepaper (AD104: 58 SMs, boost 2040 "
+                   "MHz, 300 GB/s GDDR6 with ECC, 48 MB L2)"]),
+    "RTX4090": ("L40", ["--sms", "128", "--clock-ghz", "2.52", "--dram-gbs", "1008", "--l2-mib",
+                        "72", "--ecc", "off", "--memory", "GDDR6X", "--cite",
+                        "NVIDIA Ada whitepaper (RTX 4090: 128 SMs, boost 2520 MHz, 1008 GB/s "
+                        "GDDR6X, 72 MB L2; GeForce: no ECC)"]),
+    "RTX3090": ("A40", ["--sms", "82", "--clock-ghz", "1.695", "--dram-gbs", "936", "--l2-mib",
+                        "6", "--ecc", "off", "--memory", "GDDR6X", "--cite",
+                        "NVIDIA GA102 whitepaper (RTX 3090: 82 SMs, boost 1695 MHz, 936 GB/s "
+                        "GDDR6X, 6 MB L2; GeForce: no ECC)"]),
+    "RTXA4000": ("A40", ["--sms", "48", "--clock-ghz", "1.56", "--dram-gbs", "448", "--l2-mib",
+                         "4", "--ecc", "off", "--cite",
+                         "NVIDIA RTX A4000 datasheet (GA104: 48 SMs, boost 1560 MHz, 448 GB/s "
+                         "GDDR6, 4 MB L2; a workstation board: ECC off by default)"]),
+    "RadeonVII": ("MI100", ["--sms", "60", "--clock-ghz", "1.75", "--dram-gbs", "1024",
+                            "--l2-mib", "4", "--cite",
+                            "AMD Radeon VII specifications (Vega 20, GCN5, wave64 like CDNA: 60 "
+                            "CUs, boost 1750 MHz, 1024 GB/s HBM2, 4 MB L2)"]),
+    "MI50": ("MI100", ["--sms", "60", "--clock-ghz", "1.725", "--dram-gbs", "1024", "--l2-mib",
+                       "4", "--cite", "AMD Instinct MI50 datasheet (Vega 20, GCN5, wave64 like "
+                       "CDNA: 60 CUs, peak engine clock 1725 MHz, 1024 GB/s HBM2, 4 MB L2)"]),
+    "W7800": ("RX7900XTX", ["--sms", "70", "--clock-ghz", "2.499", "--dram-gbs", "576",
+                            "--l2-mib", "6", "--llc-mib", "64", "--cite",
+                            "AMD Radeon PRO W7800 specifications (70 CUs, boost 2499 MHz, 576 GB/s "
+                            "GDDR6, 6 MB L2, 64 MB Infinity Cache)"]),
+    "RX7600": ("RX7900XTX", ["--sms", "32", "--clock-ghz", "2.655", "--dram-gbs", "288",
+                             "--l2-mib", "2", "--llc-mib", "32", "--cite",
+                             "AMD Radeon RX 7600 specifications (Navi 33: 32 CUs, boost 2655 MHz, "
+                             "288 GB/s GDDR6, 2 MB L2, 32 MB Infinity Cache)"]),
+}
+
+
+def datasheet_command(name: str, machines: Path, out: Path) -> list[str]:
+    """The ``warpspeed`` arguments that describe ``name`` from its data sheet."""
+    known, flags = DATASHEETS[name]
+    return ["machines", "new", name, "--like", known, *flags,
+            "--out", str(out), "--force"]
+
+
 def command(name: str, data: Path, out: Path) -> list[str]:
     """The ``warpspeed`` arguments that write machine ``name`` to ``out``."""
     tables, extra = BUILDS[name]
@@ -87,8 +135,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="folder to write the machine files to")
     ap.add_argument("names", nargs="*", help="machines to build (default: all)")
     args = ap.parse_args(argv)
-    for name in args.names or BUILDS:
-        code = warpspeed(command(name, args.data, args.out / f"{name}.toml"))
+    for name in args.names or [*BUILDS, *DATASHEETS]:
+        argv_ = (datasheet_command(name, args.out, args.out / f"{name}.toml")
+                 if name in DATASHEETS else command(name, args.data, args.out / f"{name}.toml"))
+        code = warpspeed(argv_)
         if code:
             return code
     return 0

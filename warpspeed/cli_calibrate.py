@@ -48,6 +48,60 @@ def add_parser(machines: argparse.ArgumentParser) -> None:
                    choices=("micro-benchmarks", "datasheet"),
                    help="datasheet when the tables are a related GPU's")
     p.set_defaults(func=cmd_calibrate)
+    _add_new(sub)
+
+
+NEW_HELP = ("write a machine file for a GPU from its data sheet, like a known GPU of the same "
+            "architecture (MODEL.md §12)")
+
+
+def _add_new(sub: argparse._SubParsersAction) -> None:
+    """The ``new`` subcommand: a GPU from its data sheet."""
+    p = sub.add_parser("new", help=NEW_HELP, description=NEW_HELP)
+    p.add_argument("name", help="the new machine's name")
+    p.add_argument("--like", required=True,
+                   help="a known machine of the same architecture and memory kind (a shipped "
+                        "name or a machine file)")
+    p.add_argument("--sms", required=True, type=int, help="SMs (NVIDIA) or CUs (AMD)")
+    p.add_argument("--clock-ghz", required=True, type=float, help="boost clock, GHz")
+    p.add_argument("--dram-gbs", required=True, type=float, help="DRAM peak bandwidth, GB/s")
+    p.add_argument("--l2-mib", required=True, type=float, help="L2 of the whole chip, MiB")
+    p.add_argument("--llc-mib", type=float,
+                   help="last-level cache behind the L2 (AMD Infinity Cache), MiB; 0: none")
+    p.add_argument("--l1-kib", type=float, help="L1 per SM / CU, KiB (default: the known's)")
+    p.add_argument("--ecc", choices=("on", "off"),
+                   help="ECC on or off (default: the known's; data-centre boards run with it "
+                        "on, consumer and workstation boards off)")
+    p.add_argument("--memory", help="kind of DRAM (default: the known's), e.g. GDDR6X")
+    p.add_argument("--architecture", help="the new GPU's architecture, checked against the "
+                                          "known's (e.g. RDNA3)")
+    p.add_argument("--cite", default="the data sheet",
+                   help="where the figures come from, written into their sources")
+    p.add_argument("--out", required=True, type=Path, help="the machine file to write (.toml)")
+    p.add_argument("--force", action="store_true", help="replace an existing file")
+    p.set_defaults(func=cmd_new)
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from .validation.datasheet import DataSheet, describe, write
+
+    sheet = DataSheet(args.name, args.sms, args.clock_ghz, args.dram_gbs, args.l2_mib,
+                      llc_mib=args.llc_mib, l1_kib=args.l1_kib,
+                      ecc=None if args.ecc is None else args.ecc == "on", memory=args.memory,
+                      architecture=args.architecture, cite=args.cite)
+    data = describe(args.like, sheet)
+    words = ["warpspeed", "machines", "new", args.name, "--like", str(args.like)]
+    for flag in ("sms", "clock_ghz", "dram_gbs", "l2_mib", "llc_mib", "l1_kib", "ecc", "memory",
+                 "architecture", "cite"):
+        value = getattr(args, flag)
+        if value is not None:
+            words += [f"--{flag.replace('_', '-')}", f"{value:g}" if isinstance(value, float)
+                      else str(value)]
+    m = write(data, args.out, [*words, "--out", "FILE"], force=args.force)
+    print(f"wrote {args.out}: {m.name} ({m.vendor} {m.architecture}, {m.memory or 'memory kind '
+          'unknown'}, ECC {'on' if m.ecc else 'off'}), grounding {m.grounding}; predict with "
+          f"--machine {args.out}")
+    return 0
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

@@ -91,6 +91,9 @@ class Machine:
     l1_sector_bytes: int = 32
     l1_line_bytes: int = 128
     simds_per_sm: int = 1
+    #: Partitions of the data sheet's L2, each seen by its own SMs (A100, H100: two
+    #: halves; MI300X: one L2 per XCD): ``l2_bytes`` is one of them (MODEL.md §12).
+    l2_partitions: int = 1
     mall_bytes: int = 0
     mall_bandwidth: float = 0.0
     # The memory system as its data sheet describes it (MODEL.md §11 "Memory
@@ -133,7 +136,7 @@ OPTIONAL_PARAMETERS = {"atomics_per_clock": "float", "dram_scattered_fraction": 
 #: pool), and the last-level cache behind the L2 (AMD Infinity Cache / MALL; 0: none).
 ARCH_PARAMETERS = {f.name: f.type for f in fields(Machine)
                    if f.name in ("l1_sector_bytes", "l1_line_bytes", "simds_per_sm",
-                                 "mall_bytes", "mall_bandwidth")}
+                                 "l2_partitions", "mall_bytes", "mall_bandwidth")}
 #: The kinds of DRAM a file may name in ``[memory]`` (MODEL.md §11, "Memory systems").
 MEMORY_TYPES = ("GDDR5", "GDDR5X", "GDDR6", "GDDR6X", "GDDR7", "HBM2", "HBM2e", "HBM3",
                 "HBM3e", "LPDDR5", "LPDDR5X")

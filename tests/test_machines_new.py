@@ -1,0 +1,130 @@
+"""``warpspeed machines new``: a GPU from its data sheet, like a known one
+(MODEL.md §12). Checked against the known file itself (its own figures give
+it back), hand-scaled plateaus, and every refusal the command promises."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+import warpspeed as ws
+from stencils import star3d
+from warpspeed.cli import main
+from warpspeed.validation.datasheet import DataSheet, describe
+
+
+def _new(tmp_path, *flags, name="MYGPU"):
+    out = tmp_path / f"{name}.toml"
+    code = main(["machines", "new", name, *flags, "--out", str(out)])
+    return code, out
+
+
+def test_the_known_gpus_own_figures_give_its_numbers_back(tmp_path):
+    a40 = ws.load_machine("A40")
+    code, out = _new(tmp_path, "--like", "A40", "--sms", "84", "--clock-ghz", "1.74",
+                     "--dram-gbs", "696", "--l2-mib", "6")
+    assert code == 0
+    m = ws.load_machine(out)
+    for key in ("sms", "clock_ghz", "l1_bytes", "l2_bytes", "dram_bandwidth", "dram_bw_read",
+                "dram_bw_copy", "dram_bw_write", "l2_bandwidth", "dram_latency_ns",
+                "turnover_ns", "memory_shape", "max_threads_per_sm", "registers_per_sm",
+                "fp32_fma_per_sm_cycle", "overlap_exponent", "launch_overhead_us",
+                "dram_scattered_fraction", "ecc"):
+        assert getattr(m, key) == pytest.approx(getattr(a40, key), rel=1e-3), key
+    assert m.memory == a40.memory == "GDDR6"
+    assert (m.validated, m.grounding, m.vendor, m.architecture) == (
+        False, "datasheet", "NVIDIA", "Ampere")
+
+
+def test_plateaus_scale_with_the_dram_peak_and_l2_bandwidth_with_sms_times_clock(tmp_path):
+    a40 = ws.load_machine("A40")
+    code, out = _new(tmp_path, "--like", "A40", "--sms", "42", "--clock-ghz", "0.87",
+                     "--dram-gbs", "348", "--l2-mib", "3", "--ecc", "off")
+    assert code == 0
+    m = ws.load_machine(out)
+    # half the peak: half every plateau (rounded to 0.1 GB/s); a quarter of SMs x clock
+    assert m.dram_bw_copy == pytest.approx(a40.dram_bw_copy / 2, abs=0.06)
+    assert m.dram_bandwidth == pytest.approx(a40.dram_bandwidth / 2, abs=0.06)
+    assert m.l2_bandwidth == pytest.approx(a40.l2_bandwidth / 4, abs=0.06)
+    assert m.l2_bytes == 3 * 2**20 and m.ecc is False and m.dram_peak == 348
+    # the latencies are carried over unchanged
+    assert m.dram_latency_ns == a40.dram_latency_ns
+
+
+def test_a_split_l2_is_divided_by_the_known_gpus_partitions(tmp_path):
+    code, out = _new(tmp_path, "--like", "A100", "--sms", "108", "--clock-ghz", "1.41",
+                     "--dram-gbs", "1555", "--l2-mib", "40")
+    assert code == 0 and ws.load_machine(out).l2_bytes == 20 * 2**20
+
+
+def test_every_number_says_where_it_comes_from(tmp_path):
+    code, out = _new(tmp_path, "--like", "RX7900XTX", "--sms", "70", "--clock-ghz", "2.5",
+                     "--dram-gbs", "576", "--l2-mib", "6", "--llc-mib", "64",
+                     "--cite", "vendor page")
+    assert code == 0
+    data = tomllib.loads(out.read_text())
+    rules = ("vendor page", "carried over from RX7900XTX", "the ratio of")
+    for key, entry in data.items():
+        if isinstance(entry, dict):
+            assert any(r in entry["source"] for r in rules), (key, entry["source"])
+    assert data["mall_bytes"]["value"] == 64 * 2**20
+    assert out.read_text().startswith("# Written by `warpspeed machines new`")
+
+
+def test_the_written_file_predicts_and_ranks(tmp_path):
+    code, out = _new(tmp_path, "--like", "MI100", "--sms", "60", "--clock-ghz", "1.725",
+                     "--dram-gbs", "1024", "--l2-mib", "4")
+    assert code == 0
+    k = star3d.kernel(radius=1, shape=(64, 64, 64))
+    p = ws.predict(k, str(out), block=(64, 2, 1))
+    assert p.glups > 0
+    r = ws.rank(k, str(out), threads=[128], folds=[(1, 1, 1)], jobs=1)
+    assert r.predictions and r.predictions[0].glups > 0
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--like", "A40", "--sms", "0", "--clock-ghz", "1", "--dram-gbs", "500", "--l2-mib", "4"],
+     "--sms must lie in"),
+    (["--like", "A40", "--sms", "40", "--clock-ghz", "-1", "--dram-gbs", "500", "--l2-mib", "4"],
+     "--clock-ghz must lie in"),
+    (["--like", "A40", "--sms", "40", "--clock-ghz", "1", "--dram-gbs", "nan", "--l2-mib", "4"],
+     "--dram-gbs must be a number"),
+    (["--like", "A40", "--sms", "40", "--clock-ghz", "1", "--dram-gbs", "500", "--l2-mib", "4",
+      "--llc-mib", "64"], "has no last-level cache"),
+    (["--like", "RX7900XTX", "--sms", "40", "--clock-ghz", "1", "--dram-gbs", "500",
+      "--l2-mib", "4"], "give MYGPU's with --llc-mib"),
+    (["--like", "A40", "--sms", "40", "--clock-ghz", "1", "--dram-gbs", "500", "--l2-mib", "4",
+      "--memory", "HBM3"], "choose a known GPU with HBM memory"),
+    (["--like", "MI100", "--sms", "40", "--clock-ghz", "1", "--dram-gbs", "500", "--l2-mib", "4",
+      "--architecture", "RDNA3"], "MYGPU is RDNA3 but MI100 is CDNA"),
+    (["--like", "A40", "--sms", "40", "--clock-ghz", "1", "--dram-gbs", "500", "--l2-mib", "4",
+      "--l1-kib", "16"], "implies another architecture"),
+    (["--like", "NOSUCHGPU", "--sms", "40", "--clock-ghz", "1", "--dram-gbs", "500",
+      "--l2-mib", "4"], "unknown machine"),
+])
+def test_bad_figures_get_a_one_line_error(tmp_path, capsys, flags, words):
+    code, out = _new(tmp_path, *flags)
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_missing_figure_is_named(tmp_path, capsys):
+    code, _ = _new(tmp_path, "--like", "A40", "--sms", "40", "--clock-ghz", "1", "--l2-mib", "4")
+    assert code == 2 and "--dram-gbs" in capsys.readouterr().err
+
+
+def test_an_existing_file_needs_force(tmp_path, capsys):
+    flags = ["--like", "A40", "--sms", "40", "--clock-ghz", "1", "--dram-gbs", "500",
+             "--l2-mib", "4"]
+    assert _new(tmp_path, *flags)[0] == 0
+    code, out = _new(tmp_path, *flags)
+    assert code == 2 and "--force" in capsys.readouterr().err
+    assert _new(tmp_path, *flags, "--force")[0] == 0
+
+
+def test_describe_is_a_function_of_the_figures():
+    sheet = DataSheet("X", 72, 1.695, 600.0, 6.0, cite="sheet")
+    assert describe("A40", sheet) == describe("A40", sheet)
+    assert describe("A40", sheet)["sms"]["value"] == 72
