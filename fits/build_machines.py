@@ -66,54 +66,51 @@ BUILDS: dict[str, tuple[dict[str, str], list[str]]] = {
               "roofline": "roofline/h200", "small-kernels": "small_kernels/h200",
               "scattered": "l2_cache/h200", "scattered-stream": "stream/h200"},
              ["--grounding", "datasheet", "--latency-l2-mib", "50", "--dram-scale", "1.6667",
+              "--copy-from-triad",
               "--cite", f"{CITE}; the H200's stream table (4.8 TB/s HBM3e; B200: 8 TB/s) and "
               "the H100 PCIe's pointer chasing stand in"]),
 }
 
 
-#: name -> (known GPU, figures and flags of ``warpspeed machines new``); vendor pages.
-DATASHEETS: dict[str, tuple[str, list[str]]] = {
-    "A10": ("A40", ["--sms", "72", "--clock-ghz", "1.695", "--dram-gbs", "600", "--l2-mib", "6",
-                    "--cite", "NVIDIA A10 datasheet and GA102 whitepaper (72 SMs, boost 1695 MHz, "
-                    "600 GB/s GDDR6 with ECC, 6 MB L2)"]),
-    "L4": ("L40", ["--sms", "58", "--clock-ghz", "2.04", "--dram-gbs", "300", "--l2-mib", "48",
-                   "--cite", "NVIDIA L4 datasheet and Ada whitepaper (AD104: 58 SMs, boost 2040 "
-                   "MHz, 300 GB/s GDDR6 with ECC, 48 MB L2)"]),
-    "RTX4090": ("L40", ["--sms", "128", "--clock-ghz", "2.52", "--dram-gbs", "1008", "--l2-mib",
-                        "72", "--ecc", "off", "--memory", "GDDR6X", "--cite",
-                        "NVIDIA Ada whitepaper (RTX 4090: 128 SMs, boost 2520 MHz, 1008 GB/s "
-                        "GDDR6X, 72 MB L2; GeForce: no ECC)"]),
-    "RTX3090": ("A40", ["--sms", "82", "--clock-ghz", "1.695", "--dram-gbs", "936", "--l2-mib",
-                        "6", "--ecc", "off", "--memory", "GDDR6X", "--cite",
-                        "NVIDIA GA102 whitepaper (RTX 3090: 82 SMs, boost 1695 MHz, 936 GB/s "
-                        "GDDR6X, 6 MB L2; GeForce: no ECC)"]),
-    "RTXA4000": ("A40", ["--sms", "48", "--clock-ghz", "1.56", "--dram-gbs", "448", "--l2-mib",
-                         "4", "--ecc", "off", "--cite",
-                         "NVIDIA RTX A4000 datasheet (GA104: 48 SMs, boost 1560 MHz, 448 GB/s "
-                         "GDDR6, 4 MB L2; a workstation board: ECC off by default)"]),
-    "RadeonVII": ("MI100", ["--sms", "60", "--clock-ghz", "1.75", "--dram-gbs", "1024",
-                            "--l2-mib", "4", "--cite",
-                            "AMD Radeon VII specifications (Vega 20, GCN5, wave64 like CDNA: 60 "
-                            "CUs, boost 1750 MHz, 1024 GB/s HBM2, 4 MB L2)"]),
-    "MI50": ("MI100", ["--sms", "60", "--clock-ghz", "1.725", "--dram-gbs", "1024", "--l2-mib",
-                       "4", "--cite", "AMD Instinct MI50 datasheet (Vega 20, GCN5, wave64 like "
-                       "CDNA: 60 CUs, peak engine clock 1725 MHz, 1024 GB/s HBM2, 4 MB L2)"]),
-    "W7800": ("RX7900XTX", ["--sms", "70", "--clock-ghz", "2.499", "--dram-gbs", "576",
-                            "--l2-mib", "6", "--llc-mib", "64", "--cite",
-                            "AMD Radeon PRO W7800 specifications (70 CUs, boost 2499 MHz, 576 GB/s "
-                            "GDDR6, 6 MB L2, 64 MB Infinity Cache)"]),
-    "RX7600": ("RX7900XTX", ["--sms", "32", "--clock-ghz", "2.655", "--dram-gbs", "288",
-                             "--l2-mib", "2", "--llc-mib", "32", "--cite",
-                             "AMD Radeon RX 7600 specifications (Navi 33: 32 CUs, boost 2655 MHz, "
-                             "288 GB/s GDDR6, 2 MB L2, 32 MB Infinity Cache)"]),
+#: name -> (known GPU, SMs, boost GHz, DRAM GB/s, bus bits, L2 MiB, further flags, the data
+#: sheet cited): ``warpspeed machines new`` for each; figures from the vendors' pages.
+DATASHEETS: dict[str, tuple[str, int, float, float, int, float, list[str], str]] = {
+    "A10": ("A40", 72, 1.695, 600, 384, 6, [],
+            "NVIDIA A10 datasheet and GA102 whitepaper (72 SMs, boost 1695 MHz, 600 GB/s "
+            "384-bit GDDR6 with ECC, 6 MB L2)"),
+    "L4": ("L40", 58, 2.04, 300, 192, 48, [],
+           "NVIDIA L4 datasheet and Ada whitepaper (AD104: 58 SMs, boost 2040 MHz, 300 GB/s "
+           "192-bit GDDR6 with ECC, 48 MB L2)"),
+    "RTX4090": ("L40", 128, 2.52, 1008, 384, 72, ["--ecc", "off", "--memory", "GDDR6X"],
+                "NVIDIA Ada whitepaper (RTX 4090: 128 SMs, boost 2520 MHz, 1008 GB/s 384-bit "
+                "GDDR6X, 72 MB L2; GeForce: no ECC)"),
+    "RTX3090": ("A40", 82, 1.695, 936, 384, 6, ["--ecc", "off", "--memory", "GDDR6X"],
+                "NVIDIA GA102 whitepaper (RTX 3090: 82 SMs, boost 1695 MHz, 936 GB/s 384-bit "
+                "GDDR6X, 6 MB L2; GeForce: no ECC)"),
+    "RTXA4000": ("A40", 48, 1.56, 448, 256, 4, ["--ecc", "off"],
+                 "NVIDIA RTX A4000 datasheet (GA104: 48 SMs, boost 1560 MHz, 448 GB/s 256-bit "
+                 "GDDR6, 4 MB L2; a workstation board: ECC off by default)"),
+    "RadeonVII": ("MI100", 60, 1.75, 1024, 4096, 4, [],
+                  "AMD Radeon VII specifications (Vega 20, GCN5, wave64 like CDNA: 60 CUs, boost "
+                  "1750 MHz, 1024 GB/s HBM2 on 4096 bits, 4 MB L2)"),
+    "MI50": ("MI100", 60, 1.725, 1024, 4096, 4, [],
+             "AMD Instinct MI50 datasheet (Vega 20, GCN5, wave64 like CDNA: 60 CUs, peak engine "
+             "clock 1725 MHz, 1024 GB/s HBM2 on 4096 bits, 4 MB L2)"),
+    "W7800": ("RX7900XTX", 70, 2.499, 576, 256, 6, ["--llc-mib", "64"],
+              "AMD Radeon PRO W7800 specifications (70 CUs, boost 2499 MHz, 576 GB/s 256-bit "
+              "GDDR6, 6 MB L2, 64 MB Infinity Cache)"),
+    "RX7600": ("RX7900XTX", 32, 2.655, 288, 128, 2, ["--llc-mib", "32"],
+               "AMD Radeon RX 7600 specifications (Navi 33: 32 CUs, boost 2655 MHz, 288 GB/s "
+               "128-bit GDDR6, 2 MB L2, 32 MB Infinity Cache)"),
 }
 
 
-def datasheet_command(name: str, machines: Path, out: Path) -> list[str]:
+def datasheet_command(name: str, out: Path) -> list[str]:
     """The ``warpspeed`` arguments that describe ``name`` from its data sheet."""
-    known, flags = DATASHEETS[name]
-    return ["machines", "new", name, "--like", known, *flags,
-            "--out", str(out), "--force"]
+    known, sms, clock, dram, bus, l2, flags, cite = DATASHEETS[name]
+    return ["machines", "new", name, "--like", known, "--sms", str(sms), "--clock-ghz",
+            f"{clock:g}", "--dram-gbs", f"{dram:g}", "--bus-bits", str(bus), "--l2-mib",
+            f"{l2:g}", *flags, "--cite", cite, "--out", str(out), "--force"]
 
 
 def command(name: str, data: Path, out: Path) -> list[str]:
@@ -136,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("names", nargs="*", help="machines to build (default: all)")
     args = ap.parse_args(argv)
     for name in args.names or [*BUILDS, *DATASHEETS]:
-        argv_ = (datasheet_command(name, args.out, args.out / f"{name}.toml")
+        argv_ = (datasheet_command(name, args.out / f"{name}.toml")
                  if name in DATASHEETS else command(name, args.data, args.out / f"{name}.toml"))
         code = warpspeed(argv_)
         if code:

@@ -10,7 +10,8 @@ import pytest
 
 import warpspeed as ws
 from stencils import lbm_fluidx3d
-from warpspeed.timing.memory import DRAM_BANKS, stream_efficiency
+from warpspeed.timing.memory_systems import DRAM_BANKS
+from warpspeed.timing.memory_systems import scattered_efficiency as stream_efficiency
 from warpspeed.validation import microbench as mb
 from warpspeed.validation.reference import shared_dir
 from warpspeed.volumes.streams import STREAM_GAP
@@ -105,16 +106,25 @@ def test_efficiency_curve_at_hand_computed_points() -> None:
     assert stream_efficiency(39, 1.0) == 1.0
 
 
+def _without(text: str, *tables: str) -> str:
+    """A machine file's text without the named tables."""
+    for table in tables:
+        head, _, tail = text.partition(f"[{table}]")
+        tail = tail[tail.index("\n[") + 1:] if "\n[" in tail else ""
+        text = head + tail
+    return text
+
+
 def test_a_machine_file_without_the_fraction_gets_no_term(tmp_path: Path) -> None:
-    text = (Path(ws.__file__).parent / "machines" / "MI100.toml").read_text()
-    head, _, tail = text.partition("[dram_scattered_fraction]")
-    tail = tail[tail.index("\n[") + 1:]  # drop the table
-    (tmp_path / "m.toml").write_text(head + tail)
+    """Neither the micro-benchmark fraction nor the memory system stated: no
+    many-stream term at all (MODEL.md §11)."""
+    text = (Path(ws.__file__).parent / "machines" / "L40.toml").read_text()
+    (tmp_path / "m.toml").write_text(_without(text, "dram_scattered_fraction", "memory", "ecc"))
     m = ws.load_machine(tmp_path / "m.toml")
-    assert m.dram_scattered_fraction is None
+    assert m.dram_scattered_fraction is None and not m.memory
     p = ws.predict(lbm_fluidx3d.kernel(), m, (64, 1, 1))
     assert p.terms["dram_stream_efficiency"] == 1.0
-    assert p.glups > ws.predict(lbm_fluidx3d.kernel(), "MI100", (64, 1, 1)).glups
+    assert p.glups > ws.predict(lbm_fluidx3d.kernel(), "L40", (64, 1, 1)).glups
 
 
 def test_an_out_of_range_fraction_is_refused_by_name(tmp_path: Path) -> None:

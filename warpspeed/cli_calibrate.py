@@ -44,6 +44,9 @@ def add_parser(machines: argparse.ArgumentParser) -> None:
     p.add_argument("--dram-scale", type=float, default=1.0,
                    help="scale the stream table's DRAM bandwidths (a related GPU's table "
                         "standing in: the ratio of the data-sheet peaks)")
+    p.add_argument("--copy-from-triad", action="store_true",
+                   help="when the scale column still rises at full occupancy, take the triad "
+                        "column's plateau for the copy bandwidth if it is larger")
     p.add_argument("--grounding", default="micro-benchmarks",
                    choices=("micro-benchmarks", "datasheet"),
                    help="datasheet when the tables are a related GPU's")
@@ -69,6 +72,8 @@ def _add_new(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--llc-mib", type=float,
                    help="last-level cache behind the L2 (AMD Infinity Cache), MiB; 0: none")
     p.add_argument("--l1-kib", type=float, help="L1 per SM / CU, KiB (default: the known's)")
+    p.add_argument("--bus-bits", type=int,
+                   help="DRAM bus width in bits (default: the known's; HBM: 1024 per stack)")
     p.add_argument("--ecc", choices=("on", "off"),
                    help="ECC on or off (default: the known's; data-centre boards run with it "
                         "on, consumer and workstation boards off)")
@@ -86,13 +91,13 @@ def cmd_new(args: argparse.Namespace) -> int:
     from .validation.datasheet import DataSheet, describe, write
 
     sheet = DataSheet(args.name, args.sms, args.clock_ghz, args.dram_gbs, args.l2_mib,
-                      llc_mib=args.llc_mib, l1_kib=args.l1_kib,
+                      llc_mib=args.llc_mib, l1_kib=args.l1_kib, bus_bits=args.bus_bits,
                       ecc=None if args.ecc is None else args.ecc == "on", memory=args.memory,
                       architecture=args.architecture, cite=args.cite)
     data = describe(args.like, sheet)
     words = ["warpspeed", "machines", "new", args.name, "--like", str(args.like)]
-    for flag in ("sms", "clock_ghz", "dram_gbs", "l2_mib", "llc_mib", "l1_kib", "ecc", "memory",
-                 "architecture", "cite"):
+    for flag in ("sms", "clock_ghz", "dram_gbs", "l2_mib", "llc_mib", "l1_kib", "bus_bits",
+                 "ecc", "memory", "architecture", "cite"):
         value = getattr(args, flag)
         if value is not None:
             words += [f"--{flag.replace('_', '-')}", f"{value:g}" if isinstance(value, float)
@@ -112,7 +117,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                     scattered=args.scattered, scattered_stream=args.scattered_stream)
     data = calibrate(args.base, tables, cite=args.cite or DEFAULT_CITE,
                      latency_l2_mib=args.latency_l2_mib, latency_llc_mib=args.latency_llc_mib,
-                     dram_scale=args.dram_scale, grounding=args.grounding, name=args.name)
+                     dram_scale=args.dram_scale, grounding=args.grounding, name=args.name,
+                     copy_from_triad=args.copy_from_triad)
     words = ["warpspeed", "machines", "calibrate", "--base", _rel(args.base)]
     for flag in ("stream", "latency", "l1", "l2", "small_kernels", "roofline", "scattered",
                  "scattered_stream"):
@@ -125,6 +131,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         words += ["--dram-scale", f"{args.dram_scale:g}"]
     if args.grounding != "micro-benchmarks":
         words += ["--grounding", args.grounding]
+    if args.copy_from_triad:
+        words += ["--copy-from-triad"]
     header = ("Written by `warpspeed machines calibrate` (MODEL.md §12); rebuild with:\n"
               + shlex.join(words) + " --out FILE")
     m = write_machine(data, args.out, header)

@@ -291,8 +291,9 @@ def finish(
                                           behind.volumes if behind else None)
     if behind is not None and past_mall:
         lv = behind
-    lv = replace(lv, volumes=replace(lv.volumes, dram_streams=stage.footprint.streams.dram_streams(
-        lv.volumes.dram_load, lv.volumes.dram_store)))
+    streams = stage.footprint.streams
+    lv = replace(lv, volumes=replace(lv.volumes, dram_streams=streams.dram_streams(
+        lv.volumes.dram_load, lv.volumes.dram_store), dram_access_bytes=streams.access_bytes))
     t = with_atomics(timing(model, kernel, mem, launch, stage.l1_cycles, lv.volumes, wave),
                      kernel, mem, launch)
     notes = architecture_notes(kernel, m, model) + ((mall_note,) if mall_note else ())

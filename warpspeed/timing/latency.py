@@ -19,9 +19,10 @@ whole GPU (the inverse of GLup/s).
   pointer-chasing micro-benchmarks). Bytes in flight: every working
   resident thread has its whole DRAM traffic of one residence in flight.
   The saturated plateaus are scaled by the share that the kernel's
-  concurrent DRAM streams reach (``stream_efficiency``: many streams make the
-  banks switch rows; the machine's ``dram_scattered_fraction`` from the
-  ``l2_cache`` micro-benchmark, :mod:`warpspeed.volumes.streams`).
+  concurrent DRAM streams reach on the machine's kind of memory system
+  (:mod:`warpspeed.timing.memory_systems`: many streams make the banks open
+  rows; ECC check bits on GDDR; AMD's HBM pays a row per wavefront access;
+  :mod:`warpspeed.volumes.streams` counts the streams).
 * **Overlap**: the *memory* side ``t_mem = max(t_l2, t_dram)`` (DRAM data
   streams through the L2: two stages of one pipeline) overlaps with each
   kind of SM work on its own, as a p-norm ``(a^p + b^p)^(1/p)`` (``p -> inf``
@@ -69,7 +70,8 @@ from ..volumes.launch import Launch
 from ..volumes.levels import Volumes
 from ..volumes.waves import WaveVolumes
 from . import TimingResult
-from .memory import MemoryParams, achieved_bandwidth, stream_efficiency
+from .memory import MemoryParams, achieved_bandwidth
+from .memory_systems import stream_efficiency
 
 
 def require(m: Machine) -> None:
@@ -88,7 +90,7 @@ def require(m: Machine) -> None:
 
 def memory_params(m: Machine, efficiency: float = 1.0) -> MemoryParams:
     """The machine's calibrated memory parameters, the saturated plateaus
-    scaled by ``efficiency`` (:func:`warpspeed.timing.memory.stream_efficiency`)."""
+    scaled by ``efficiency`` (:func:`warpspeed.timing.memory_systems.stream_efficiency`)."""
     return MemoryParams(
         dram_latency_ns=float(m.dram_latency_ns),  # type: ignore[arg-type]
         l2_latency_ns=float(m.l2_latency_ns),  # type: ignore[arg-type]
@@ -173,13 +175,29 @@ def glups_from_terms(terms: Mapping[str, float], l1_exponent: float | None = Non
     return updates / total
 
 
+def glups_with_efficiency(terms: Mapping[str, float], m: Machine, v: Volumes,
+                          efficiency: float) -> float:
+    """GLup/s recombined from a prediction's ``terms`` and volumes with another
+    many-stream efficiency (the share of the stream plateaus reached): the DRAM
+    time of :func:`predict_time` again, then :func:`glups_from_terms`, so that
+    fitting a memory system's constant needs no new prediction
+    (:mod:`warpspeed.validation.memory_fit`; MODEL.md §11)."""
+    dram_bytes = v.dram_load + v.dram_store
+    if dram_bytes <= 0:
+        return glups_from_terms(terms)
+    bw = achieved_bandwidth(memory_params(m, efficiency), terms["dram_bytes_in_flight"],
+                            v.dram_load / dram_bytes)
+    memory = max(terms["t_l2_ns"], dram_bytes / bw)
+    return glups_from_terms({**terms, "t_memory_ns": memory})
+
+
 def predict_time(
     kernel: Kernel, m: Machine, launch: Launch, l1_cycles: float, v: Volumes, wave: WaveVolumes,
 ) -> TimingResult:
     """GLup/s, limiter, limits and terms of the default model (module
     docstring)."""
     require(m)
-    efficiency = stream_efficiency(v.dram_streams, m.dram_scattered_fraction)
+    efficiency = stream_efficiency(v.dram_streams, m, v.dram_access_bytes)
     mem = memory_params(m, efficiency)
     lups = kernel.lups_per_thread
     threads = resident_threads(kernel, launch)
@@ -244,6 +262,6 @@ def predict_time(
     return TimingResult(glups=total_lups / total_ns, limiter=limiter, limits=limits, terms=terms)
 
 
-__all__ = ["fp_slots", "glups_from_terms", "kernel_time_ns", "memory_params", "overlap",
-           "predict_time", "require", "resident_threads", "update_time", "wave_efficiency",
-           "waves"]
+__all__ = ["fp_slots", "glups_from_terms", "glups_with_efficiency", "kernel_time_ns",
+           "memory_params", "overlap", "predict_time", "require", "resident_threads",
+           "update_time", "wave_efficiency", "waves"]

@@ -200,38 +200,6 @@ def achieved_bandwidth(params: MemoryParams, bytes_in_flight: float, load_fracti
     return float(u) * sat
 
 
-#: Banks of one DRAM channel that concurrent streams share (JEDEC GDDR6: 16 banks in
-#: four bank groups per channel; HBM2 channels have 8 to 48 banks by die density and
-#: stack height, 16 on the common 8 Gb dies): MODEL.md §11, many concurrent streams.
-DRAM_BANKS = 16
-
-
-def stream_efficiency(streams: float, scattered_fraction: float | None) -> float:
-    """The share of the saturated stream bandwidth that ``streams`` concurrent
-    DRAM streams reach (MODEL.md §11, many concurrent streams).
-
-    The stream tables' plateaus are measured with one to three streams; the
-    ``l2_cache`` table beyond every cache, where thousands of blocks each
-    stream their own run, reaches ``scattered_fraction`` of the read plateau
-    (``dram_scattered_fraction``, None: not measured, no loss). Between them:
-    a stream keeps its DRAM rows open unless another stream maps to the same
-    bank; with streams spread over :data:`DRAM_BANKS` banks at random, the
-    chance that none of the other ``s - 1`` does is ``q^(s - 1)``, ``q = 1 -
-    1/DRAM_BANKS``. Relative to the two streams of the copy plateau,
-
-        e(s) = F + (1 - F) * q^(s - 2)        (s > 2; 1 for s <= 2),
-
-    so a copy runs at its plateau and a kernel of dozens of streams (a
-    structure-of-arrays lattice Boltzmann step: 38) at about ``F``. An
-    approximation: the real address-to-bank mapping is not public; the
-    fraction is a read measurement applied to loads and stores alike."""
-    if scattered_fraction is None or streams <= 2:
-        return 1.0
-    f = float(scattered_fraction)
-    q = 1.0 - 1.0 / DRAM_BANKS
-    return f + (1.0 - f) * q ** (streams - 2.0)
-
-
 def _unwalled(params: MemoryParams, u: float, f: float) -> float:
     """Residence before the saturation wall: turnover plus, with loads, the
     loaded latency."""
@@ -249,7 +217,6 @@ def _fraction(value: float, name: str = "load_fraction") -> float:
 
 
 __all__ = [
-    "DRAM_BANKS",
     "STORE_WEIGHT",
     "WALL_EXPONENT",
     "MemoryParams",
@@ -257,5 +224,4 @@ __all__ = [
     "loaded_latency_ns",
     "residence_time_ns",
     "saturated_bandwidth",
-    "stream_efficiency",
 ]

@@ -92,7 +92,7 @@ def _base_value(base: dict, key: str, path: Path, why: str) -> float:
 def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
               latency_l2_mib: float | None = None, latency_llc_mib: float | None = None,
               dram_scale: float = 1.0, grounding: str = "micro-benchmarks",
-              name: str | None = None) -> dict:
+              name: str | None = None, copy_from_triad: bool = False) -> dict:
     """The machine file's data (a TOML-able dict) from ``base_path`` and
     ``tables`` (module docstring).
 
@@ -105,6 +105,8 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
       fitted shape are carried over unchanged.
     * ``grounding``: what the file's ``grounding`` becomes ("datasheet" when the
       tables are a related GPU's), unless the base says "kernels".
+    * ``copy_from_triad``: a scale column that does not saturate gives way to
+      the triad's plateau when that is larger (:func:`microbench.memory_fit`).
     """
     if not (isinstance(dram_scale, (int, float)) and 0 < dram_scale < 100):
         raise CalibrationError(f"the DRAM scale must be a positive factor, got {dram_scale!r}")
@@ -139,7 +141,7 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
                         "no --latency table: give the L2 latency in the base")
 
     s = mb.load_stream(tables.stream)
-    fit = mb.memory_fit(s, dram_ns, l2_ns)
+    fit = mb.memory_fit(s, dram_ns, l2_ns, copy_from_triad)
     p: MemoryParams = fit.params
     t = _name(tables.stream)
     sms = _base_value(base, "sms", base_path, "the SM / CU count, from the data sheet")
@@ -154,9 +156,13 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
         note = "" if pl[col][1] else "; NOT REACHED: still rising at full occupancy, a lower bound"
         return note + scaled
 
-    out["dram_bandwidth"] = _entry(round(k * pl["scale"][0], 1), (
+    triad = p.dram_bw_copy != pl["scale"][0]
+    via = (f"; the scale column still rises at full occupancy, so the larger triad_GBs "
+           f"plateau ({pl['triad'][0]:.0f}) is taken: both are lower bounds, a triad thread "
+           f"keeps 1.5x the bytes in flight" if triad else "")
+    out["dram_bandwidth"] = _entry(round(k * p.dram_bw_copy, 1), (
         f"{t} {tag}: scale_GBs plateau (one load per store, median of the values within 2 % "
-        f"of the maximum): the attainable copy bandwidth{reached('scale')}"))
+        f"of the maximum): the attainable copy bandwidth{reached('scale')}{via}"))
     # the plateaus below were measured with this figure (machine.py: an edited
     # dram_bandwidth scales them)
     out["dram_bandwidth"]["stream_reference"] = out["dram_bandwidth"]["value"]
@@ -165,7 +171,7 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
         f"plateau: a pure load stream has no bus turnarounds, like a pure store stream"
         f"{scaled}"))
     out["dram_bw_copy"] = _entry(round(k * p.dram_bw_copy, 1), (
-        f"{t} {tag}: scale_GBs plateau (one load per store){reached('scale')}"))
+        f"{t} {tag}: scale_GBs plateau (one load per store){reached('scale')}{via}"))
     out["dram_bw_write"] = _entry(round(k * p.dram_bw_write, 1), (
         f"{t} {tag}: init_GBs plateau (stores only){reached('init')}"))
     out["turnover_ns"] = _entry(round(p.turnover_ns, 1), (

@@ -7,7 +7,8 @@ sheet gives. Every other number is derived from KNOWN's file by a rule that its
 ``source`` states:
 
 * **given**: SMs (CUs), boost clock, the DRAM's peak, the L2 (the whole chip's,
-  divided by KNOWN's ``l2_partitions``), the last-level cache, the L1, ECC;
+  divided by KNOWN's ``l2_partitions``), the last-level cache, the L1, the DRAM
+  bus width, the kind of DRAM, ECC;
 * **scaled with the DRAM peak**: the stream plateaus of the default model and
   the paper model's DRAM figure (KNOWN's plateaus over KNOWN's peak: the share
   of its peak the memory system reaches, carried over);
@@ -38,7 +39,8 @@ from ..machine import MEMORY_TYPES, Machine, load_machine
 DRAM_KEYS = ("dram_bandwidth", "dram_bw_read", "dram_bw_copy", "dram_bw_write")
 #: Plausible ranges of the given figures (name, unit, low, high).
 RANGES = {"sms": (1, 1024), "clock_ghz": (0.1, 6.0), "dram_gbs": (1.0, 100_000.0),
-          "l2_mib": (0.0625, 8192.0), "llc_mib": (0.0, 65536.0), "l1_kib": (1.0, 4096.0)}
+          "l2_mib": (0.0625, 8192.0), "llc_mib": (0.0, 65536.0), "l1_kib": (1.0, 4096.0),
+          "bus_bits": (16, 65536)}
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class DataSheet:
     l2_mib: float
     llc_mib: float | None = None
     l1_kib: float | None = None
+    bus_bits: int | None = None
     ecc: bool | None = None
     memory: str | None = None
     architecture: str | None = None
@@ -171,6 +174,8 @@ def _given(k: Machine, s: DataSheet) -> dict:
         out["l1_bytes"] = _entry(int(round(s.l1_kib * 1024)), f"{c}: {s.l1_kib:g} KiB L1 per SM")
     if s.ecc is not None:
         out["ecc"] = _entry(bool(s.ecc), f"{c}: ECC {'on' if s.ecc else 'off'} (as given)")
+    if s.bus_bits is not None:
+        out["dram_bus_bits"] = _entry(int(s.bus_bits), f"{c}: {s.bus_bits}-bit DRAM bus")
     if s.memory is not None:
         out["memory"] = _entry(s.memory, f"{c}: {s.memory}")
     if s.llc_mib is not None:

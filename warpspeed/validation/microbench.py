@@ -186,17 +186,24 @@ class MemoryFit:
     t0_block: int
 
 
-def memory_fit(s: Stream, dram_latency_ns: float, l2_latency_ns: float) -> MemoryFit:
+def memory_fit(s: Stream, dram_latency_ns: float, l2_latency_ns: float,
+               copy_from_triad: bool = False) -> MemoryFit:
     """Turnover (shortest init residence), saturated bandwidths (plateaus of
     the read, scale and init columns; read is the larger of its plateau and
-    init's) and the fitted shape of one stream table."""
+    init's) and the fitted shape of one stream table. ``copy_from_triad``:
+    when the scale column does not saturate, the copy plateau is the larger of
+    its plateau and the triad's (both lower bounds; a triad thread keeps 1.5x
+    the bytes in flight, so where neither saturates it comes closer)."""
     residence = s.bytes_in_flight("init") / s.gbs["init"]
     i0 = int(np.argmin(residence))
     plateaus = {k: plateau(s.gbs[k]) for k in ("init", "read", "scale", "triad")}
     read_bw = max(plateaus["read"][0], plateaus["init"][0])
+    copy_bw = plateaus["scale"][0]
+    if copy_from_triad and not plateaus["scale"][1]:
+        copy_bw = max(copy_bw, plateaus["triad"][0])
     p = MemoryParams(
         dram_latency_ns=dram_latency_ns, l2_latency_ns=l2_latency_ns,
-        dram_bw_read=read_bw, dram_bw_copy=plateaus["scale"][0],
+        dram_bw_read=read_bw, dram_bw_copy=copy_bw,
         dram_bw_write=plateaus["init"][0], shape=0.0, turnover_ns=float(residence[i0]),
     )
     return MemoryFit(replace(p, shape=fit_shape(p, s)), plateaus, int(s.block[i0]))

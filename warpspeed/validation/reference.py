@@ -300,8 +300,13 @@ def convolution_rows() -> list[Row]:
 LBM = "fluidx3d_d3q19"
 
 
+def lbm_gpus() -> list[str]:
+    """The GPUs of ``shared/data/lbm/fluidx3d_d3q19.csv``, as machine names."""
+    return [r["gpu"] for r in _read(shared_dir() / "data" / "lbm" / f"{LBM}.csv")]
+
+
 def lbm_rows(gpu: str) -> list[Row]:
-    """The measured rows of one GPU (``A40`` or ``MI100``) in
+    """The measured rows of one GPU (a name of :func:`lbm_gpus`) in
     ``shared/data/lbm/fluidx3d_d3q19.csv``: the D3Q19 SRT step on 256^3 cells,
     1D work-groups of 64 threads, FP32 and FP16S storage
     (:mod:`stencils.lbm_fluidx3d`), MLUP/s as GLup/s. No volumes were measured."""
@@ -323,5 +328,5 @@ def lbm_rows(gpu: str) -> list[Row]:
 
 
 __all__ = ["CONVOLUTION", "DATASETS", "LBM", "ReferenceDataError", "Row", "Scores", "box2d",
-           "convolution_rows", "lbm_rows", "data_dir", "format_report", "kernel_for", "predictions",
-           "report", "rows", "score", "shared_dir"]
+           "convolution_rows", "lbm_gpus", "lbm_rows", "data_dir", "format_report", "kernel_for",
+           "predictions", "report", "rows", "score", "shared_dir"]

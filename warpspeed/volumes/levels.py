@@ -48,6 +48,7 @@ class Volumes:
     dram_store: float  # memStoreV2
     dram_load_rereads: float = 0.0  # L1 re-reads missing the L2 (default model), in dram_load
     dram_streams: float = 0.0  # concurrent DRAM streams (volumes/streams.py, MODEL.md §11)
+    dram_access_bytes: float = 0.0  # bytes a thread moves per access (streams.Streams)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,10 @@ class Streams:
     store_runs: int = 0
     load_itemsize: int = 8
     store_itemsize: int = 8
+    #: Bytes one thread moves per access, averaged over the accesses weighted by the
+    #: bytes they move (sum of itemsize**2 over sum of itemsize): a wavefront access
+    #: moves ``warp_size`` times this much of one stream (MODEL.md §11, "Memory systems").
+    access_bytes: float = 0.0
 
     def dram_streams(self, dram_load: float, dram_store: float) -> float:
         """Concurrent DRAM streams of a kernel moving ``dram_load`` and
@@ -63,7 +67,9 @@ def address_streams(s: Sample, n_loads: int) -> Streams:
     runs = [sum(_runs(v) for v in per_field.values()) for per_field in kinds]
     small = [min((a.field.itemsize for a in s.accesses[:n_loads]), default=8),
              min((a.field.itemsize for a in s.accesses[n_loads:]), default=8)]
-    return Streams(runs[0], runs[1], small[0], small[1])
+    items = [a.field.itemsize for a in s.accesses]
+    return Streams(runs[0], runs[1], small[0], small[1],
+                   sum(i * i for i in items) / sum(items))
 
 
 def _times(volume: float, itemsize: int) -> int:

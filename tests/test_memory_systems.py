@@ -1,0 +1,96 @@
+"""What many concurrent DRAM streams cost each kind of memory system
+(MODEL.md §11, "Memory systems"): efficiencies computed by hand from the
+module's rules and a machine's data-sheet figures, the kind each shipped
+machine gets, and the joint fit of the constants re-derived from the
+development rows."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+
+import pytest
+
+import warpspeed as ws
+from stencils import lbm_fluidx3d
+from warpspeed.timing.memory_systems import (
+    FITTED,
+    access_gap_bytes,
+    conflicts,
+    memory_system,
+    scattered_efficiency,
+    stream_efficiency,
+)
+from warpspeed.validation.reference import shared_dir
+
+Q = 15 / 16
+LBM = shared_dir() / "data" / "lbm" / "fluidx3d_d3q19.csv"
+
+
+def test_conflicts_follow_the_bank_law() -> None:
+    assert conflicts(2) == conflicts(1) == 0.0
+    assert conflicts(3) == pytest.approx(1 / 16)
+    assert conflicts(39) == pytest.approx(1 - Q ** 37)
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("V100", "HBM (NVIDIA)"), ("H100", "HBM (NVIDIA)"), ("RTX3090", "GDDR (NVIDIA)"),
+    ("A40", "GDDR (NVIDIA), ECC on"), ("L40", "GDDR (NVIDIA), ECC on"), ("MI210", "HBM (AMD)"),
+    ("MI300X", "HBM (AMD)"), ("RX6900XT", "GDDR behind an Infinity Cache (AMD)"),
+])
+def test_each_shipped_machine_gets_the_kind_its_data_sheet_says(name: str, kind: str) -> None:
+    assert memory_system(ws.load_machine(name)).name == kind  # type: ignore[union-attr]
+
+
+def test_nvidia_hbm_keeps_the_micro_benchmark_law_alone() -> None:
+    m = ws.load_machine("A100-80GB")
+    for s in (2, 5, 39):
+        assert stream_efficiency(s, m, 4.0) == scattered_efficiency(s, m.dram_scattered_fraction)
+
+
+def test_ecc_on_gddr_adds_its_per_byte_cost_to_the_measured_law() -> None:
+    m = ws.load_machine("A40")
+    f = m.dram_scattered_fraction
+    by_hand = (f + (1 - f) * Q ** 37) / (1 + (1 - Q ** 37) * FITTED.ecc_per_byte)
+    assert stream_efficiency(39, m, 4.0) == pytest.approx(by_hand)
+    # ECC off: the law alone
+    assert stream_efficiency(39, replace(m, ecc=False), 4.0) == pytest.approx(f + (1 - f) * Q ** 37)
+
+
+def test_amd_hbm_pays_an_activation_gap_per_wavefront_access() -> None:
+    m = ws.load_machine("MI100")  # HBM2 1228.8 GB/s on 4096 bits: 2.4 Gbit/s per pin
+    c = FITTED.amd_hbm_activate_ns * 2.4 * 8  # 64-bit pseudo-channels: 8 B per beat
+    assert access_gap_bytes(m, memory_system(m)) == pytest.approx(c)  # type: ignore[arg-type]
+    for item in (4, 2):  # FP32 and FP16 storage: 64 lanes x the element per access
+        by_hand = 1 / (1 + (1 - Q ** 37) * c / (64 * item))
+        assert stream_efficiency(39, m, item) == pytest.approx(by_hand)
+    assert stream_efficiency(39, m, 2) < stream_efficiency(39, m, 4)
+    # HBM3's pseudo-channels are 32 bits: MI300X 5300 GB/s on 8192 bits = 5.18 Gbit/s
+    x = ws.load_machine("MI300X")
+    assert access_gap_bytes(x, memory_system(x)) == pytest.approx(  # type: ignore[arg-type]
+        FITTED.amd_hbm_activate_ns * 5300 * 8 / 8192 * 4)
+
+
+def test_ecc_on_hbm_costs_nothing() -> None:
+    m = ws.load_machine("MI100")
+    assert stream_efficiency(39, replace(m, ecc=False), 4.0) == stream_efficiency(39, m, 4.0)
+
+
+def test_a_copy_runs_at_its_plateau_on_every_kind() -> None:
+    for name in ("A40", "MI100", "RX6900XT", "H100", "RTX4090"):
+        assert stream_efficiency(2, ws.load_machine(name), 8.0) == 1.0
+
+
+def test_fluidx3d_moves_bytes_weighted_elements() -> None:
+    p = ws.predict(lbm_fluidx3d.kernel(storage="fp32"), "MI100", (64, 1, 1))
+    # 38 population accesses of 4 B and one flag byte: sum(i^2) / sum(i)
+    assert p.volumes.dram_access_bytes == pytest.approx((38 * 16 + 1) / (38 * 4 + 1))
+
+
+@pytest.mark.skipif(not LBM.is_file(), reason=f"lattice Boltzmann rows not found at {LBM}: "
+                    "public data kept in the project's shared/ folder beside the repository")
+def test_the_code_carries_the_joint_fit_of_the_development_rows() -> None:
+    from warpspeed.validation.memory_fit import fit_all, load
+
+    fitted = fit_all(load())
+    for name, value in asdict(FITTED).items():
+        assert fitted[name] == pytest.approx(value, rel=0.01), name

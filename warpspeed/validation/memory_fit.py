@@ -1,0 +1,161 @@
+"""The memory systems' fitted constants (MODEL.md §11, "Memory systems"):
+the joint fit on the lattice Boltzmann development rows of every GPU of a
+kind, and the leave-one-GPU-out check.
+
+Each kind of memory system has at most one constant that no micro-benchmark
+measures (:class:`warpspeed.timing.memory_systems.Constants`): ECC on GDDR
+(``ecc_per_byte``), AMD's HBM (``amd_hbm_activate_ns``) and AMD's GDDR behind
+an Infinity Cache (``amd_gddr_per_byte``). A kind's constant is fitted on the rows of the
+GPUs of that kind only (both storage columns of FluidX3D's D3Q19 table),
+minimising the mean squared log of predicted over measured GLup/s, so that
+too fast and too slow weigh alike. :func:`leave_one_gpu_out` fits it on the
+other GPUs of its kind and scores the one left out; a GPU whose kind has no
+constant is scored as it stands. The fit works on the model's terms
+(:func:`warpspeed.timing.latency.glups_with_efficiency`): a row costs one
+prediction however many values are tried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..machine import Machine, load_machine
+from ..timing.latency import glups_with_efficiency
+from ..timing.memory_systems import FITTED, Constants, memory_system, stream_efficiency
+from .reference import Row, lbm_gpus, lbm_rows, predictions
+
+#: Bounds of each fitted constant (:class:`warpspeed.timing.memory_systems.Constants`).
+BOUNDS: dict[str, tuple[float, float]] = {
+    "ecc_per_byte": (0.0, 2.0),
+    "amd_hbm_activate_ns": (0.0, 50.0),
+    "amd_gddr_per_byte": (0.0, 3.0),
+}
+
+
+def constant_of(m: Machine) -> str | None:
+    """The fitted constant acting on ``m``'s memory system, if any."""
+    if not m.memory:
+        return None
+    hbm = m.memory.startswith("HBM")
+    if m.vendor == "AMD":
+        return "amd_hbm_activate_ns" if hbm else "amd_gddr_per_byte"
+    return "ecc_per_byte" if m.ecc and not hbm else None
+
+
+@dataclass(frozen=True)
+class GpuRows:
+    """One GPU's measured rows with the model's terms and volumes."""
+
+    gpu: str
+    machine: Machine
+    storages: tuple[str, ...]
+    predictions: tuple[object, ...]
+    measured: tuple[float, ...]
+
+    def ratios(self, name: str | None = None, value: float | None = None) -> np.ndarray:
+        """Predicted over measured GLup/s, with constant ``name`` at ``value``
+        (None: as the code carries it)."""
+        out = []
+        for p, meas in zip(self.predictions, self.measured):
+            if name is None:
+                out.append(p.glups / meas)  # type: ignore[attr-defined]
+                continue
+            v = p.volumes  # type: ignore[attr-defined]
+            c = replace(FITTED, **{name: float(value)})  # type: ignore[arg-type]
+            e = stream_efficiency(v.dram_streams, self.machine, v.dram_access_bytes, c)
+            out.append(glups_with_efficiency(p.terms, self.machine, v, e) / meas)  # type: ignore[attr-defined]
+        return np.array(out)
+
+
+Predict = Callable[[str, Sequence[Row], str], list[object]]
+
+
+def load(predict: Predict = predictions, gpus: Sequence[str] | None = None) -> list[GpuRows]:
+    """Every GPU of the lattice Boltzmann table with the default model's
+    predictions of its rows."""
+    out = []
+    for gpu in gpus or lbm_gpus():
+        data = lbm_rows(gpu)
+        preds = predict("latency", data, gpu)
+        out.append(GpuRows(gpu, load_machine(gpu), tuple(dict(r.params)["storage"] for r in data),
+                           tuple(preds), tuple(float(r.glups) for r in data)))  # type: ignore[arg-type]
+    return out
+
+
+def _loss(rows: Sequence[GpuRows], name: str, value: float) -> float:
+    return float(sum(np.sum(np.log(g.ratios(name, value)) ** 2) for g in rows))
+
+
+def fit(rows: Sequence[GpuRows], name: str) -> float:
+    """Constant ``name`` minimising the squared log ratios of the GPUs of
+    its kind among ``rows`` (module docstring)."""
+    from scipy.optimize import minimize_scalar
+
+    mine = [g for g in rows if constant_of(g.machine) == name]
+    if not mine:
+        raise ValueError(f"no development GPU has the memory system of {name}")
+    low, high = BOUNDS[name]
+    res = minimize_scalar(lambda x: _loss(mine, name, x), bounds=(low, high), method="bounded",
+                          options={"xatol": 1e-4})
+    return float(res.x)
+
+
+def fit_all(rows: Sequence[GpuRows]) -> dict[str, float]:
+    """Every constant fitted on all its GPUs."""
+    return {name: fit(rows, name) for name in BOUNDS}
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """One GPU predicted with its kind's constant fitted on the others."""
+
+    gpu: str
+    memory_system: str
+    constant: str | None
+    value: float | None
+    storages: tuple[str, ...]
+    ratios: tuple[float, ...]
+    shipped: tuple[float, ...]
+
+
+def leave_one_gpu_out(rows: Sequence[GpuRows]) -> list[LeftOut]:
+    """Each GPU scored with its kind's constant fitted on the other GPUs of
+    that kind (module docstring); ``shipped``: with the code's constants."""
+    out = []
+    for g in rows:
+        name = constant_of(g.machine)
+        kind = memory_system(g.machine)
+        shipped = tuple(float(x) for x in g.ratios())
+        if name is None:
+            out.append(LeftOut(g.gpu, kind.name if kind else "-", None, None, g.storages,
+                               shipped, shipped))
+            continue
+        others = [h for h in rows if h.gpu != g.gpu]
+        value = fit(others, name) if any(constant_of(h.machine) == name for h in others) else None
+        ratios = tuple(float(x) for x in g.ratios(name, value)) if value is not None else ()
+        out.append(LeftOut(g.gpu, kind.name if kind else "-", name, value, g.storages, ratios,
+                           shipped))
+    return out
+
+
+def format_left_out(table: Sequence[LeftOut], fitted: Mapping[str, float]) -> str:
+    """The leave-one-GPU-out table as Markdown, with the joint values."""
+    lines = ["| GPU | memory system | constant fitted on the other GPUs | "
+             "FP32 pred/meas | FP16S pred/meas | with the shipped constants |",
+             "|---|---|---|---|---|---|"]
+    for r in table:
+        const = "-" if r.constant is None else f"{r.constant} = {r.value:.3g}"
+        left = dict(zip(r.storages, r.ratios))
+        ship = ", ".join(f"{x:.2f}" for x in r.shipped)
+        lines.append(f"| {r.gpu} | {r.memory_system} | {const} | "
+                     f"{left.get('fp32', float('nan')):.2f} | "
+                     f"{left.get('fp16s', float('nan')):.2f} | {ship} |")
+    joint = ", ".join(f"{k} = {v:.3g}" for k, v in fitted.items())
+    return "\n".join(lines) + f"\n\nFitted on all GPUs of their kind: {joint}."
+
+
+__all__ = ["BOUNDS", "Constants", "GpuRows", "LeftOut", "constant_of", "fit", "fit_all",
+           "format_left_out", "leave_one_gpu_out", "load"]
