@@ -74,6 +74,9 @@ HEADINGS = {
     "joint": "Fitted on all development sets (in sample)",
     "left_out": "Each set predicted with the constant fitted on the other sets",
     "paper": "The paper model on the same sets (nothing fitted)",
+    "memory_systems": "Memory systems: each GPU with its kind's constant fitted on the other "
+                      "GPUs (MODEL.md §11)",
+    "evidence": "Error bands a prediction quotes, per grounding and kernel class (MODEL.md §14)",
 }
 
 
@@ -196,10 +199,13 @@ SET_CLASSES = {
     "star3d_r2": ("3D star stencil, radius 2, doubles", "-", "DRAM and L2 volumes only"),
     "box2d_r7": ("2D box stencil, range 7 (225 points), doubles", "L1-bound", "GLup/s"),
     "convolution_15x15": ("2D 15x15 convolution, floats, folded", "L1-bound", "GLup/s"),
-    "fluidx3d_d3q19_A40": ("D3Q19 lattice Boltzmann (FluidX3D), FP32/FP16S", "DRAM-bound",
-                           "GLup/s"),
-    "fluidx3d_d3q19_MI100": ("D3Q19 lattice Boltzmann (FluidX3D), FP32/FP16S", "DRAM-bound",
-                             "GLup/s"),
+    "convolution_15x15_RTXA4000": ("2D 15x15 convolution, floats, folded", "L1-bound", "GLup/s"),
+    "convolution_15x15_W7800": ("2D 15x15 convolution, floats, folded (HIP)", "L1-bound",
+                                "GLup/s"),
+    **{f"fluidx3d_d3q19_{gpu}": ("D3Q19 lattice Boltzmann (FluidX3D), FP32/FP16S", "DRAM-bound",
+                                 "GLup/s")
+       for gpu in ("A40", "MI100", "A10", "L4", "RTX4090", "RTX3090", "RTXA4000", "RadeonVII",
+                   "MI50", "W7800", "RX7600")},
 }
 
 
@@ -239,8 +245,9 @@ def summary(data: object) -> list[str]:
     bare = [f"{m['machine']} ({m['grounding']})" for m in data.get("machines", [])
             if not m.get("kernel_sets")]
     lines += ["", "No kernel was measured on: " + ", ".join(bare) + ". Their predictions rest "
-              "on the micro-benchmarks or data sheets their machine files cite; the LBM rows "
-              "above are the only evidence on a GPU outside the paper's two.",
+              "on the micro-benchmarks or data sheets their machine files cite; the lattice "
+              "Boltzmann and convolution rows above are the evidence on GPUs outside the "
+              "paper's two.",
               "", "No development set is L2-bound or FP-bound: predictions in those regimes "
               "have no measured evidence (`warpspeed explain` says so).", ""]
     return lines

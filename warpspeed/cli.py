@@ -195,6 +195,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         for note in p.notes:  # MODEL.md §15
             _print(f"note: {note}")
         _print(registers_line([(kernel.fold, kernel)]))
+        _print(f"{p.machine}: {p.evidence.phrase}")  # MODEL.md §14
     return 0
 
 
@@ -294,6 +295,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
         _print(prediction_table(list(r.predictions), title=title))
         _print(_rank_summary(r, elapsed))
         _print(registers_line(list(variants.items())))
+        if r.predictions:  # the best's grounding and error band, MODEL.md §14
+            _print(f"{r.machine}: {r.predictions[0].evidence.phrase}")
         for note in list(r.notes) + list(r.predictions[0].notes if r.predictions else ()):
             _print(note)
     return 0
@@ -326,7 +329,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
             for name, value in a.limits]
     _print(fitted_table((Column("limiter", justify="left"), Column("limit", "GLup/s"),
                          Column("headroom", "x binding", justify="left")), rows))
-    lines = explanation_lines(p, a) + [registers_line([(kernel.fold, kernel)])]
+    lines = explanation_lines(p, a) + [registers_line([(kernel.fold, kernel)]),
+                                       f"{p.machine}: {p.evidence.phrase}"]
     _print("\n".join(lines))
     return 0
 

@@ -22,6 +22,7 @@ from .input.kernel import Kernel
 from .machine import Machine, load_machine
 from .timing import DEFAULT_MODEL, MODELS, Timing, timing
 from .timing.atomics import with_atomics
+from .timing.evidence import Evidence, evidence
 from .timing.hierarchy import architecture_notes, with_mall
 from .timing.paper import LIMITERS
 from .volumes.capacity import CapacityFits, load_fits
@@ -67,6 +68,16 @@ class Prediction:
     notes: tuple[str, ...] = ()
     registers: int = 32
     registers_source: str = "kernel"
+    #: The machine file's grounding (MODEL.md §12); :attr:`evidence` turns it
+    #: into a phrase and the error band measured for it (MODEL.md §14).
+    grounding: str = "datasheet"
+
+    @property
+    def evidence(self) -> Evidence:
+        """How grounded this number is: the machine's grounding and the error
+        measured on development data for its grounding and kernel class
+        (:mod:`warpspeed.timing.evidence`, MODEL.md §14)."""
+        return evidence(self.grounding, self.limiter, self.model)
 
     def __repr__(self) -> str:
         """One line (what Jupyter shows); every field stays an attribute and
@@ -102,6 +113,7 @@ class Prediction:
             "model": self.model,
             "terms": dict(self.terms),
             "notes": list(self.notes),
+            "evidence": self.evidence.to_dict(),
             "details": {
                 "volumes": asdict(v),
                 "l1_alloc_per_block": self.footprint.alloc_per_block,
@@ -320,6 +332,7 @@ def finish(
         notes=notes,
         registers=kernel.registers,
         registers_source=kernel.registers_source,
+        grounding=m.grounding,
     )
 
 

@@ -82,6 +82,8 @@ def summary(head: str, predictions: Sequence[Prediction], shown: int = 3) -> str
               for i, p in enumerate(predictions[:shown])]
     if len(predictions) > shown:
         lines.append(f"  ... {len(predictions) - shown} more")
+    if predictions:  # how grounded the best is (MODEL.md §14)
+        lines.append(f"  {predictions[0].evidence.phrase}")
     return "\n".join(lines) + ")"
 
 

@@ -47,10 +47,28 @@ def shared_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[3] / "shared"
 
 
+#: The development data sets the project ships a copy of (``fits/data``, each with
+#: its source note; their READMEs in ``shared/data`` allow it).
+SHIPPED = ("v100", "a100", "crossgpu", "lbm")
+
+
+def dataset_dir(name: str) -> Path:
+    """The folder of data set ``name`` (``v100``, ``a100``, ``crossgpu``,
+    ``lbm``, ``microbench``): under ``WARPSPEED_SHARED`` when it is set, else
+    the project's copy in ``fits/data`` (a clone has it), else
+    ``shared/data`` beside the repository."""
+    import os
+
+    if not os.environ.get("WARPSPEED_SHARED") and name in SHIPPED:
+        own = Path(__file__).resolve().parents[2] / "fits" / "data" / name
+        if own.is_dir():
+            return own
+    return shared_dir() / "data" / name
+
+
 def data_dir() -> Path:
-    """``shared/data/v100`` beside the repository (``WARPSPEED_SHARED`` may
-    point at the ``shared`` folder instead)."""
-    return shared_dir() / "data" / "v100"
+    """The V100 data (:func:`dataset_dir`)."""
+    return dataset_dir("v100")
 
 
 @dataclass(frozen=True)
@@ -274,15 +292,19 @@ def format_report(scores: Sequence[Scores]) -> str:
 CONVOLUTION = "convolution_15x15"
 
 
-def convolution_rows() -> list[Row]:
-    """The rows of the A100 2-D convolution scan
+def convolution_rows(gpu: str = "A100") -> list[Row]:
+    """The rows of the 2-D convolution scan on ``gpu``: ``A100``
     (``shared/data/a100/convolution_15x15.csv``, a public Kernel Tuner cache,
-    see the README beside it): a 15x15 float32 filter over 4096 x 4096
+    see the README beside it), ``RTXA4000`` or ``W7800`` (the same scan in
+    ``shared/data/crossgpu``): a 15x15 float32 filter over 4096 x 4096
     outputs, block ``(bx, by, 1)``, folding ``(tile_x, tile_y, 1)`` strided by
-    the block size, the median time of 32 runs as GLup/s. No volumes were
-    measured. :func:`kernel_for` builds each row's kernel
-    (:mod:`stencils.convolution2d`), to be predicted on ``"A100"``."""
-    path = shared_dir() / "data" / "a100" / f"{CONVOLUTION}.csv"
+    the block size, the median time as GLup/s. No volumes were measured.
+    :func:`kernel_for` builds each row's kernel (:mod:`stencils.convolution2d`),
+    to be predicted on the GPU's machine file."""
+    if gpu not in CROSSGPU:
+        raise ReferenceDataError(f"no convolution scan of GPU {gpu!r}; known: {list(CROSSGPU)}")
+    folder, name = CROSSGPU[gpu]
+    path = dataset_dir(folder) / name
     params = (("filter_size", 15), ("precision", "float"), ("shape", (4096, 4096)))
     out = []
     for r in _read(path):
@@ -292,8 +314,15 @@ def convolution_rows() -> list[Row]:
             glups = _num(r["meas_GLup_per_s"])
         except (KeyError, ValueError) as exc:
             raise ReferenceDataError(f"{path}: unreadable row {r}: {exc!r}") from exc
-        out.append(Row(CONVOLUTION, "convolution2d", params, block, fold, None, None, glups))
+        dataset = CONVOLUTION if gpu == "A100" else f"{CONVOLUTION}_{gpu}"
+        out.append(Row(dataset, "convolution2d", params, block, fold, None, None, glups))
     return out
+
+
+#: The convolution scans: GPU -> (data set folder, file).
+CROSSGPU = {"A100": ("a100", "convolution_15x15.csv"),
+            "RTXA4000": ("crossgpu", "convolution_15x15_a4000.csv"),
+            "W7800": ("crossgpu", "convolution_15x15_w7800.csv")}
 
 
 #: FluidX3D's single-GPU D3Q19 benchmark rows (``shared/data/lbm``, see its README).
@@ -302,7 +331,7 @@ LBM = "fluidx3d_d3q19"
 
 def lbm_gpus() -> list[str]:
     """The GPUs of ``shared/data/lbm/fluidx3d_d3q19.csv``, as machine names."""
-    return [r["gpu"] for r in _read(shared_dir() / "data" / "lbm" / f"{LBM}.csv")]
+    return [r["gpu"] for r in _read(dataset_dir("lbm") / f"{LBM}.csv")]
 
 
 def lbm_rows(gpu: str) -> list[Row]:
@@ -310,7 +339,7 @@ def lbm_rows(gpu: str) -> list[Row]:
     ``shared/data/lbm/fluidx3d_d3q19.csv``: the D3Q19 SRT step on 256^3 cells,
     1D work-groups of 64 threads, FP32 and FP16S storage
     (:mod:`stencils.lbm_fluidx3d`), MLUP/s as GLup/s. No volumes were measured."""
-    path = shared_dir() / "data" / "lbm" / f"{LBM}.csv"
+    path = dataset_dir("lbm") / f"{LBM}.csv"
     params = (("shape", (256, 256, 256)),)
     out = []
     for r in _read(path):
@@ -327,6 +356,7 @@ def lbm_rows(gpu: str) -> list[Row]:
     return out
 
 
-__all__ = ["CONVOLUTION", "DATASETS", "LBM", "ReferenceDataError", "Row", "Scores", "box2d",
-           "convolution_rows", "lbm_gpus", "lbm_rows", "data_dir", "format_report", "kernel_for",
-           "predictions", "report", "rows", "score", "shared_dir"]
+__all__ = ["CONVOLUTION", "CROSSGPU", "DATASETS", "LBM", "SHIPPED", "ReferenceDataError", "Row",
+           "Scores", "box2d", "convolution_rows", "data_dir", "dataset_dir", "format_report",
+           "kernel_for", "lbm_gpus", "lbm_rows", "predictions", "report", "rows", "score",
+           "shared_dir"]

@@ -11,14 +11,19 @@ one GPU (:mod:`warpspeed.validation.reference`):
   foldings strided by the block size, every row (the tile-3 foldings that
   gain nothing are shapes whose guards keep loads apart; the kernel's
   ``guards="auto"`` models that, MODEL.md §1).
-* ``fluidx3d_d3q19_A40``, ``fluidx3d_d3q19_MI100``: FluidX3D's D3Q19 SRT
-  benchmark, FP32 and FP16S storage, two rows per GPU
-  (:mod:`stencils.lbm_fluidx3d`). Reported with both models but not fitted:
-  they are DRAM-bound and the default model is 1.25-1.63x too fast on them
-  (1.17-1.37 at any kernel-fitted exponent); fitted, they drag the exponent to its
-  bound 1.0 and raise box2d_r7's error from 13 % to 17 % (``python
-  fits/latency_model.py`` with and without them), the bending this module
-  refuses. Their miss is a DRAM term (MODEL.md §11).
+* ``convolution_15x15_RTXA4000``, ``convolution_15x15_W7800``: the same scan
+  on an RTX A4000 and a Radeon PRO W7800 (``shared/data/crossgpu``), GPUs
+  described from their data sheets (``warpspeed machines new``). Reported with
+  both models, not fitted: their machine files carry no kernel-fitted
+  exponent (MODEL.md §12), so the exponent fitted here would not be the one
+  their predictions use.
+* ``fluidx3d_d3q19_<GPU>``: FluidX3D's D3Q19 SRT benchmark on eleven GPUs
+  (:data:`LBM_GPUS`), FP32 and FP16S storage, two rows per GPU
+  (:mod:`stencils.lbm_fluidx3d`). Reported with both models but not fitted
+  here: they are DRAM-bound, so the L1 exponent does not act on them; they
+  fit the memory systems' constants instead (MODEL.md §11, "Memory systems";
+  :mod:`warpspeed.validation.memory_fit`, with its own leave-one-GPU-out
+  table).
 
 The table a user reads: for every set, the exponent fitted on the *other*
 sets and the scores of the set left out with it; and the scores of the
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -50,6 +56,10 @@ from ..timing.kernel_fit import (
     scores,
 )
 from .reference import LBM, Row, convolution_rows, lbm_rows, predictions, rows
+
+#: The GPUs of the lattice Boltzmann development rows (``shared/data/lbm``).
+LBM_GPUS = ("A40", "MI100", "A10", "L4", "RTX4090", "RTX3090", "RTXA4000", "RadeonVII", "MI50",
+            "W7800", "RX7600")
 
 #: The median predicted/measured band inside which a set can inform the fit.
 FIT_BAND = (2 / 3, 1.5)
@@ -67,16 +77,14 @@ class DevSet:
     fitted: bool = True
 
 
-def _conv_rows() -> list[Row]:
-    return list(convolution_rows())
-
-
 DEV_SETS: tuple[DevSet, ...] = (
     DevSet("star3d_r4", "V100", lambda: [r for r in rows("star3d_r4") if r.glups]),
     DevSet("box2d_r7", "V100", lambda: [r for r in rows("box2d_r7") if r.glups]),
-    DevSet("convolution_15x15", "A100", _conv_rows),
-    DevSet(f"{LBM}_A40", "A40", lambda: lbm_rows("A40"), fitted=False),
-    DevSet(f"{LBM}_MI100", "MI100", lambda: lbm_rows("MI100"), fitted=False),
+    DevSet("convolution_15x15", "A100", partial(convolution_rows, "A100")),
+    DevSet("convolution_15x15_RTXA4000", "RTXA4000", partial(convolution_rows, "RTXA4000"),
+           fitted=False),
+    DevSet("convolution_15x15_W7800", "W7800", partial(convolution_rows, "W7800"), fitted=False),
+    *(DevSet(f"{LBM}_{gpu}", gpu, partial(lbm_rows, gpu), fitted=False) for gpu in LBM_GPUS),
 )
 
 
@@ -183,8 +191,8 @@ def format_transfer(rep: TransferReport) -> str:
                      f"{FIT_BAND[0]:.2f}-{FIT_BAND[1]:.2f} at both bounds of the exponent): "
                      f"{', '.join(rep.not_fitted)}")
     if rep.reported_only:
-        lines.append(f"reported, not fitted by design (DRAM-bound: the L1 exponent does not act "
-                     f"on them): {', '.join(rep.reported_only)}")
+        lines.append(f"reported, not fitted by design (DRAM-bound, or on GPUs whose files carry "
+                     f"no kernel-fitted exponent; MODEL.md §9): {', '.join(rep.reported_only)}")
     return "\n".join(lines)
 
 
@@ -208,12 +216,19 @@ def reference_validation(as_json: bool = False) -> str:
             memo[key] = predictions(model, data, machine)
         return memo[key]
 
+    from .evidence import as_records, bands, samples
     from .grounds import format_groundings, format_lbm, groundings, lbm_table
+    from .memory_fit import fit_all, format_left_out, leave_one_gpu_out, load
 
     v100_scores = report(predict=predict)
     transfer = transfer_report(predict=predict)
     lbm = lbm_table([(d.machine, d.load()) for d in DEV_SETS if d.name.startswith(LBM)],
                     predict)
+    gpu_rows = load(predict, LBM_GPUS)
+    memory = leave_one_gpu_out(gpu_rows)
+    memory_joint = fit_all(gpu_rows)
+    left = {(r.gpu, s): x for r in memory if r.ratios for s, x in zip(r.storages, r.ratios)}
+    found = bands(samples(DEV_SETS, predict, left))
     grounds = groundings(DEV_SETS)
     outcomes = [run(c) for c in CASES + TINY]
     if as_json:
@@ -222,6 +237,9 @@ def reference_validation(as_json: bool = False) -> str:
             "leave_one_set_out": dataclasses.asdict(transfer),
             "lattice_boltzmann": [{**dataclasses.asdict(r), "paper_over_measured": r.ratios[0],
                                    "default_over_measured": r.ratios[1]} for r in lbm],
+            "memory_systems": {"joint_fit": memory_joint,
+                               "leave_one_gpu_out": [_left_record(r) for r in memory]},
+            "evidence": as_records(found),
             "machines": [dataclasses.asdict(g) for g in grounds],
             "regression_kernels": [{**dataclasses.asdict(o), "default_over_paper": o.ratio}
                                    for o in outcomes],
@@ -234,6 +252,11 @@ def reference_validation(as_json: bool = False) -> str:
         "\nFluidX3D D3Q19 (shared/data/lbm), both models as the machine files stand, and "
         "the measured bytes per cell over the stream copy plateau:",
         format_lbm(lbm),
+        "\nMemory systems (MODEL.md §11): each GPU predicted with its kind's constant fitted on "
+        "the other GPUs of that kind:",
+        format_left_out(memory, memory_joint),
+        "\nError bands a prediction quotes (MODEL.md §14), per grounding and kernel class:",
+        _format_bands(found),
         "\nWhat grounds each machine (tables named in its sources, kernel sets run on it):",
         format_groundings(grounds),
         f"\nBuilt-in regression kernels, both models (default/paper must lie in "
@@ -242,6 +265,27 @@ def reference_validation(as_json: bool = False) -> str:
     ))
 
 
-__all__ = ["DEV_SETS", "FIT_BAND", "DevSet", "TransferReport", "fit_rows", "fit_weight",
+def _left_record(r: object) -> dict[str, object]:
+    """A leave-one-GPU-out row for the JSON (one ratio per storage column)."""
+    out: dict[str, object] = {"gpu": r.gpu, "memory_system": r.memory_system,  # type: ignore[attr-defined]
+                              "constant": r.constant or "", "value": r.value}  # type: ignore[attr-defined]
+    for s, x in zip(r.storages, r.ratios or r.shipped):  # type: ignore[attr-defined]
+        out[f"{s}_left_out"] = x
+    for s, x in zip(r.storages, r.shipped):  # type: ignore[attr-defined]
+        out[f"{s}_shipped"] = x
+    return out
+
+
+def _format_bands(found: Sequence[object]) -> str:
+    lines = ["model | grounding | kernel class | rows | GPUs | pred/meas 10-90 % | median | MAPE",
+             "--- | --- | --- | --- | --- | --- | --- | ---"]
+    for b in found:
+        lines.append(f"{b.model} | {b.grounding} | {b.kernel_class} | {b.rows} | "  # type: ignore[attr-defined]
+                     f"{len(b.gpus)} | {b.low:.2f}-{b.high:.2f} | {b.median:.2f} | "  # type: ignore[attr-defined]
+                     f"{100 * b.mape:.0f} %")  # type: ignore[attr-defined]
+    return "\n".join(lines)
+
+
+__all__ = ["DEV_SETS", "FIT_BAND", "LBM_GPUS", "DevSet", "TransferReport", "fit_rows", "fit_weight",
            "format_transfer",
            "paper_scores", "reference_validation", "transfer_report"]

@@ -63,6 +63,7 @@ def summary_html(p: Prediction) -> str:
         f"waves of {p.wave_blocks} blocks, L1 {number(p.l1_cycles, 'l1_cycles')} "
         f"cycles per warp and lattice update; <span class='ws-registers'>"
         f"{p.registers} registers per thread ({html.escape(p.registers_source)})</span></div>"
+        f"<div class='ws-evidence'>{html.escape(p.evidence.phrase)}</div>"
     )
 
 

@@ -1,0 +1,108 @@
+"""How grounded a prediction is (MODEL.md §14, "Grounding and error band"):
+its machine's grounding in one phrase, and the error measured on development
+data for that grounding and kernel class.
+
+* **Grounding** (the machine file's ``grounding``, MODEL.md §12):
+  ``kernel-validated`` (its numbers were checked against kernel measurements
+  on this GPU), ``micro-benchmarks`` (calibrated on this GPU's micro-benchmark
+  tables) or ``data sheet`` (data-sheet figures, a related GPU's tables
+  standing in).
+* **Kernel class**, from the binding limiter: ``memory-bound`` (DRAM or L2),
+  ``L1-bound``, ``FP-bound``, ``atomics-bound``, ``launch-bound``.
+* **Error band**: the 10th to 90th percentile of predicted over measured
+  GLup/s, the median ratio and the mean absolute error, over the development
+  rows of machines of the same grounding whose prediction has the same class
+  and model, as ``warpspeed validate --v100`` measured them and
+  ``fits/accuracy_report.py`` recorded them in ``warpspeed/ACCURACY.json``
+  (``evidence``). Rows whose constants were fitted on them are scored with the
+  constant fitted on the other GPUs where the validation has it (the memory
+  systems' leave-one-GPU-out). A class without such rows says so: no band is
+  invented.
+
+Approximation: the band is a property of the development data, not of the
+kernel at hand; a kernel unlike every development kernel may miss by more.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+#: The recorded validation (``fits/accuracy_report.py`` writes it).
+ACCURACY = Path(__file__).resolve().parents[1] / "ACCURACY.json"
+#: A machine file's grounding as a prediction names it.
+PHRASES = {"kernels": "kernel-validated", "micro-benchmarks": "micro-benchmarks",
+           "datasheet": "data sheet"}
+#: Kernel class of each limiter.
+CLASSES = {"dram": "memory-bound", "l2": "memory-bound", "l1": "L1-bound", "fp": "FP-bound",
+           "atomics": "atomics-bound", "launch": "launch-bound", "partial wave": "launch-bound"}
+
+
+def kernel_class(limiter: str) -> str:
+    """The kernel class of a binding limiter (module docstring)."""
+    return CLASSES.get(limiter, f"{limiter}-bound")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A prediction's grounding and the error band measured for it (module
+    docstring); ``low``/``high``/``median``/``mape`` are None without rows."""
+
+    grounding: str
+    kernel_class: str
+    model: str
+    rows: int = 0
+    gpus: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    median: float | None = None
+    mape: float | None = None
+
+    @property
+    def phrase(self) -> str:
+        """One phrase: the grounding, then the measured band or its absence."""
+        head = f"grounding: {self.grounding}"
+        if not self.rows or self.low is None or self.high is None:
+            return (f"{head}; no {self.kernel_class} development rows on {self.grounding} "
+                    f"machines: error unmeasured")
+        gpus = f"{len(self.gpus)} GPU{'s' if len(self.gpus) != 1 else ''}"
+        return (f"{head}; {self.kernel_class} kernels on such machines: predicted/measured "
+                f"{self.low:.2f}-{self.high:.2f} (10-90 %), MAPE {100 * (self.mape or 0):.0f} % "
+                f"over {self.rows} rows on {gpus}")
+
+    def to_dict(self) -> dict[str, object]:
+        return {"grounding": self.grounding, "kernel_class": self.kernel_class,
+                "model": self.model, "rows": self.rows, "gpus": list(self.gpus),
+                "low": self.low, "high": self.high, "median": self.median, "mape": self.mape,
+                "phrase": self.phrase}
+
+
+@lru_cache(maxsize=1)
+def _recorded() -> tuple[dict[str, object], ...]:
+    """The bands of ``ACCURACY.json`` (empty when it is missing or older)."""
+    try:
+        data = json.loads(ACCURACY.read_text())
+    except (OSError, ValueError):
+        return ()
+    bands = data.get("validation", {}).get("evidence", [])
+    return tuple(b for b in bands if isinstance(b, dict))
+
+
+@lru_cache(maxsize=256)
+def evidence(grounding: str, limiter: str, model: str) -> Evidence:
+    """The :class:`Evidence` of a prediction of ``model`` bound by ``limiter``
+    on a machine of ``grounding`` (a machine file's label)."""
+    phrase = PHRASES.get(grounding, grounding)
+    cls = kernel_class(limiter)
+    for b in _recorded():
+        if (b.get("grounding"), b.get("kernel_class"), b.get("model")) == (phrase, cls, model):
+            return Evidence(phrase, cls, model, int(b["rows"]),  # type: ignore[call-overload]
+                            tuple(b.get("gpus", ())),  # type: ignore[arg-type]
+                            b.get("low"), b.get("high"), b.get("median"),  # type: ignore[arg-type]
+                            b.get("mape"))  # type: ignore[arg-type]
+    return Evidence(phrase, cls, model)
+
+
+__all__ = ["ACCURACY", "CLASSES", "PHRASES", "Evidence", "evidence", "kernel_class"]
