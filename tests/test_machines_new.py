@@ -128,3 +128,19 @@ def test_describe_is_a_function_of_the_figures():
     sheet = DataSheet("X", 72, 1.695, 600.0, 6.0, cite="sheet")
     assert describe("A40", sheet) == describe("A40", sheet)
     assert describe("A40", sheet)["sms"]["value"] == 72
+
+
+def test_the_readme_example_runs_as_written(tmp_path, monkeypatch):
+    """The README's "Your GPU is not listed" commands, run as written."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text[text.index("## Your GPU is not listed"):]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1).replace("\\\n", " ")
+    monkeypatch.chdir(tmp_path)
+    for line in block.strip().splitlines():
+        words = shlex.split(line)
+        assert words[0].endswith("warpspeed")
+        assert main(words[1:]) == 0, line

@@ -1,8 +1,10 @@
 """Where the reference measurements come from and how to rebuild them
-(MODEL.md §9). warpspeed does not ship them: they are public data of other
-projects, kept in the ``shared/data`` folder beside the repository (or the
-folder ``WARPSPEED_SHARED`` names). When a file is missing, the error names
-its repository, commit and original file, and the steps that produce it.
+(MODEL.md §9). They are public data of other projects, kept in the
+``shared/data`` folder beside the repository (or the folder
+``WARPSPEED_SHARED`` names); the development sets whose READMEs allow it are
+also shipped in ``fits/data`` with their source notes (a clone has them, the
+micro-benchmark tables stay in ``shared/``). When a file is missing, the error
+names its repository, commit and original file, and the steps that produce it.
 """
 
 from __future__ import annotations
@@ -36,9 +38,16 @@ SOURCES: tuple[Source, ...] = (
     Source("a100/convolution_15x15.csv", "AutoTuningAssociation/benchmark_hub", "8eeb99e",
            "cachefiles/convolution_milo/A100.json.gz (Kernel Tuner cache, MIT license)",
            "python fits/convert_convolution.py A100.json.gz > convolution_15x15.csv"),
+    Source("crossgpu/convolution_15x15_a4000.csv", "AutoTuningAssociation/benchmark_hub",
+           "8eeb99e", "cachefiles/convolution_milo/A4000.json.gz (Kernel Tuner cache, MIT license)",
+           "python fits/convert_convolution.py A4000.json.gz > convolution_15x15_a4000.csv"),
+    Source("crossgpu/convolution_15x15_w7800.csv", "AutoTuningAssociation/benchmark_hub",
+           "8eeb99e", "cachefiles/convolution_milo/W7800.json.gz (Kernel Tuner cache, MIT license)",
+           "python fits/convert_convolution.py W7800.json.gz > convolution_15x15_w7800.csv"),
     Source("lbm/fluidx3d_d3q19.csv", "ProjectPhysX/FluidX3D", "8986874",
            "README.md, table 'Single-GPU/CPU Benchmarks'",
-           "copy the A40 and Instinct MI100 rows (FP32/FP32 and FP32/FP16S MLUP/s) into CSV"),
+           "copy the eleven GPUs' rows of shared/data/lbm/README.md (FP32/FP32 and FP32/FP16S "
+           "MLUP/s) into CSV"),
     Source("microbench/", "te42kyfo/gpu-benches", "1c36d50",
            "the measured tables of the repository's README and result folders",
            "convert each table to CSV with the column names of the files' headers"),
@@ -82,9 +91,10 @@ def missing_message(path: str) -> str:
     file's origin and rebuild step, then every data set's origin."""
     s = source_of(path)
     where = (" " + describe(s) + ".") if s is not None else ""
-    return (f"reference data {path} not found: public measurements are not shipped with "
-            f"warpspeed.{where} Put the shared/ folder (shared/data/...) beside the "
-            "repository or set WARPSPEED_SHARED to it. All reference data: "
+    return (f"reference data {path} not found: a clone ships the development sets in "
+            f"fits/data, the micro-benchmark tables are not shipped.{where} Put the shared/ "
+            "folder (shared/data/...) beside the repository or set WARPSPEED_SHARED to it. "
+            "All reference data: "
             f"{every_source()} (MODEL.md §9, warpspeed/validation/provenance.py)")
 
 
