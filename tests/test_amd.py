@@ -237,7 +237,7 @@ def test_hook_ranks_a_hip_star_like_a_cuda_one(machine):
                                     machine=machine, threads=256, folds=[(1, 1, 1)], jobs=1)
     assert kernel.target == ps.Target.HIP
     assert ranking and all(math.prod(p.block) == 256 for p in ranking)
-    assert all(a.glups >= b.glups for a, b in zip(ranking, ranking[1:]))
+    assert all(a.glups >= b.glups * (1 - 1e-5) for a, b in zip(ranking, ranking[1:]))
 
 
 @pytest.mark.parametrize("machine", ["MI210", "A100"])

@@ -67,7 +67,8 @@ def test_rank_json_is_sorted_best_first_over_all_folds_and_thread_counts():
               "--threads", "512", "--jobs", "2", "--json")
     rows = json.loads(res.stdout)
     glups = [r["glups"] for r in rows]
-    assert glups == sorted(glups, reverse=True)
+    # best first; equal to six digits: the robust tie order (MODEL.md §8)
+    assert all(a >= b * (1 - 1e-5) for a, b in zip(glups, glups[1:]))
     assert {tuple(r["fold"]) for r in rows} == {(1, 1, 1), (1, 2, 1), (1, 1, 2)}
     assert {r["block"][0] * r["block"][1] * r["block"][2] for r in rows} == {256, 512}
     assert res.stderr == ""  # no progress bar when stderr is not a terminal
@@ -135,5 +136,5 @@ def test_validate_without_the_reference_data_says_where_they_come_from(tmp_path,
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert "public measurements" in lines[0] and "shared/ folder" in lines[0]
+    assert "micro-benchmark tables are not shipped" in lines[0] and "shared/ folder" in lines[0]
     assert "WARPSPEED_SHARED" in lines[0]

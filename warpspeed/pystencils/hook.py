@@ -60,6 +60,7 @@ from ..model import predict as ws_predict
 from ..search.executor import no_collection
 from ..search.rank import rank as ws_rank
 from ..search.rank import summary
+from ..search.ties import ranking_key
 from ..timing import DEFAULT_MODEL
 from ..volumes.capacity import CapacityFits
 from .default_block import with_default_block
@@ -343,7 +344,7 @@ def _rank_each(
             raise
         except Exception as exc:  # noqa: BLE001 - the hook must not abort (module docstring)
             skipped.append((f, reason("no block can be predicted", exc)))
-    return sorted(out, key=lambda p: (-p.glups, p.fold, p.block))
+    return sorted(out, key=ranking_key)
 
 
 __all__ = ["DEFAULT_FOLDS", "Ranked", "blocks", "create_kernel", "predict", "rank"]

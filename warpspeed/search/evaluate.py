@@ -8,7 +8,8 @@ soon as its stage and its wave are back, while the pool works on the rest.
 With ``top`` the classes are evaluated in decreasing order of their upper
 bound and the remaining waves are skipped once the bound falls below the
 k-th best (:mod:`warpspeed.search.pruning`). Both give the same predictions
-for the classes they evaluate; rankings are sorted by GLup/s, then fold,
+for the classes they evaluate; rankings are sorted by GLup/s (ties by the
+robust rule of :mod:`warpspeed.search.ties`), then fold,
 then block, so the order in which results arrive does not matter.
 """
 
@@ -31,6 +32,7 @@ from ..volumes.waves import WaveVolumes, wave_volumes
 from .design_space import Block, Fold
 from .executor import Runner, Work, chunks
 from .pruning import compulsory_bytes, dram_lower_bound, upper_bound, wave_key
+from .ties import ranking_key
 
 
 @dataclass(frozen=True)
@@ -127,8 +129,8 @@ def _wave_result(wv: WaveVolumes | Exception) -> WaveVolumes:
     return wv
 
 
-def _sort_key(p: Prediction, cfg: Config) -> tuple[float, Fold, Block]:
-    return (-p.glups, cfg.fold, cfg.block)
+def _sort_key(p: Prediction, cfg: Config) -> tuple[object, ...]:
+    return (*ranking_key(p), cfg.fold, cfg.block)
 
 
 @dataclass(frozen=True)

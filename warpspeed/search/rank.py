@@ -71,6 +71,7 @@ from .pruning import (
     upper_bound,
     wave_key,
 )
+from .ties import leaders_note
 from .variants import KernelSource, empty_ranking, thread_counts, variants
 
 
@@ -271,7 +272,8 @@ def rank(
         skipped=ev.skipped,
         top=top,
         model=model,
-        notes=tuple(notes + merge_note(predictions, kernel_variants)),
+        notes=tuple(notes + merge_note(predictions, kernel_variants)
+                    + [n for n in (leaders_note(predictions, complete=top is None),) if n]),
     )
 
 

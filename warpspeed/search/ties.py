@@ -1,0 +1,73 @@
+"""The order of a ranking and what it can and cannot separate (MODEL.md §8,
+"Ties").
+
+* **Order**: GLup/s, best first. Predictions equal to six significant digits
+  are a tie, broken towards what is robust to the model's errors: the larger
+  occupancy (resident threads per SM: more latency hidden if the memory
+  latency or the register count is off), then the smaller fold (fewer
+  registers and a smaller partial wave), then the fold and the block in
+  order, so that the choice is reproducible.
+* **Leaders within the error**: the configurations whose predicted GLup/s lies
+  within the model's measured error of the best (the MAPE of the best
+  prediction's evidence band, :mod:`warpspeed.timing.evidence`) cannot be told
+  apart by the model; :func:`leaders_note` says how many there are, which,
+  and by which rule the first was chosen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ..model import Prediction
+
+#: Significant digits below which two predictions tie.
+TIE_DIGITS = 6
+#: The tie-break rule as the notes state it.
+RULE = ("equal predictions are ordered by larger occupancy (resident threads per SM), then "
+        "smaller fold, then fold and block order")
+
+
+def _rounded(glups: float) -> float:
+    if glups <= 0 or not math.isfinite(glups):
+        return glups
+    return round(glups, TIE_DIGITS - 1 - int(math.floor(math.log10(glups))))
+
+
+def ranking_key(p: Prediction) -> tuple[float, int, int, tuple[int, ...], tuple[int, ...]]:
+    """Sort key of a ranking, best first (module docstring)."""
+    resident = p.blocks_per_sm * math.prod(p.block)
+    return (-_rounded(p.glups), -resident, math.prod(p.fold), tuple(p.fold), tuple(p.block))
+
+
+def leaders_note(predictions: Sequence[Prediction], shown: int = 5,
+                 complete: bool = True) -> str | None:
+    """A note when more than one configuration lies within the model's
+    measured error of the best (module docstring); None when the best stands
+    alone or the error is unmeasured (the evidence phrase says so).
+    ``complete``: False for the best ``top`` of a ranking, whose leaders may
+    go on beyond the ones evaluated ("at least")."""
+    if len(predictions) < 2:
+        return None
+    best = predictions[0]
+    tied = [p for p in predictions if _rounded(p.glups) == _rounded(best.glups)]
+    ev = best.evidence
+    error = ev.mape
+    lead = ([p for p in predictions if p.glups >= best.glups * (1.0 - error)]
+            if error else tied)
+    if len(lead) < 2:
+        return None
+    names = ", ".join(f"block {','.join(map(str, p.block))} fold {','.join(map(str, p.fold))}"
+                      for p in lead[:shown]) + (f", ... ({len(lead) - shown} more)"
+                                                if len(lead) > shown else "")
+    exact = (f"{len(tied)} tie exactly at {best.glups:.4g} GLup/s; " if len(tied) > 1 else "")
+    count = (f"at least {len(lead)}" if not complete and len(lead) == len(predictions)
+             else str(len(lead)))
+    within = (f"{count} configurations lie within {100 * error:.0f} % of the best, the "
+              f"model's measured error for {ev.kernel_class} predictions on {ev.grounding} "
+              f"machines (MAPE): the ranking does not separate them ({names}); "
+              if error else "")
+    return f"{exact}{within}{RULE}; measure the leaders if the choice matters"
+
+
+__all__ = ["RULE", "TIE_DIGITS", "leaders_note", "ranking_key"]
