@@ -96,6 +96,10 @@ class Machine:
     l2_partitions: int = 1
     mall_bytes: int = 0
     mall_bandwidth: float = 0.0
+    # Lanes whose addresses the L1 takes per clock (MODEL.md §15): a wavefront
+    # instruction costs at least warp_size / this many cycles, idle lanes
+    # included (CDNA: 16; 0: no such floor, NVIDIA's counts of §4).
+    l1_lanes_per_cycle: int = 0
     # The memory system as its data sheet describes it (MODEL.md §11 "Memory
     # systems", §12): the DRAM's peak bandwidth, its kind and whether ECC is on.
     # A file without them gets no memory-system term.
@@ -134,10 +138,12 @@ OPTIONAL_PARAMETERS = {"atomics_per_clock": "float", "dram_scattered_fraction": 
                        "dram_peak": "float", "dram_bus_bits": "int"}
 #: Parameters of the memory hierarchy with NVIDIA defaults (MODEL.md §15): the L1
 #: sector and line (32 B, 128 B), SIMDs per SM/CU sharing its register file (1: one
-#: pool), and the last-level cache behind the L2 (AMD Infinity Cache / MALL; 0: none).
+#: pool), the last-level cache behind the L2 (AMD Infinity Cache / MALL; 0: none),
+#: and the L1's address rate in lanes per clock (0: no floor).
 ARCH_PARAMETERS = {f.name: f.type for f in fields(Machine)
                    if f.name in ("l1_sector_bytes", "l1_line_bytes", "simds_per_sm",
-                                 "l2_partitions", "mall_bytes", "mall_bandwidth")}
+                                 "l2_partitions", "mall_bytes", "mall_bandwidth",
+                                 "l1_lanes_per_cycle")}
 #: The kinds of DRAM a file may name in ``[memory]`` (MODEL.md §11, "Memory systems").
 MEMORY_TYPES = ("GDDR5", "GDDR5X", "GDDR6", "GDDR6X", "GDDR7", "HBM2", "HBM2e", "HBM3",
                 "HBM3e", "LPDDR5", "LPDDR5X")
@@ -339,6 +345,7 @@ _RANGE: dict[str, tuple[float, float, str]] = {
     "dram_scattered_fraction": (0.2, 1.0, "the l2_cache table's DRAM end over the stream "
                                 "table's read plateau, capped at 1"),
     "mall_bandwidth": (0.0, math.inf, "0 with mall_bytes 0: no last-level cache"),
+    "l1_lanes_per_cycle": (0.0, 1024.0, "0: no floor (NVIDIA's counts of MODEL.md §4)"),
 }
 
 

@@ -29,7 +29,7 @@ from .volumes.capacity import CapacityFits, load_fits
 from .volumes.footprint import Footprint, footprints_of
 from .volumes.gathers import gather_volumes, with_gathers
 from .volumes.l1 import l1_cycles_of, line_cycles_of
-from .volumes.launch import Launch, make_launch
+from .volumes.launch import Launch, make_launch, partial_wave
 from .volumes.levels import LevelVolumes, Volumes, level_volumes
 from .volumes.sampling import Sample, sample, stack
 from .volumes.streams import address_streams
@@ -274,7 +274,8 @@ def _l1_cycles(s: Sample, owner: np.ndarray, launches: int, m: Machine) -> np.nd
     scaled to the wavefront) or one line per clock (``l1_model = "lines"``,
     MODEL.md §15)."""
     if m.l1_model == "lines":
-        return line_cycles_of(s, owner, launches, m.l1_line_bytes, m.warp_size)
+        return line_cycles_of(s, owner, launches, m.l1_line_bytes, m.warp_size,
+                              m.l1_lanes_per_cycle)
     return l1_cycles_of(s, owner, launches) * m.warp_size / 32
 
 
@@ -309,6 +310,8 @@ def finish(
     t = with_atomics(timing(model, kernel, mem, launch, stage.l1_cycles, lv.volumes, wave),
                      kernel, mem, launch)
     notes = architecture_notes(kernel, m, model) + ((mall_note,) if mall_note else ())
+    partial = partial_wave(launch.block, m)  # MODEL.md §15: whole wavefronts issued
+    notes += (partial,) if partial else ()
     return Prediction(
         machine=m.name,
         kernel=kernel.name,

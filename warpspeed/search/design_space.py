@@ -17,7 +17,6 @@ uses all of them.
 from __future__ import annotations
 
 from ..errors import LaunchError
-from ..machine import Machine
 
 Block = tuple[int, int, int]
 Fold = tuple[int, int, int]
@@ -65,17 +64,6 @@ def trim_reason(block: Block, domain: tuple[int, int, int]) -> str | None:
                 f"{domain[d]} threads: half of every block would idle"
             )
     return None
-
-
-def partial_wave(block: Block, machine: Machine) -> str | None:
-    """Why ``block`` is not offered on an AMD ``machine``, or None: a block of
-    a fraction of a wavefront leaves lanes of its last wavefront idle in every
-    block (MODEL.md §15). NVIDIA machines rank every shape, as before."""
-    threads = block[0] * block[1] * block[2]
-    if machine.vendor != "AMD" or threads % machine.warp_size == 0:
-        return None
-    return (f"block {block} has {threads} threads, not whole wavefronts of "
-            f"{machine.warp_size} on {machine.name}: lanes of every block would idle")
 
 
 def canonical_block(block: Block, domain: tuple[int, int, int]) -> Block:

@@ -55,7 +55,6 @@ from .design_space import (
     Fold,
     block_shapes,
     canonical_block,
-    partial_wave,
     trim_reason,
 )
 from .evaluate import Config, Excluded, evaluate
@@ -214,7 +213,7 @@ def rank(
             )
         for b in own:
             trim = blocks is None and k.fixed_block is None
-            reason = (trim_reason(b, k.domain) if trim else None) or partial_wave(b, m)
+            reason = trim_reason(b, k.domain) if trim else None
             if reason is None:
                 try:
                     launch = make_launch(k, m, b)

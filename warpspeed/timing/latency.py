@@ -64,6 +64,7 @@ import math
 from collections.abc import Mapping
 
 from ..errors import MachineError
+from ..input.addresses import guarded_separately
 from ..input.kernel import Kernel
 from ..machine import LATENCY_PARAMETERS, Machine
 from ..volumes.launch import Launch
@@ -161,6 +162,34 @@ def kernel_time_ns(t_update: float, lups: float, n_waves: float, chain_ns: float
     return launch_ns + full * per_wave + last
 
 
+def guarded_l1_ns(kernel: Kernel, m: Machine, launch: Launch, loads_per_lup: float) -> float:
+    """The L1 time per update of a body whose outputs sit under separate
+    guards, on AMD (MODEL.md §15, guarded bodies): the AMDGPU back end keeps
+    each guarded load in its own exec-masked block and waits there for it
+    and for the scalar load of its coefficient (``s_waitcnt vmcnt(0)
+    lgkmcnt(0)`` before the FMA; ``fits/amdgpu_guarded.py`` compiles the
+    convolution's bodies), so a wavefront has one load in flight. Little's
+    law over the resident threads of a CU: ``loads * latency / (resident
+    threads * CUs)``, with the machine's L2 latency (the pointer-chasing
+    plateau) as the round trip. NVIDIA's compiler predicates such small
+    guarded blocks and keeps their loads in flight together: no such term
+    there. 0 where it does not apply (one output per thread, one guard).
+
+    Approximations: the round trip is the L2's for every load, not the
+    L0's hit latency (28 ns on RX 6900 XT), which leaves the W7800's
+    two-output bodies 3x faster than measured (their loads take 83-96 ns,
+    the L2 plateau is 79 ns: the region's serial address arithmetic,
+    exec-mask switches and the scalar load add to the hit, and the blocks'
+    lines exceed the L0); bodies of three or four outputs along x run up to
+    3.5x slower still (their lines leave the caches sooner), and the
+    compiler's choice to keep large bodies rolled (12 and 16 outputs run
+    like one) is not seen."""
+    if m.vendor != "AMD" or not guarded_separately(kernel, launch.block):
+        return 0.0
+    resident = launch.occupancy.blocks_per_sm * math.prod(launch.block)
+    return loads_per_lup * float(m.l2_latency_ns) / (resident * m.sms)  # type: ignore[arg-type]
+
+
 def glups_from_terms(terms: Mapping[str, float], l1_exponent: float | None = None) -> float:
     """GLup/s recombined from a prediction's ``terms``, optionally with
     another L1 overlap exponent: the same functions as :func:`predict_time`,
@@ -205,7 +234,8 @@ def predict_time(
     rate = m.fp32_fma_per_sm_cycle if kernel.precision == 32 else m.fp64_fma_per_sm_cycle
     slots = fp_slots(kernel, m) / lups
     t_fp = slots / (m.sms * m.clock_ghz * rate)  # type: ignore[operator]
-    t_l1 = l1_cycles / (m.sms * m.clock_ghz * m.warp_size)
+    t_l1_guarded = guarded_l1_ns(kernel, m, launch, v.loads_per_lup)
+    t_l1 = max(l1_cycles / (m.sms * m.clock_ghz * m.warp_size), t_l1_guarded)
 
     l2_bytes = v.l2_load + v.l2_store
     l2_flight = threads * l2_bytes * lups
@@ -239,6 +269,7 @@ def predict_time(
         "t_l1_ns": t_l1,
         "t_l2_ns": t_l2,
         "t_dram_ns": t_dram,
+        "t_l1_guarded_ns": t_l1_guarded,
         "t_core_ns": core,
         "t_memory_ns": memory,
         "t_update_ns": t_update,
@@ -262,6 +293,6 @@ def predict_time(
     return TimingResult(glups=total_lups / total_ns, limiter=limiter, limits=limits, terms=terms)
 
 
-__all__ = ["fp_slots", "glups_from_terms", "glups_with_efficiency", "kernel_time_ns",
-           "memory_params", "overlap", "predict_time", "require", "resident_threads",
-           "update_time", "wave_efficiency", "waves"]
+__all__ = ["fp_slots", "glups_from_terms", "glups_with_efficiency", "guarded_l1_ns",
+           "kernel_time_ns", "memory_params", "overlap", "predict_time", "require",
+           "resident_threads", "update_time", "wave_efficiency", "waves"]

@@ -42,6 +42,8 @@ class Footprint:
     * ``alloc_per_block``: unique 128 B lines of the loads of a block, bytes;
     * ``streams``: the address runs of the loads and stores
       (:mod:`warpspeed.volumes.streams`, set by the block stage);
+    * ``loads_per_lup``: load instructions a thread issues per lattice
+      update (after merging repeats, MODEL.md §1);
 
     Averages over the sampled blocks, weighted by the blocks each stands for.
     """
@@ -52,6 +54,7 @@ class Footprint:
     alloc_per_block: float
     l2_store_v1: float = 0.0
     streams: Streams = Streams()
+    loads_per_lup: float = 0.0
 
 
 #: A class's warps as :func:`_warps_by_class` gives them.
@@ -210,4 +213,5 @@ def footprints_of(s: Sample, owner: np.ndarray, launches: int, n_loads: int,
         l2_store=float(l2_store[c]),
         alloc_per_block=float(alloc[c]),
         l2_store_v1=float(sv1_sum[c]) * sector / float(lups[c]),
+        loads_per_lup=n_loads / s.lups_per_thread,
     ) for c in range(launches)]

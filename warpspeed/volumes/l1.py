@@ -51,9 +51,13 @@ def halfwarp_cycles(addresses: np.ndarray, active: np.ndarray) -> np.ndarray:
 
 
 def l1_cycles_per_warp_lup(s: Sample) -> float:
-    """L1 cycles per warp per lattice update: twice the weighted mean cycles
-    of an active half warp, summed over all load and store instructions,
-    divided by the lattice updates per thread (MODEL.md §4).
+    """L1 cycles per warp per lattice update: the cycles of every half warp
+    of a warp that has an active lane, summed over all load and store
+    instructions, per active thread times 32, divided by the lattice updates
+    per thread (MODEL.md §4). An idle half warp of a partly active warp costs
+    what its active half costs: the load/store unit issues whole warps, so a
+    block of 16 or 48 threads pays for 32 or 64 (whole warps; with full warps
+    this is twice the mean cycles of a half warp, the paper's count).
 
     Instructions whose addresses are one constant multiple of 8 B apart
     (:func:`warpspeed.volumes.sampling.shift_groups`) share their sorted words
@@ -69,6 +73,7 @@ def l1_cycles_of(s: Sample, owner: np.ndarray, launches: int) -> np.ndarray:
     blocks are stacked in ``s`` (``owner``: each block's launch,
     :func:`warpspeed.volumes.sampling.stack`): one count over all of them."""
     act, row_owner, row_weights = launch_rows(s, owner, HALF_WARP)  # every half warp
+    idle_half = _idle_halves(act)
     total = np.zeros(launches)
     for rep, shifts in shift_groups(s, range(len(s.accesses)), BANK_WIDTH):
         rows = rep.reshape(-1, HALF_WARP)
@@ -77,9 +82,25 @@ def l1_cycles_of(s: Sample, owner: np.ndarray, launches: int) -> np.ndarray:
         w = sorted_rows(rows[first] // BANK_WIDTH, a)
         cyc = shifted_distinct_sum(w, a.any(axis=-1), shifts // BANK_WIDTH,
                                    REGION // BANK_WIDTH, at_least=_conflicts(w))
-        total += np.bincount(row_owner, weights=cyc[inverse] * row_weights, minlength=launches)
-    count = np.bincount(row_owner, weights=act.any(axis=-1) * row_weights, minlength=launches)
-    return 2.0 * total / count / s.lups_per_thread
+        total += np.bincount(row_owner, weights=_whole_warps(cyc[inverse], idle_half)
+                             * row_weights, minlength=launches)
+    threads = np.bincount(row_owner, weights=act.sum(axis=-1) * row_weights, minlength=launches)
+    return total / threads * WARP / s.lups_per_thread
+
+
+def _idle_halves(act: np.ndarray) -> np.ndarray:
+    """Per half-warp row (pairs of rows are one warp): idle, in a warp whose
+    other half has an active lane (MODEL.md §4, whole warps)."""
+    any_active = act.any(axis=-1).reshape(-1, 2)
+    return (~any_active & any_active[:, ::-1]).ravel()
+
+
+def _whole_warps(cycles: np.ndarray, idle_half: np.ndarray) -> np.ndarray:
+    """Half-warp cycles with an idle half of a partly active warp charged
+    its sibling's cycles: the load/store unit issues the whole warp
+    (MODEL.md §4)."""
+    sibling = cycles.reshape(-1, 2)[:, ::-1].ravel()
+    return np.where(idle_half, sibling, cycles)
 
 
 # --------------------------------------------------------------------------
@@ -175,7 +196,8 @@ def l1_pipe_cycles_per_warp_lup(s: Sample, tag_cycles: float = TAG_CYCLES_PER_LI
 # AMD's vector L1 (MODEL.md §15): one cache line per clock
 
 
-def line_cycles_per_warp_lup(s: Sample, line: int, warp: int) -> float:
+def line_cycles_per_warp_lup(s: Sample, line: int, warp: int, lanes_per_cycle: int = 0
+                             ) -> float:
     """L1 cycles per wavefront of ``warp`` lanes per lattice update on a cache
     that serves one ``line``-byte line per clock (MODEL.md §15): per
     wavefront and instruction the distinct lines its active lanes touch,
@@ -188,23 +210,34 @@ def line_cycles_per_warp_lup(s: Sample, line: int, warp: int) -> float:
     Approximated: no bank conflicts inside a line and no tag-rate limit, so
     many lines of few bytes (blocks 1 or 2 wide) are not modelled;
     ``tests/test_amd.py`` compares the count with the public L1 stride
-    micro-benchmark of MI210 and RX 6900 XT."""
+    micro-benchmark of MI210 and RX 6900 XT.
+
+    ``lanes_per_cycle`` (the machine's ``l1_lanes_per_cycle``; 0: none): the
+    L1 takes the addresses of that many lanes per clock, so a wavefront
+    instruction costs at least ``warp / lanes_per_cycle`` cycles, whatever
+    its lines and however many of its lanes are idle (a block smaller than
+    a wavefront issues whole wavefronts). CDNA's 16 comes from the MI210 L1
+    stride table: 32 lanes of one address cost as much as 32 contiguous
+    floats (2.18 cycles), twice the two lines they touch."""
     return float(line_cycles_of(s, np.zeros(s.active.shape[0], dtype=np.int64), 1,
-                                line, warp)[0])
+                                line, warp, lanes_per_cycle)[0])
 
 
-def line_cycles_of(s: Sample, owner: np.ndarray, launches: int, line: int, warp: int
-                   ) -> np.ndarray:
+def line_cycles_of(s: Sample, owner: np.ndarray, launches: int, line: int, warp: int,
+                   lanes_per_cycle: int = 0) -> np.ndarray:
     """:func:`line_cycles_per_warp_lup` of each of ``launches`` launches whose
     blocks are stacked in ``s`` (as :func:`l1_cycles_of`); wavefronts that
     repeat another up to whole lines count once."""
     act, row_owner, row_weights = launch_rows(s, owner, warp)  # every wavefront
+    floor = warp // lanes_per_cycle if lanes_per_cycle else 0
     total = np.zeros(launches)
     for rep, shifts in shift_groups(s, range(len(s.accesses))):
         rows = rep.reshape(-1, warp)
         first, inverse = translate_groups(rows, act, line)
         a = act[first]
-        n = shifted_distinct_sum(sorted_rows(rows[first], a), a.any(axis=-1), shifts, line)
+        at_least = np.full(a.shape[0], floor, dtype=np.int64) if floor > 1 else None
+        n = shifted_distinct_sum(sorted_rows(rows[first], a), a.any(axis=-1), shifts, line,
+                                 at_least=at_least)
         total += np.bincount(row_owner, weights=n[inverse] * row_weights, minlength=launches)
     threads = np.bincount(owner, weights=s.active.sum(axis=1) * s.weights, minlength=launches)
     return total / threads * warp / s.lups_per_thread

@@ -80,7 +80,9 @@ def occupancy(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> 
     warps = math.ceil(threads / machine.warp_size)
     unit = machine.register_alloc_unit
     regs_per_warp = math.ceil(kernel.registers * machine.warp_size / unit) * unit
-    by_threads = machine.max_threads_per_sm // threads
+    # thread slots are taken in whole warps (wavefronts): a block of 48 threads
+    # holds two warps' slots, idle lanes included (MODEL.md §3, §15)
+    by_threads = (machine.max_threads_per_sm // machine.warp_size) // warps
     # A CU's VGPRs are split among its SIMDs and a wavefront's live in one: the
     # waves that fit are counted per SIMD (MODEL.md §15); one pool on NVIDIA.
     simds = machine.simds_per_sm
@@ -159,3 +161,19 @@ def valid_threads(box: BlockBox, launch: Launch, domain: tuple[int, int, int]) -
     for (lo, hi), b, dim in zip(box, launch.block, domain):
         n *= max(0, min(hi * b, dim) - max(lo, 0) * b) if hi > lo else 0
     return n
+
+
+def partial_wave(block: tuple[int, int, int], machine: Machine) -> str | None:
+    """What a block of a fraction of a wavefront costs on an AMD ``machine``,
+    or None: its last wavefront is issued whole, its idle lanes included
+    (MODEL.md §15): the prediction (and a ranking) counts it so, and says it
+    in its notes. NVIDIA machines get no note (the warp issue of §4 is the
+    same rule there)."""
+    threads = block[0] * block[1] * block[2]
+    if machine.vendor != "AMD" or threads % machine.warp_size == 0:
+        return None
+    waves = -(-threads // machine.warp_size)
+    return (f"block {tuple(block)} has {threads} threads, not whole wavefronts of "
+            f"{machine.warp_size} on {machine.name}: predicted as the hardware runs it, "
+            f"{waves} whole wavefronts issued ({waves * machine.warp_size - threads} idle lanes "
+            "per block, charged in the L1 count and the occupancy; MODEL.md §15)")

@@ -49,6 +49,7 @@ class Volumes:
     dram_load_rereads: float = 0.0  # L1 re-reads missing the L2 (default model), in dram_load
     dram_streams: float = 0.0  # concurrent DRAM streams (volumes/streams.py, MODEL.md §11)
     dram_access_bytes: float = 0.0  # bytes a thread moves per access (streams.Streams)
+    loads_per_lup: float = 0.0  # load instructions per thread and update (MODEL.md §15)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ def level_volumes(
         dram_store_v1=store_v1,
         dram_store=store_v1 + store_evicts,
         dram_load_rereads=rereads,
+        loads_per_lup=fp.loads_per_lup,
     )
     return LevelVolumes(
         volumes=vol,
