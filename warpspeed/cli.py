@@ -23,6 +23,7 @@ from .input.stencil_spec import UsageError, load_stencil, parse_params
 from .machine import load_machine, machine_files
 from .model import Prediction, predict
 from .search.rank import DEFAULT_FOLDS, Ranking, rank
+from .search.variants import thread_counts
 from .timing import DEFAULT_MODEL, MODELS
 
 
@@ -258,6 +259,17 @@ def _positive(text: str) -> int:
     return v
 
 
+def _threads(text: str) -> int:
+    """A ``--threads`` count: a positive integer (the machine's limit is
+    checked once the machine is known)."""
+    try:
+        return _positive(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of threads per block (e.g. --threads 256), got {text!r}"
+        ) from None
+
+
 def cmd_rank(args: argparse.Namespace) -> int:
     takes_fold = _takes_fold(load_kernel_function(args.stencil))
     if args.fold:
@@ -266,13 +278,15 @@ def cmd_rank(args: argparse.Namespace) -> int:
         # a stencil module may name its own foldings (FOLDS), e.g. a 2-D kernel
         own = getattr(load_stencil(args.stencil), "FOLDS", None)
         folds = [(1, 1, 1)] if not takes_fold else list(own or DEFAULT_FOLDS)
-    arch = load_machine(args.machine).arch
-    variants = build_variants(args.stencil, args.set, args.registers, arch, folds)
+    m = load_machine(args.machine)
+    threads = thread_counts(args.threads, m, "--threads " + " ".join(map(str, args.threads))
+                            ) if args.threads else None
+    variants = build_variants(args.stencil, args.set, args.registers, m.arch, folds)
     bar = _ProgressBar() if sys.stderr.isatty() else None
     t0 = time.monotonic()
     try:
         r = rank(
-            variants, args.machine, threads=args.threads or None, all_shapes=args.all_shapes,
+            variants, m, threads=threads, all_shapes=args.all_shapes,
             top=args.top, jobs=args.jobs, progress=bar, model=args.model,
         )
     finally:
@@ -381,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_r = sub.add_parser("rank", help="rank block sizes and foldings by predicted GLup/s")
     common(p_r)
-    p_r.add_argument("--threads", type=_positive, nargs="+", action="extend", metavar="N",
+    p_r.add_argument("--threads", type=_threads, nargs="+", action="extend", metavar="N",
                      help="threads per block (repeatable; default every power of two from "
                           "64 to the machine's limit; counts that cannot launch are excluded)")
     p_r.add_argument("--fold", nargs="+", action="extend", metavar="X,Y,Z",
