@@ -33,6 +33,36 @@ def test_headroom_is_the_next_limit_over_the_binding_one():
     assert a.next_limiter == next(n for n, v in p.limits.items() if v == finite[1])
 
 
+def test_headroom_of_the_default_model_is_measured_from_the_binding_limit():
+    k = star()
+    p = ws.predict(k, A100, (256, 1, 4))
+    a = advise(p, A100, k)
+    assert p.limiter == "dram" and a.next_limiter == "l2"
+    assert a.binding_limit == p.limits["dram"] > p.glups
+    # the L2 limit is 2 % above the DRAM limit: 1.02x, not L2 over the prediction (1.41x)
+    assert a.headroom == pytest.approx(p.limits["l2"] / p.limits["dram"])
+    assert a.headroom < 1.03 < 1.4 < p.limits["l2"] / p.glups
+
+
+def test_a_launch_bound_prediction_names_the_launch_its_limit_and_hint():
+    from stencils.star3d import kernel as star_ps
+
+    k = star_ps(radius=1, shape=(4, 4, 4))
+    p = ws.predict(k, A100, (64, 4, 1))
+    a = advise(p, A100, k)
+    # 64 updates per 2750 ns of launch overhead: 0.0233 GLup/s, below the DRAM limit
+    launch = 64 / 2750
+    assert a.limiter == "launch" and a.binding_limit == pytest.approx(launch)
+    assert [n for n, _ in a.limits][:2] == ["launch", "dram"]
+    assert a.next_limiter == "dram"
+    assert a.headroom == pytest.approx(p.limits["dram"] / launch)
+    hint = next(h for h in a.hints if h.kind == "launch_bound")
+    assert "2.75 of the kernel's 3.43 us" in hint.message
+    # a large kernel's launch limit lies above every level's: not listed
+    big = advise(ws.predict(star(), A100, (256, 1, 4)), A100)
+    assert {n for n, _ in big.limits} == {"fp", "l1", "l2", "dram"}
+
+
 def test_a_block_narrower_than_a_half_warp_gets_the_narrow_x_hint_with_its_numbers():
     k = star()
     narrow = advise(ws.predict(k, A100, (8, 8, 16)), A100, k)

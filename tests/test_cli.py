@@ -102,6 +102,24 @@ def test_explain_names_the_limiter_the_headroom_and_hints():
     assert "[narrow_block_x]" in out and "[layer_condition_z]" in out
 
 
+def test_explain_of_a_launch_bound_star_names_the_launch_and_the_headroom_from_it():
+    from stencils.star3d import kernel as star_ps
+
+    p = ws.predict(star_ps(radius=1, shape=(4, 4, 4)), "A100", (64, 4, 1))
+    out = run("explain", "star3d", "--machine", "A100", "--set", "radius=1",
+              "--set", "shape=4,4,4", "--block", "64,4,1").stdout
+    assert "binding limiter: launch (latency model)" in out and "[launch_bound]" in out
+    # headroom: the DRAM limit over 64 updates per 2.75 us of launch
+    assert f"headroom: {p.limits['dram'] * 2750 / 64:.2f}x until dram binds" in out
+    rows = {line.split()[1]: line.split() for line in out.splitlines()
+            if line.startswith("│")}
+    assert rows["launch"][5] == "binding" and rows["dram"][5] == (
+        f"{p.limits['dram'] * 2750 / 64:.2f}x")
+    js = json.loads(run("predict", "star3d", "--machine", "A100", "--set", "radius=1",
+                        "--set", "shape=4,4,4", "--block", "64,4,1", "--json").stdout)
+    assert js["limiter"] == "launch" and set(js["limits"]) == {"fp", "l1", "l2", "dram"}
+
+
 def test_stencil_without_fold_parameter_runs_unfolded_and_rejects_a_fold(tmp_path):
     path = tmp_path / "copy1d.py"
     path.write_text(NO_FOLD)

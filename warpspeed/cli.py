@@ -336,7 +336,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     a = advise(p, m, kernel)
     _print(f"{a.kernel} on {a.machine}, block {','.join(map(str, a.block))}, "
            f"fold {','.join(map(str, a.fold))}: {a.glups:.2f} GLup/s")
-    rows = [[name, f"{value:.2f}", "binding" if name == a.limiter else f"{value / a.glups:.2f}x"]
+    rows = [[name, f"{value:.2f}",
+             "binding" if name == a.limiter else f"{value / a.binding_limit:.2f}x"]
             for name, value in a.limits]
     _print(fitted_table((Column("limiter", justify="left"), Column("limit", "GLup/s"),
                          Column("headroom", "x binding", justify="left")), rows))

@@ -4,8 +4,9 @@ paper model).
 
 Everything is derived from the numbers of a :class:`~warpspeed.model.Prediction`
 (and, where given, the machine and the kernel): the binding limiter, the
-headroom to the next limiter, i.e. the speedup bound if the binding one were
-removed, and hints in words with the numbers behind them. Nothing is
+headroom to the next limiter (its limit over the binding limit), i.e. the
+speedup bound if the binding one were removed, and hints in words with the
+numbers behind them. Nothing is
 printed; the CLI renders :class:`Advice`.
 
 Hint rules (thresholds are choices of this module, stated in each rule):
@@ -30,6 +31,9 @@ Hint rules (thresholds are choices of this module, stated in each rule):
   thread would allow one more block.
 * ``fp_bound``: the FP limit binds: fewer floating-point instructions per
   lattice update are the only lever.
+* ``launch_bound`` / ``partial_wave``: the default model's launch overhead,
+  or the last partial wave's block latency chain, binds (MODEL.md §11): the
+  hint gives its time and the kernel's, and what amortises it.
 * ``overlap``: the default model's overlap of SM work and the memory
   stream (MODEL.md §11) costs at least 5 % over the largest level time:
   the hint names the pair that serialises (FP or L1 work against the L2 or
@@ -58,6 +62,7 @@ from ..input.expr import bind_all
 from ..input.kernel import Kernel
 from ..machine import Machine
 from ..model import LIMITERS, Prediction
+from ..timing.latency import LAUNCH, PARTIAL_WAVE, launch_limits
 from ..timing.latency import overlap as pnorm
 from .expected import expected_accuracy, l1_bound_scores
 
@@ -79,9 +84,13 @@ class Hint:
 class Advice:
     """What binds a configuration and what would help.
 
-    ``limits`` are the finite limits in GLup/s, lowest first; ``headroom``
-    is ``next limit / prediction`` (>= 1), the speedup bound if the binding
-    limiter were removed, None when no other limit applies.
+    ``limits`` are the finite limits in GLup/s, lowest first: the levels'
+    and, with the default model, the launch overhead's and, where it sets
+    the last partial wave, the block latency chain's
+    (:func:`warpspeed.timing.latency.launch_limits`). ``binding_limit`` is
+    the binding limiter's; ``headroom`` is ``next limit / binding limit``
+    (>= 1), the speedup bound if the binding limiter were removed, None when
+    no other limit applies.
     """
 
     machine: str
@@ -91,6 +100,7 @@ class Advice:
     glups: float
     limiter: str
     limits: tuple[tuple[str, float], ...]
+    binding_limit: float
     next_limiter: str | None
     headroom: float | None
     hints: tuple[Hint, ...]
@@ -119,10 +129,9 @@ def advise(
         True
     """
     p = prediction
-    finite = sorted(
-        ((k, v) for k, v in p.limits.items() if v is not None), key=lambda kv: (kv[1], kv[0])
-    )
-    nxt = finite[1] if len(finite) > 1 else None
+    finite = _limits(p)
+    binding = dict(finite).get(p.limiter, p.glups)
+    nxt = next(((k, v) for k, v in finite if k != p.limiter), None)
     hints = (
         _block_x(p, kernel)
         + _l1(p, kernel, machine)
@@ -131,6 +140,7 @@ def advise(
         + _store_evictions(p)
         + _occupancy(p, machine, kernel)
         + _fp(p, kernel)
+        + _launch_bound(p)
         + _overlap(p, kernel)
         + _validation(p)
     )
@@ -144,10 +154,23 @@ def advise(
         glups=p.glups,
         limiter=p.limiter,
         limits=tuple(finite),
+        binding_limit=binding,
         next_limiter=nxt[0] if nxt else None,
-        headroom=nxt[1] / p.glups if nxt else None,
+        headroom=nxt[1] / binding if nxt else None,
         hints=hints,
     )
+
+
+def _limits(p: Prediction) -> list[tuple[str, float]]:
+    """The finite limits of ``p``, lowest first (:class:`Advice`); the launch
+    and partial-wave limits only where they are below some level's (above
+    every level they could bind only once all levels were removed)."""
+    limits = {k: v for k, v in p.limits.items() if v is not None}
+    if "roofline_glups" in p.terms:
+        top = max(limits.values(), default=math.inf)
+        limits.update({k: v for k, v in launch_limits(p.terms).items()
+                       if v < top or k == p.limiter})
+    return sorted(limits.items(), key=lambda kv: (kv[1], kv[0]))
 
 
 def explanation_lines(p: Prediction, a: Advice) -> list[str]:
@@ -183,8 +206,10 @@ def explanation_lines(p: Prediction, a: Advice) -> list[str]:
             "update"
         )
     if a.headroom is not None:
-        lines.append(f"headroom: {a.headroom:.2f}x until {a.next_limiter} binds "
-                     "(speedup bound if the binding limiter were removed)")
+        lines.append(f"headroom: {a.headroom:.2f}x until {a.next_limiter} binds (its limit "
+                     f"{a.headroom * a.binding_limit:.4g} over the {a.limiter} limit "
+                     f"{a.binding_limit:.4g} GLup/s: the speedup bound if the binding limiter "
+                     "were removed)")
     if a.hints:
         lines += [f"- [{h.kind}] {h.message}" for h in a.hints]
     else:
@@ -401,6 +426,29 @@ def _overlap(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:
     elif ideal is not None:
         text += "; the L1 count is at its ideal already: only fewer loads per update hide it"
     return (Hint("overlap", core if small == core else p.limiter, text),)
+
+
+def _launch_bound(p: Prediction) -> tuple[Hint, ...]:
+    """The launch overhead or the last partial wave binds (MODEL.md §11)."""
+    t = p.terms
+    if p.limiter == LAUNCH:
+        return (Hint(
+            "launch_bound", LAUNCH,
+            f"the launch overhead binds: {t['launch_us']:.2f} of the kernel's "
+            f"{t['kernel_time_us']:.2f} us go to launching it, more than any level's time for "
+            f"its {t['updates']:.3g} updates; more lattice updates per launch (a larger domain, "
+            "or several sweeps fused into one kernel) amortise it",
+        ),)
+    if p.limiter == PARTIAL_WAVE:
+        return (Hint(
+            "partial_wave", PARTIAL_WAVE,
+            f"the last partial wave binds: the grid fills {t['waves']:.3g} waves and the last "
+            f"one takes one block's own latency chain, {t['block_chain_us']:.2f} us (a DRAM "
+            f"round trip and the block's core work on one SM) of the kernel's "
+            f"{t['kernel_time_us']:.2f} us; a smaller block (a shorter chain) or more updates "
+            "per launch would help",
+        ),)
+    return ()
 
 
 def _fp(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:
