@@ -120,6 +120,33 @@ def test_explain_of_a_launch_bound_star_names_the_launch_and_the_headroom_from_i
     assert js["limiter"] == "launch" and set(js["limits"]) == {"fp", "l1", "l2", "dram"}
 
 
+def _notes(*args: str) -> list[str]:
+    return json.loads(run("predict", *args, "--block", "64,2,1", "--json").stdout)["notes"]
+
+
+def test_shipped_stencils_are_generated_for_the_machines_vendor_unless_told():
+    vendor_note = "the kernel was generated for"
+    # pystencils stencils: HIP on an AMD machine, CUDA on an NVIDIA one, no note either way
+    for machine in ("MI210", "A100"):
+        assert not any(vendor_note in n for n in _notes("star3d", *SMALL, "--machine", machine))
+    hip = json.loads(run("predict", "star3d", *SMALL, "--machine", "MI210", "--block", "64,2,1",
+                         "--json").stdout)
+    cuda = json.loads(run("predict", "star3d", *SMALL, "--machine", "MI210", "--block",
+                          "64,2,1", "--target", "cuda", "--json").stdout)
+    assert any("generated for CUDA, but MI210 is an AMD GPU" in n for n in cuda["notes"])
+    assert cuda["glups"] == hip["glups"]  # the same accesses either way
+    # a hand-written kernel has no target unless one is given
+    assert not any(vendor_note in n for n in _notes("star3d_by_hand", *SMALL,
+                                                    "--machine", "MI210"))
+    assert any("generated for HIP, but A100" in n for n in _notes(
+        "star3d_by_hand", *SMALL, "--machine", "A100", "--target", "hip"))
+    out = run("rank", "star3d", *SMALL, "--machine", "MI210", "--fold", "1,1,1",
+              "--threads", "256", "--top", "2", "--jobs", "1").stdout
+    assert "Target.HIP" not in out and "generated for" not in out
+    one_line_error(run("predict", "star3d", "--machine", "A100", "--block", "64,2,1",
+                       "--set", "target=hip", ok=False), "--target cuda|hip")
+
+
 def test_stencil_without_fold_parameter_runs_unfolded_and_rejects_a_fold(tmp_path):
     path = tmp_path / "copy1d.py"
     path.write_text(NO_FOLD)

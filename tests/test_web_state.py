@@ -65,6 +65,18 @@ def test_every_shipped_stencil_is_offered() -> None:
         "radius": "4", "shape": "640,512,512", "alignment": "interior"}
 
 
+def test_shipped_pystencils_stencils_follow_the_machines_vendor() -> None:
+    form = Form(stencil="star3d", params="radius=1 shape=64,64,32", block="64,2,1")
+    for machine, target in (("MI210", "HIP"), ("A100", "CUDA")):
+        out = state.evaluate(dataclasses.replace(form, machine=machine))
+        assert out.errors == {} and out.kernel.target == target
+        assert not any("generated for" in n for n in out.prediction.notes)
+    ranked = explore.rank_form(dataclasses.replace(form, machine="MI210", threads="256",
+                                                   folds="1,1,1 1,1,2"))
+    assert not any("generated for" in n for p in ranked.predictions for n in p.notes)
+    assert "target" not in state.stencil_defaults("star3d")
+
+
 def library_error(fn: object) -> str:
     with pytest.raises(ws.WarpspeedError) as info:
         fn()  # type: ignore[operator]

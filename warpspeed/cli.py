@@ -20,11 +20,12 @@ from collections.abc import Callable, Sequence
 from .errors import WarpspeedError
 from .input.kernel import Kernel
 from .input.stencil_spec import UsageError, load_stencil, parse_params
-from .machine import load_machine, machine_files
+from .machine import Machine, load_machine, machine_files
 from .model import Prediction, predict
 from .search.rank import DEFAULT_FOLDS, Ranking, rank
 from .search.variants import thread_counts
 from .timing import DEFAULT_MODEL, MODELS
+from .timing.hierarchy import VENDOR_TARGET
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,9 +76,15 @@ def build_variants(
     registers: int | None,
     arch: str | None,
     folds: Sequence[tuple[int, int, int]],
+    target: str | None = None,
+    declared: bool = False,
 ) -> dict[tuple[int, int, int], Kernel]:
     """The kernels of ``spec`` for each fold (see :func:`kernel_factory`);
-    nvcc runs for all folds at once."""
+    nvcc runs for all folds at once. ``target`` ("cuda" or "hip") is passed
+    to a stencil whose ``kernel()`` takes one (the shipped pystencils
+    stencils); a ``declared`` target (``--target``) is recorded as
+    ``Kernel.target`` of a stencil that takes none, which otherwise keeps
+    its own (unknown for a hand-written kernel; MODEL.md §15)."""
     from concurrent.futures import ThreadPoolExecutor
 
     module = load_stencil(spec)
@@ -86,8 +93,11 @@ def build_variants(
         raise UsageError(f"{spec} defines no function kernel(**params) returning a ws.Kernel")
     params = parse_params(module_func, items)
     takes_fold = _takes_fold(module_func)
+    takes_target = "target" in inspect.signature(module_func).parameters
     if "fold" in params:
         raise UsageError("give the fold with --fold X,Y,Z, not --set fold=...")
+    if "target" in params:
+        raise UsageError("give the target with --target cuda|hip, not --set target=...")
     generate = getattr(module, "generate", None)
     use_generate = registers is None and callable(generate)
 
@@ -95,6 +105,8 @@ def build_variants(
     sources: dict[tuple[int, int, int], object] = {}
     for fold in folds:
         kwargs = dict(params)
+        if takes_target and target:
+            kwargs["target"] = target
         if takes_fold:
             kwargs["fold"] = fold
         elif fold != (1, 1, 1):
@@ -116,6 +128,8 @@ def build_variants(
             )
         if registers is not None:
             kernel = dataclasses.replace(kernel, registers=registers, registers_source="user")
+        if declared and target and not takes_target:
+            kernel = dataclasses.replace(kernel, target=target.upper())
         kernels[fold] = kernel
     if sources:
         from .pystencils.registers import start_count, with_registers
@@ -179,11 +193,19 @@ def cmd_machines(args: argparse.Namespace) -> int:
     return 0
 
 
+def code_target(args: argparse.Namespace, m: Machine) -> str:
+    """``--target``, else the target of the machine's vendor: ``hip`` on AMD,
+    ``cuda`` on NVIDIA (MODEL.md §15)."""
+    return args.target or VENDOR_TARGET.get(m.vendor, "CUDA").lower()
+
+
 def _one_kernel(args: argparse.Namespace) -> tuple[Kernel, tuple[int, int, int]]:
     fold = parse_triple(args.fold, "--fold")
     block = parse_triple(args.block, "--block")
-    arch = load_machine(args.machine).arch
-    return build_variants(args.stencil, args.set, args.registers, arch, [fold])[fold], block
+    m = load_machine(args.machine)
+    kernels = build_variants(args.stencil, args.set, args.registers, m.arch, [fold],
+                             code_target(args, m), args.target is not None)
+    return kernels[fold], block
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -281,7 +303,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
     m = load_machine(args.machine)
     threads = thread_counts(args.threads, m, "--threads " + " ".join(map(str, args.threads))
                             ) if args.threads else None
-    variants = build_variants(args.stencil, args.set, args.registers, m.arch, folds)
+    variants = build_variants(args.stencil, args.set, args.registers, m.arch, folds,
+                              code_target(args, m), args.target is not None)
     bar = _ProgressBar() if sys.stderr.isatty() else None
     t0 = time.monotonic()
     try:
@@ -386,6 +409,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "kernel's)")
         p.add_argument("--model", default=DEFAULT_MODEL, choices=tuple(MODELS),
                        help=f"timing model (default {DEFAULT_MODEL}; 'warpspeed models')")
+        p.add_argument("--target", choices=("cuda", "hip"),
+                       help="code generator target of the stencils made with pystencils "
+                            "(default: the machine's vendor's, hip on AMD, cuda on NVIDIA); "
+                            "recorded as the target of a hand-written stencil")
 
     p_p = sub.add_parser("predict", help="predict one launch configuration")
     common(p_p)
