@@ -147,6 +147,15 @@ def test_shipped_stencils_are_generated_for_the_machines_vendor_unless_told():
                        "--set", "target=hip", ok=False), "--target cuda|hip")
 
 
+def test_explain_prints_the_notes_that_predict_prints():
+    args = ("star3d", *SMALL, "--machine", "MI210", "--block", "64,2,1", "--model", "paper")
+    notes = json.loads(run("predict", *args, "--json").stdout)["notes"]
+    # an AMD prediction with the paper model: the L1 line count and the NVIDIA curves
+    assert len(notes) == 2
+    explain = " ".join(run("explain", *args).stdout.split())  # tables wrap long lines
+    assert all(" ".join(f"note: {n}".split()) in explain for n in notes)
+
+
 def test_stencil_without_fold_parameter_runs_unfolded_and_rejects_a_fold(tmp_path):
     path = tmp_path / "copy1d.py"
     path.write_text(NO_FOLD)

@@ -6,6 +6,7 @@ uploaded machines, the layer-condition sweep and the bounded ranking."""
 from __future__ import annotations
 
 import dataclasses
+import html
 import re
 from pathlib import Path
 
@@ -75,6 +76,14 @@ def test_shipped_pystencils_stencils_follow_the_machines_vendor() -> None:
                                                    folds="1,1,1 1,1,2"))
     assert not any("generated for" in n for p in ranked.predictions for n in p.notes)
     assert "target" not in state.stencil_defaults("star3d")
+
+
+def test_the_explanation_carries_the_predictions_notes() -> None:
+    out = state.evaluate(Form(params="radius=1 shape=64,64,32", block="64,2,1",
+                              machine="MI210"))
+    assert out.errors == {} and out.prediction.notes
+    text = views.explanation_html(out.prediction, out.advice)
+    assert all(html.escape(f"note: {n}") in text for n in out.prediction.notes)
 
 
 def library_error(fn: object) -> str:

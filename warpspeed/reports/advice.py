@@ -175,7 +175,8 @@ def _limits(p: Prediction) -> list[tuple[str, float]]:
 
 def explanation_lines(p: Prediction, a: Advice) -> list[str]:
     """The text of ``warpspeed explain`` (and of the web page): binding
-    limiter, the latency model's terms, headroom and hints."""
+    limiter, the latency model's terms, headroom, hints and the prediction's
+    notes (what it assumes on the machine, MODEL.md §15)."""
     lines = [f"binding limiter: {a.limiter} ({p.model} model)"]
     t = p.terms
     if "roofline_glups" in t:
@@ -214,7 +215,7 @@ def explanation_lines(p: Prediction, a: Advice) -> list[str]:
         lines += [f"- [{h.kind}] {h.message}" for h in a.hints]
     else:
         lines.append("no hints: nothing stands out")
-    return lines
+    return lines + [f"note: {n}" for n in p.notes]  # MODEL.md §15
 
 
 def _validation(p: Prediction) -> tuple[Hint, ...]:
