@@ -5,6 +5,7 @@ import csv
 import dataclasses
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -154,6 +155,26 @@ def test_explain_prints_the_notes_that_predict_prints():
     assert len(notes) == 2
     explain = " ".join(run("explain", *args).stdout.split())  # tables wrap long lines
     assert all(" ".join(f"note: {n}".split()) in explain for n in notes)
+
+
+def test_amd_output_says_cu_and_wavefront(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # no wrapped lines
+    words = re.compile(r"\b(SMs?|warps?|half warps?)\b")
+    amd = run("predict", "star3d", *SMALL, "--machine", "MI210", "--block", "64,2,1").stdout
+    assert "blk/CU" in amd and "cyc/wave-Lup" in amd and not words.search(amd.split("note:")[0])
+    nvidia = run("predict", "star3d", *SMALL, "--machine", "A100", "--block", "64,2,1").stdout
+    assert "blk/SM" in nvidia and "cyc/warp-Lup" in nvidia
+    ranked = run("rank", "star3d", *SMALL, "--machine", "MI210", "--fold", "1,1,1",
+                 "--threads", "64", "--top", "2", "--jobs", "1").stdout
+    assert "blk/CU" in ranked and "blk/SM" not in ranked
+    explain = run("explain", "star3d", *SMALL, "--machine", "MI210", "--block", "8,8,1",
+                  "--registers", "128").stdout
+    said = [line for line in explain.splitlines() if not line.startswith("note:")]
+    assert "per CU" in explain and "cycles per wavefront" in explain
+    assert not any(words.search(line) for line in said), explain
+    machines = run("machines").stdout
+    rows = {line.split()[1]: line for line in machines.splitlines() if line.startswith("│")}
+    assert "104 CUs" in rows["MI210"] and "108 SMs" in rows["A100"]
 
 
 def test_stencil_without_fold_parameter_runs_unfolded_and_rejects_a_fold(tmp_path):

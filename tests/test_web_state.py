@@ -84,6 +84,8 @@ def test_the_explanation_carries_the_predictions_notes() -> None:
     assert out.errors == {} and out.prediction.notes
     text = views.explanation_html(out.prediction, out.advice)
     assert all(html.escape(f"note: {n}") in text for n in out.prediction.notes)
+    summary = views.summary_html(out.prediction, out.advice.vendor)
+    assert "blocks per CU" in summary and "cycles per wavefront" in summary
 
 
 def library_error(fn: object) -> str:

@@ -160,13 +160,15 @@ def parse_triple(text: str, what: str) -> tuple[int, int, int]:
     return vals  # type: ignore[return-value]
 
 
-def prediction_table(preds: Sequence[Prediction], title: str = "") -> object:
-    """The predictions table, with its title above it (:mod:`warpspeed.reports.tables`)."""
+def prediction_table(preds: Sequence[Prediction], title: str = "",
+                     vendor: str = "NVIDIA") -> object:
+    """The predictions table in ``vendor``'s words, with its title above it
+    (:mod:`warpspeed.reports.tables`)."""
     from rich.console import Group
 
     from .reports.tables import prediction_table as table
 
-    return Group(title, table(preds)) if title else table(preds)
+    return Group(title, table(preds, vendor=vendor)) if title else table(preds, vendor=vendor)
 
 
 def _print(obj: object) -> None:
@@ -210,11 +212,13 @@ def _one_kernel(args: argparse.Namespace) -> tuple[Kernel, tuple[int, int, int]]
 
 def cmd_predict(args: argparse.Namespace) -> int:
     kernel, block = _one_kernel(args)
-    p = predict(kernel, args.machine, block, model=args.model)
+    m = load_machine(args.machine)
+    p = predict(kernel, m, block, model=args.model)
     if args.json:
         print(json.dumps(p.to_dict(), indent=2))
     else:
-        _print(prediction_table([p], title=f"{kernel.name} on {p.machine} ({p.model} model)"))
+        _print(prediction_table([p], title=f"{kernel.name} on {p.machine} ({p.model} model)",
+                                vendor=m.vendor))
         for note in p.notes:  # MODEL.md §15
             _print(f"note: {note}")
         _print(registers_line([(kernel.fold, kernel)]))
@@ -328,7 +332,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
             f"best {len(r.predictions)} of {r.configurations}" if r.top
             else f"{r.configurations} configurations"
         )
-        _print(prediction_table(list(r.predictions), title=title))
+        _print(prediction_table(list(r.predictions), title=title, vendor=m.vendor))
         _print(_rank_summary(r, elapsed))
         _print(registers_line(list(variants.items())))
         for note in list(r.notes) + list(r.predictions[0].notes if r.predictions else ()):
