@@ -60,10 +60,23 @@ def base_offsets(
     return {f.name: alignment % 128 for f in fields}
 
 
-def config(ghost: int, dtype: str = "float64") -> ps.CreateKernelConfig:
-    """The CUDA configuration of the ready stencils (no JIT, no GPU needed);
-    ``dtype`` types the kernel's free symbols (e.g. a relaxation rate)."""
-    return ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit, ghost_layers=ghost,
+#: The code generator targets of the ready stencils (MODEL.md §15), by name.
+TARGETS = {"cuda": ps.Target.CUDA, "hip": ps.Target.HIP}
+
+
+def target_of(target: str) -> ps.Target:
+    """The pystencils target named ``target`` ("cuda" or "hip", any case)."""
+    found = TARGETS.get(str(target).lower())
+    if found is None:
+        raise ws.KernelError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
+    return found
+
+
+def config(ghost: int, dtype: str = "float64", target: str = "cuda") -> ps.CreateKernelConfig:
+    """The configuration of the ready stencils for ``target`` (CUDA or HIP;
+    no JIT, no GPU needed); ``dtype`` types the kernel's free symbols (e.g. a
+    relaxation rate)."""
+    return ps.CreateKernelConfig(target=target_of(target), jit=ps.no_jit, ghost_layers=ghost,
                                  default_dtype=dtype)
 
 
@@ -75,12 +88,13 @@ def build(
     fold: Sequence[int],
     alignment: int | str,
     name: str,
+    target: str = "cuda",
 ) -> tuple[ws.Kernel, Any]:
     """The warpspeed kernel and the pystencils kernel of ``assignments``
-    folded by ``fold``."""
+    folded by ``fold``, generated for ``target`` ("cuda" or "hip")."""
     itemsize = int(fields[0].dtype.itemsize) if fields else 8
     dtype = "float32" if itemsize == 4 else "float64"
-    kernel_function = generate(assignments, config(ghost, dtype), tuple(fold))
+    kernel_function = generate(assignments, config(ghost, dtype, target), tuple(fold))
     kernel = kernel_from_pystencils(
         kernel_function,
         name=name,

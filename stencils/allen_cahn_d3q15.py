@@ -71,6 +71,7 @@ def generate(
     shape: tuple[int, int, int] = (256, 256, 256),
     fold: tuple[int, int, int] = (1, 1, 1),
     alignment: int | str = "interior",
+    target: str = "cuda",
 ) -> tuple[ws.Kernel, Any]:
     """``(warpspeed kernel, pystencils kernel)``; see :func:`kernel`."""
     s = check_shape(shape, 3)
@@ -80,7 +81,7 @@ def generate(
     fields = (g, g_tmp, phi, phi_tmp, u)
     return build(
         update_rule(g, g_tmp, phi, phi_tmp, u), fields,
-        ghost=1, fold=fold, alignment=alignment, name="allen_cahn_d3q15",
+        ghost=1, fold=fold, alignment=alignment, name="allen_cahn_d3q15", target=target,
     )
 
 
@@ -88,7 +89,8 @@ def kernel(
     shape: tuple[int, int, int] = (256, 256, 256),
     fold: tuple[int, int, int] = (1, 1, 1),
     alignment: int | str = "interior",
+    target: str = "cuda",
 ) -> ws.Kernel:
-    """The phase-field step on ``shape`` interior cells; ``fold`` and
-    ``alignment`` as in :mod:`stencils.star3d`."""
-    return generate(shape, fold, alignment)[0]
+    """The phase-field step on ``shape`` interior cells; ``fold``,
+    ``alignment`` and ``target`` as in :mod:`stencils.star3d`."""
+    return generate(shape, fold, alignment, target=target)[0]

@@ -20,20 +20,23 @@ def generate(
     shape: tuple[int, int, int] = (640, 512, 512),
     fold: tuple[int, int, int] = (1, 1, 1),
     alignment: int | str = "interior",
+    target: str = "cuda",
 ) -> tuple[ws.Kernel, Any]:
     """``(warpspeed kernel, pystencils kernel)``; see :func:`kernel`."""
     s = check_shape(shape, 3)
     src, dst = field("src", s, 1), field("dst", s, 1)
     rhs = sum(src[off] for off in itertools.product((-1, 0, 1), repeat=3))
     asm = [ps.Assignment(dst.center, (1.0 / 27) * rhs)]
-    return build(asm, (src, dst), ghost=1, fold=fold, alignment=alignment, name="box3d")
+    return build(asm, (src, dst), ghost=1, fold=fold, alignment=alignment, name="box3d",
+                 target=target)
 
 
 def kernel(
     shape: tuple[int, int, int] = (640, 512, 512),
     fold: tuple[int, int, int] = (1, 1, 1),
     alignment: int | str = "interior",
+    target: str = "cuda",
 ) -> ws.Kernel:
     """The 27-point box on ``shape`` interior points; ``fold`` and
-    ``alignment`` as in :mod:`stencils.star3d`."""
-    return generate(shape, fold, alignment)[0]
+    ``alignment`` and ``target`` as in :mod:`stencils.star3d`."""
+    return generate(shape, fold, alignment, target=target)[0]

@@ -40,6 +40,7 @@ def generate(
     fold: tuple[int, int, int] = (1, 1, 1),
     alignment: int | str = "interior",
     precision: int = 64,
+    target: str = "cuda",
 ) -> tuple[ws.Kernel, Any]:
     """``(warpspeed kernel, pystencils kernel)``; see :func:`kernel`."""
     s = check_shape(shape, 3)
@@ -50,7 +51,7 @@ def generate(
     return build(
         update_rule(pdfs, pdfs_tmp), (pdfs, pdfs_tmp),
         ghost=1, fold=fold, alignment=alignment,
-        name="lbm_d3q19" if precision == 64 else "lbm_d3q19_f32",
+        name="lbm_d3q19" if precision == 64 else "lbm_d3q19_f32", target=target,
     )
 
 
@@ -59,8 +60,9 @@ def kernel(
     fold: tuple[int, int, int] = (1, 1, 1),
     alignment: int | str = "interior",
     precision: int = 64,
+    target: str = "cuda",
 ) -> ws.Kernel:
     """The LBM step on ``shape`` interior cells in double (``precision=64``)
-    or float (32) numbers; ``fold`` and ``alignment`` as in
-    :mod:`stencils.star3d` (alignment applies to component 0)."""
-    return generate(shape, fold, alignment, precision)[0]
+    or float (32) numbers; ``fold``, ``alignment`` and ``target``
+    as in :mod:`stencils.star3d` (alignment applies to component 0)."""
+    return generate(shape, fold, alignment, precision, target=target)[0]

@@ -44,12 +44,13 @@ def generate(
     shape: tuple[int, int, int] = (640, 512, 512),
     fold: tuple[int, int, int] = (1, 1, 1),
     alignment: int | str = "interior",
+    target: str = "cuda",
 ) -> tuple[ws.Kernel, Any]:
     """``(warpspeed kernel, pystencils kernel)``; see :func:`kernel`."""
     src, dst = fields(radius, shape)
     return build(
         assignments(radius, src, dst), (src, dst),
-        ghost=radius, fold=fold, alignment=alignment, name=f"star3d_r{radius}",
+        ghost=radius, fold=fold, alignment=alignment, name=f"star3d_r{radius}", target=target,
     )
 
 
@@ -58,6 +59,7 @@ def kernel(
     shape: tuple[int, int, int] = (640, 512, 512),
     fold: tuple[int, int, int] = (1, 1, 1),
     alignment: int | str = "interior",
+    target: str = "cuda",
 ) -> ws.Kernel:
     """The star as a :class:`warpspeed.Kernel`.
 
@@ -65,6 +67,8 @@ def kernel(
     updates per thread along x, y, z (each must divide the interior);
     ``alignment``: ``"interior"`` puts the first interior point of each
     field on a 128 B boundary, an integer is the base pointer's byte offset
-    from a 128 B boundary.
+    from a 128 B boundary; ``target``: the code generator's target,
+    ``"cuda"`` or ``"hip"`` (the command line picks the machine's vendor's,
+    MODEL.md §15).
     """
-    return generate(radius, shape, fold, alignment)[0]
+    return generate(radius, shape, fold, alignment, target=target)[0]

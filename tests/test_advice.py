@@ -3,12 +3,13 @@ checked against numbers derived by hand from the prediction."""
 
 import dataclasses
 import math
+import re
 
 import pytest
 
 import warpspeed as ws
 from stencils import star3d_by_hand
-from warpspeed.reports.advice import advise
+from warpspeed.reports.advice import advise, explanation_lines
 
 A100 = ws.load_machine("A100")
 
@@ -31,6 +32,36 @@ def test_headroom_is_the_next_limit_over_the_binding_one():
     assert a.headroom == pytest.approx(finite[1] / finite[0])
     assert [v for _, v in a.limits] == finite
     assert a.next_limiter == next(n for n, v in p.limits.items() if v == finite[1])
+
+
+def test_headroom_of_the_default_model_is_measured_from_the_binding_limit():
+    k = star()
+    p = ws.predict(k, A100, (256, 1, 4))
+    a = advise(p, A100, k)
+    assert p.limiter == "dram" and a.next_limiter == "l2"
+    assert a.binding_limit == p.limits["dram"] > p.glups
+    # the L2 limit is 2 % above the DRAM limit: 1.02x, not L2 over the prediction (1.41x)
+    assert a.headroom == pytest.approx(p.limits["l2"] / p.limits["dram"])
+    assert a.headroom < 1.03 < 1.4 < p.limits["l2"] / p.glups
+
+
+def test_a_launch_bound_prediction_names_the_launch_its_limit_and_hint():
+    from stencils.star3d import kernel as star_ps
+
+    k = star_ps(radius=1, shape=(4, 4, 4))
+    p = ws.predict(k, A100, (64, 4, 1))
+    a = advise(p, A100, k)
+    # 64 updates per 2750 ns of launch overhead: 0.0233 GLup/s, below the DRAM limit
+    launch = 64 / 2750
+    assert a.limiter == "launch" and a.binding_limit == pytest.approx(launch)
+    assert [n for n, _ in a.limits][:2] == ["launch", "dram"]
+    assert a.next_limiter == "dram"
+    assert a.headroom == pytest.approx(p.limits["dram"] / launch)
+    hint = next(h for h in a.hints if h.kind == "launch_bound")
+    assert "2.75 of the kernel's 3.43 us" in hint.message
+    # a large kernel's launch limit lies above every level's: not listed
+    big = advise(ws.predict(star(), A100, (256, 1, 4)), A100)
+    assert {n for n, _ in big.limits} == {"fp", "l1", "l2", "dram"}
 
 
 def test_a_block_narrower_than_a_half_warp_gets_the_narrow_x_hint_with_its_numbers():
@@ -209,3 +240,37 @@ def test_l1_hint_measures_against_the_machines_own_unit_stride_count():
     lbm = lbm_fluidx3d.kernel()
     p = ws.predict(lbm, "MI100", (64, 1, 1))
     assert "l1_conflicts" not in {h.kind for h in ws.advise(p, ws.load_machine("MI100"), lbm).hints}
+
+
+MI210 = ws.load_machine("MI210")
+
+
+def _floats(shape=(64, 64, 64)):
+    x, y, z = ws.tidx, ws.tidy, ws.tidz
+    full = tuple(n + 2 for n in shape)
+    a, b = ws.Field("A", shape=full, itemsize=4), ws.Field("B", shape=full, itemsize=4)
+    return ws.Kernel(loads=[a[x + 1 + d, y + 1, z + 1] for d in (-1, 0, 1)],
+                     stores=[b[x + 1, y + 1, z + 1]], domain=shape)
+
+
+def test_amd_hints_speak_of_cus_and_wavefronts_and_of_l1_lines():
+    k = star(radius=1, shape=(64, 64, 64), registers=128)
+    a = advise(ws.predict(k, MI210, (8, 8, 1)), MI210, k)
+    text = " ".join(h.message for h in a.hints)
+    assert a.vendor == "AMD" and "per CU" in text and "cycles per wavefront" in text
+    assert re.search(r"\b(SMs?|warps?|half warps?)\b", text) is None, text
+    # ideal L1 count: 8 accesses (7 loads, 1 store) of 64 lanes x 8 B in 64 B lines,
+    # 8 lines each = 64 cycles per wavefront-update, in both hints that quote it
+    overlap = next(h for h in a.hints if h.kind == "overlap")
+    assert "at the ideal L1 count (64.0 instead of" in overlap.message
+    assert "the 64.0 of conflict-free" in next(h for h in a.hints if h.kind == "l1_conflicts"
+                                               ).message
+    # rows of 8 doubles fill a 64 B line: not narrow; rows of 8 floats fill half of one
+    assert "narrow_block_x" not in kinds(a)
+    f = _floats()
+    narrow = advise(ws.predict(f, MI210, (8, 8, 1)), MI210, f)
+    hint = next(h for h in narrow.hints if h.kind == "narrow_block_x")
+    assert hint.message.startswith("block x extent 8 is below 16: a wavefront of 64 spans 8 "
+                                   "rows, each filling a 64 B L1 line only partly")
+    lines = explanation_lines(ws.predict(k, MI210, (8, 8, 1)), a)
+    assert any("; CU work (FP" in line for line in lines)

@@ -5,6 +5,7 @@ import csv
 import dataclasses
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +104,80 @@ def test_explain_names_the_limiter_the_headroom_and_hints():
     assert "[narrow_block_x]" in out and "[layer_condition_z]" in out
 
 
+def test_explain_of_a_launch_bound_star_names_the_launch_and_the_headroom_from_it():
+    from stencils.star3d import kernel as star_ps
+
+    p = ws.predict(star_ps(radius=1, shape=(4, 4, 4)), "A100", (64, 4, 1))
+    out = run("explain", "star3d", "--machine", "A100", "--set", "radius=1",
+              "--set", "shape=4,4,4", "--block", "64,4,1").stdout
+    assert "binding limiter: launch (latency model)" in out and "[launch_bound]" in out
+    # headroom: the DRAM limit over 64 updates per 2.75 us of launch
+    assert f"headroom: {p.limits['dram'] * 2750 / 64:.2f}x until dram binds" in out
+    rows = {line.split()[1]: line.split() for line in out.splitlines()
+            if line.startswith("│")}
+    assert rows["launch"][5] == "binding" and rows["dram"][5] == (
+        f"{p.limits['dram'] * 2750 / 64:.2f}x")
+    js = json.loads(run("predict", "star3d", "--machine", "A100", "--set", "radius=1",
+                        "--set", "shape=4,4,4", "--block", "64,4,1", "--json").stdout)
+    assert js["limiter"] == "launch" and set(js["limits"]) == {"fp", "l1", "l2", "dram"}
+
+
+def _notes(*args: str) -> list[str]:
+    return json.loads(run("predict", *args, "--block", "64,2,1", "--json").stdout)["notes"]
+
+
+def test_shipped_stencils_are_generated_for_the_machines_vendor_unless_told():
+    vendor_note = "the kernel was generated for"
+    # pystencils stencils: HIP on an AMD machine, CUDA on an NVIDIA one, no note either way
+    for machine in ("MI210", "A100"):
+        assert not any(vendor_note in n for n in _notes("star3d", *SMALL, "--machine", machine))
+    hip = json.loads(run("predict", "star3d", *SMALL, "--machine", "MI210", "--block", "64,2,1",
+                         "--json").stdout)
+    cuda = json.loads(run("predict", "star3d", *SMALL, "--machine", "MI210", "--block",
+                          "64,2,1", "--target", "cuda", "--json").stdout)
+    assert any("generated for CUDA, but MI210 is an AMD GPU" in n for n in cuda["notes"])
+    assert cuda["glups"] == hip["glups"]  # the same accesses either way
+    # a hand-written kernel has no target unless one is given
+    assert not any(vendor_note in n for n in _notes("star3d_by_hand", *SMALL,
+                                                    "--machine", "MI210"))
+    assert any("generated for HIP, but A100" in n for n in _notes(
+        "star3d_by_hand", *SMALL, "--machine", "A100", "--target", "hip"))
+    out = run("rank", "star3d", *SMALL, "--machine", "MI210", "--fold", "1,1,1",
+              "--threads", "256", "--top", "2", "--jobs", "1").stdout
+    assert "Target.HIP" not in out and "generated for" not in out
+    one_line_error(run("predict", "star3d", "--machine", "A100", "--block", "64,2,1",
+                       "--set", "target=hip", ok=False), "--target cuda|hip")
+
+
+def test_explain_prints_the_notes_that_predict_prints():
+    args = ("star3d", *SMALL, "--machine", "MI210", "--block", "64,2,1", "--model", "paper")
+    notes = json.loads(run("predict", *args, "--json").stdout)["notes"]
+    # an AMD prediction with the paper model: the L1 line count and the NVIDIA curves
+    assert len(notes) == 2
+    explain = " ".join(run("explain", *args).stdout.split())  # tables wrap long lines
+    assert all(" ".join(f"note: {n}".split()) in explain for n in notes)
+
+
+def test_amd_output_says_cu_and_wavefront(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # no wrapped lines
+    words = re.compile(r"\b(SMs?|warps?|half warps?)\b")
+    amd = run("predict", "star3d", *SMALL, "--machine", "MI210", "--block", "64,2,1").stdout
+    assert "blk/CU" in amd and "cyc/wave-Lup" in amd and not words.search(amd.split("note:")[0])
+    nvidia = run("predict", "star3d", *SMALL, "--machine", "A100", "--block", "64,2,1").stdout
+    assert "blk/SM" in nvidia and "cyc/warp-Lup" in nvidia
+    ranked = run("rank", "star3d", *SMALL, "--machine", "MI210", "--fold", "1,1,1",
+                 "--threads", "64", "--top", "2", "--jobs", "1").stdout
+    assert "blk/CU" in ranked and "blk/SM" not in ranked
+    explain = run("explain", "star3d", *SMALL, "--machine", "MI210", "--block", "8,8,1",
+                  "--registers", "128").stdout
+    said = [line for line in explain.splitlines() if not line.startswith("note:")]
+    assert "per CU" in explain and "cycles per wavefront" in explain
+    assert not any(words.search(line) for line in said), explain
+    machines = run("machines").stdout
+    rows = {line.split()[1]: line for line in machines.splitlines() if line.startswith("│")}
+    assert "104 CUs" in rows["MI210"] and "108 SMs" in rows["A100"]
+
+
 def test_stencil_without_fold_parameter_runs_unfolded_and_rejects_a_fold(tmp_path):
     path = tmp_path / "copy1d.py"
     path.write_text(NO_FOLD)
@@ -122,6 +197,10 @@ def test_stencil_without_fold_parameter_runs_unfolded_and_rejects_a_fold(tmp_pat
     (["rank", "star3d_by_hand", "--machine", "A100", "--json", "--csv"], "not allowed with"),
     (["rank", "star3d_by_hand", "--machine", "A100", "--jobs", "0"], "positive integer"),
     (["rank", "star3d_by_hand", "--machine", "A100", "--threads", "1000"], "power of two"),
+    (["rank", "star3d_by_hand", "--machine", "A100", "--threads", "0"],
+     "expected a positive number of threads per block (e.g. --threads 256), got '0'"),
+    (["rank", "star3d_by_hand", "--machine", "A100", "--threads", "256", "2048"],
+     "--threads 256 2048: 2048 threads per block, but A100 allows at most 1024"),
     (["rank", "star3d_by_hand", "--machine", "A100", "--registers", "300"], "registers"),
     (["explain", "star3d_by_hand", "--machine", "A100", "--block", "64,64,1"], "1024"),
     (["rank", "star3d_by_hand", "--machine", "A100", "--set", "fold=1,2,1"], "--fold"),

@@ -4,6 +4,7 @@ saves DRAM traffic for shallow blocks, and the folded CUDA code compiles."""
 
 import math
 import os
+import re
 import shutil
 import subprocess
 
@@ -15,6 +16,7 @@ from pystencils.sympyextensions.integer_functions import int_rem
 import warpspeed as ws
 import warpspeed.pystencils as wps
 from stencils import star3d, star3d_by_hand
+from warpspeed.pystencils import hook
 
 
 @pytest.fixture(scope="module")
@@ -193,10 +195,24 @@ def test_hook_names_the_registers_when_no_block_can_launch():
                for r in reasons)
 
 
-def test_hook_with_too_many_threads_raises_instead_of_an_empty_ranking():
+@pytest.mark.parametrize("threads, text", [
+    (2048, "threads=2048: 2048 threads per block, but A100 allows at most 1024"),
+    (0, "threads=0: a block needs at least one thread"),
+    ([256, -1], "threads=[256, -1]: a block needs at least one thread"),
+    (2.5, "threads=2.5: 2.5 is not a whole number of threads"),
+])
+def test_hook_refuses_a_bad_thread_count_by_name_before_generating(threads, text, monkeypatch):
     *_, asm = _jacobi((34, 34, 34))
-    with pytest.raises(ws.EmptyRankingError) as info:
-        wps.create_kernel(asm, CFG, machine="A100", threads=2048, registers="estimate")
-    assert len(info.value.reasons) == len(wps.DEFAULT_FOLDS)
-    assert all("2048 threads per block: A100 allows at most 1024" in r
-               for r in info.value.reasons)
+    monkeypatch.setattr(hook, "make_variants",
+                        lambda *a, **k: pytest.fail("variants were generated"))
+    with pytest.raises(ws.LaunchError, match=re.escape(text)) as info:
+        wps.create_kernel(asm, CFG, machine="A100", threads=threads, registers="estimate")
+    assert not isinstance(info.value, ws.EmptyRankingError)
+
+
+def test_hook_takes_one_thread_count_or_several():
+    *_, asm = _jacobi((34, 34, 34))
+    for threads, counts in [(128, {128}), ([64, 128], {64, 128}), ((128,), {128})]:
+        ranked = wps.create_kernel(asm, CFG, machine="A100", threads=threads,
+                                   folds=[(1, 1, 1)], registers="estimate", jobs=1)
+        assert {math.prod(p.block) for p in ranked.ranking} == counts

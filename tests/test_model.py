@@ -125,7 +125,7 @@ def test_stacked_block_stages_equal_each_block_counted_alone(machine):
         loads, stores = thread_accesses(k, bound, la.block)
         s = sample(k, la, loads + stores, bound, warp=m.warp_size)
         if m.l1_model == "lines":
-            l1 = line_cycles_per_warp_lup(s, m.l1_line_bytes, m.warp_size)
+            l1 = line_cycles_per_warp_lup(s, m.l1_line_bytes, m.warp_size, m.l1_lanes_per_cycle)
         else:
             l1 = l1_cycles_per_warp_lup(s) * m.warp_size / 32
         fp = block_footprint(s, len(loads), m.l1_sector_bytes, m.l1_line_bytes, m.warp_size)

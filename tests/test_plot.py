@@ -153,6 +153,18 @@ def test_scatter(preds: list[ws.Prediction]) -> None:
         plot.scatter(preds, measured=[1.0])
 
 
+def test_scatter_draws_a_launch_bound_prediction_with_its_own_marker() -> None:
+    from stencils.star3d import kernel as star_ps
+
+    tiny = ws.predict(star_ps(radius=1, shape=(4, 4, 4)), "A100", (64, 4, 1))
+    assert tiny.limiter == "launch"
+    (ax,) = plot.scatter([tiny]).axes
+    assert sum(len(c.get_offsets()) for c in ax.collections) == 1
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["launch bound"]
+    (ax,) = plot.limits_chart([tiny]).axes
+    assert [t.get_text() for t in ax.texts] == ["launch"]
+
+
 def test_limits_chart(preds: list[ws.Prediction]) -> None:
     fig = plot.limits_chart(preds)
     (ax,) = fig.axes

@@ -4,6 +4,7 @@ evaluation with ``ws.predict`` as the independent truth."""
 import dataclasses
 import itertools
 import math
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -236,6 +237,34 @@ def test_default_threads_rank_every_count_that_launches_and_name_the_registers()
         rank(heavy, "A100", threads=[1024], jobs=1)
     assert "255 registers per thread (kernel)" in str(info.value)
     assert any("1024 threads with 255 registers" in r for r in info.value.reasons)
+
+
+def test_threads_is_one_count_or_several_and_bad_counts_are_refused_by_name():
+    k = star(shape=(64, 32, 32))
+    # 256 = 2^8 threads: the power-of-two shapes (2^a, 2^b, 2^c), a + b + c = 8,
+    # c <= 6 (45 - 3 = 42), none at least twice the domain's 64 x 32 x 32 (x >= 128:
+    # 3 shapes, y >= 64: 6, z >= 64: 3; hand count 42 - 12 = 30)
+    truth = {(2**a, 2**b, 2**(8 - a - b)) for a in range(9) for b in range(9 - a)
+             if 8 - a - b <= 6 and 2**a < 128 and 2**b < 64 and 2**(8 - a - b) < 64}
+    one = rank(k, "A100", threads=256, jobs=1)
+    assert {p.block for p in one.predictions} == truth and len(truth) == 30
+    assert one.predictions == rank(k, "A100", threads=[256], jobs=1).predictions
+    import numpy as np
+    both = rank(k, "A100", threads=(np.int64(128), 256), jobs=1)
+    assert {math.prod(p.block) for p in both.predictions} == {128, 256}
+    for bad, text in [(0, "threads=0: a block needs at least one thread"),
+                      (-64, "threads=-64: a block needs at least one thread"),
+                      ([256, 0], "threads=[256, 0]: a block needs at least one thread"),
+                      (1.5, "threads=1.5: 1.5 is not a whole number of threads"),
+                      ("256", "'256' is not a whole number of threads"),
+                      (True, "True is not a whole number of threads"),
+                      ([], "threads=[] names no thread count"),
+                      (2048, "threads=2048: 2048 threads per block, but A100 allows at most "
+                             "1024")]:
+        with pytest.raises(ws.LaunchError, match=re.escape(text)) as info:
+            rank(k, "A100", threads=bad, jobs=1)
+        assert not isinstance(info.value, ws.EmptyRankingError)
+        assert "threads=256" in str(info.value) or "at most 1024" in str(info.value)
 
 
 def test_static_global_forms_equal_the_per_block_global_function():

@@ -155,7 +155,7 @@ def test_hook_ranks_only_blocks_that_launch_with_the_kernels_registers():
     m = ws.load_machine("A100")
     ranked = wps.create_kernel(_d3q19(258), CFG, machine=m, folds=[(1, 1, 1)], jobs=1)
     best = ranked.ranking[0]
-    source = f"nvcc {m.arch}" if NVCC else "estimate"
+    source = f"nvcc {m.arch}" if NVCC else "estimate: nvcc is not installed"
     assert {p.registers_source for p in ranked.ranking} == {source}
     if NVCC:
         assert best.registers == regs.nvcc_registers(ranked.kernel, m.arch).registers
@@ -172,7 +172,8 @@ def test_hook_ranks_only_blocks_that_launch_with_the_kernels_registers():
 def test_hook_estimate_is_named_in_the_notes():
     ranked = wps.create_kernel(_d3q19(), CFG, machine="A100", folds=[(1, 1, 1)], jobs=1,
                                threads=[256], registers="estimate")
-    assert {p.registers_source for p in ranked.ranking} == {"estimate"}
+    assert {p.registers_source for p in ranked.ranking} == {
+        "estimate: registers='estimate' given"}
     assert any("conservative estimate" in n for n in ranked.notes)
 
 
@@ -180,11 +181,29 @@ def test_cli_rank_of_the_d3q19_with_default_threads_names_the_registers():
     res = run("rank", "lbm_d3q19", "--machine", "A100", "--set", "shape=32,32,32",
               "--fold", "1,1,1", "--top", "3", "--jobs", "1")
     line = [x for x in res.stdout.splitlines() if x.startswith("registers per thread")]
-    assert line and ("nvcc sm_80" if NVCC else "estimate") in line[0]
+    assert line and ("nvcc sm_80" if NVCC else "estimate: nvcc is not installed") in line[0]
     rows = json.loads(run("predict", "lbm_d3q19", "--machine", "A100", "--block", "128,1,1",
                           "--json").stdout)
     assert rows["registers"] >= D3Q19_NVCC_SM80
-    assert rows["registers_source"] == ("nvcc sm_80" if NVCC else "estimate")
+    assert rows["registers_source"] == ("nvcc sm_80" if NVCC else
+                                        "estimate: nvcc is not installed")
     explain = run("explain", "lbm_d3q19", "--machine", "A100", "--set", "shape=32,32,32",
                   "--block", "128,1,1", "--registers", "40").stdout
     assert "registers per thread: 40 (user)" in explain
+
+
+def test_the_cli_says_why_the_register_count_is_an_estimate(monkeypatch):
+    est = regs.estimate_registers(*reversed(star3d.generate(radius=1, shape=(64, 64, 32))))
+    args = ("predict", "star3d", "--set", "radius=1", "--set", "shape=64,64,32",
+            "--block", "64,2,1")
+    amd = run(*args, "--machine", "MI210").stdout
+    assert f"registers per thread: {est} (estimate: no nvcc for AMD (gfx90a))" in amd
+    hip = json.loads(run(*args, "--machine", "A100", "--target", "hip", "--json").stdout)
+    assert hip["registers_source"] == "estimate: the kernel was generated for HIP, nvcc " \
+        "compiles CUDA"
+    # no nvcc on the PATH
+    path = [d for d in os.environ["PATH"].split(os.pathsep)
+            if not os.path.exists(os.path.join(d, "nvcc"))]
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
+    none = run(*args, "--machine", "A100").stdout
+    assert f"registers per thread: {est} (estimate: nvcc is not installed)" in none

@@ -131,7 +131,7 @@ def test_counts_equal_every_warp_counted_by_hand(domain, block, pitch, offset, r
     s = sample(kernel, launch, acc, bound, every_block=every)
     nb, threads = s.active.shape
     n_loads = len(kernel.loads)
-    cycles = halves = lups = 0.0
+    cycles = halves = lups = whole = 0.0
     sectors = [0.0, 0.0]  # per warp and instruction: loads, stores
     union = 0.0  # per block: the loads' distinct sectors
     for b in range(nb):
@@ -141,14 +141,21 @@ def test_counts_equal_every_warp_counted_by_hand(domain, block, pitch, offset, r
         seen: set[int] = set()
         for k in range(len(acc)):
             a = s.class_addresses[s.access_class[k]][b] + s.access_shift[k]
-            cycles += w * halfwarp_cycles(a.reshape(-1, 16), act.reshape(-1, 16)).sum()
+            per_half = halfwarp_cycles(a.reshape(-1, 16), act.reshape(-1, 16))
+            cycles += w * per_half.sum()
+            # whole warps issued: an idle half of a partly active warp costs its sibling's
+            for (c0, c1), on in zip(per_half.reshape(-1, 2), act.reshape(-1, 2, 16)):
+                h0, h1 = on[0].any(), on[1].any()
+                whole += w * ((c0 if h0 else c1) + (c1 if h1 else c0)) * (h0 or h1)
             for lanes, on in zip(a.reshape(-1, 32), act.reshape(-1, 32)):
                 sectors[k >= n_loads] += w * len({int(v) // 32 for v in lanes[on]})
             if k < n_loads:
                 seen |= {int(v) // 32 for v in a[act]}
         union += w * len(seen)
     fp = block_footprint(s, n_loads)
-    assert l1_cycles_per_warp_lup(s) == pytest.approx(2 * cycles / halves, rel=1e-12)
+    assert l1_cycles_per_warp_lup(s, whole_warps=False) == pytest.approx(2 * cycles / halves,
+                                                                         rel=1e-12)
+    assert l1_cycles_per_warp_lup(s) == pytest.approx(whole * 32 / lups, rel=1e-12)
     assert fp.l1_load == pytest.approx(sectors[0] * 32 / lups, rel=1e-12)
     assert fp.l2_store == pytest.approx(sectors[1] * 32 / lups, rel=1e-12)
     assert fp.l2_load_v1 == pytest.approx(union * 32 / lups, rel=1e-12)

@@ -78,7 +78,20 @@ def test_stencil_parameters_are_simple_annotated_keywords(module):
     assert "alignment" in sig.parameters and module.kernel.__doc__
     for p in sig.parameters.values():
         assert p.kind is p.KEYWORD_ONLY or p.default is not p.empty
-        assert p.annotation in ("int", "int | str", "tuple[int, int, int]", "tuple[int, int]")
+        assert p.annotation in ("int", "int | str", "tuple[int, int, int]", "tuple[int, int]",
+                                "str")
+
+
+@pytest.mark.parametrize(
+    "module", [star3d, star2d, box3d, copy3d, lbm_d3q19, allen_cahn_d3q15]
+)
+def test_pystencils_stencils_are_generated_for_the_target_they_are_given(module):
+    shape = SMALL[:2] if module is star2d else (16, 8, 8)
+    assert module.kernel(shape=shape).target == "CUDA"  # the default
+    hip = module.kernel(shape=shape, target="hip")
+    assert hip.target == "HIP" and hip == module.kernel(shape=shape, target="CUDA")
+    with pytest.raises(ws.KernelError, match="target must be one of cuda, hip, got 'sycl'"):
+        module.kernel(shape=shape, target="sycl")
 
 
 def test_lbm_stores_19_doubles_per_update_up_to_partial_sectors(lbm):

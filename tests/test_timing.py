@@ -11,7 +11,13 @@ import pytest
 import warpspeed as ws
 from stencils.star3d_by_hand import kernel as star
 from warpspeed.timing import DEFAULT_MODEL, MODELS
-from warpspeed.timing.latency import fp_slots, memory_params, wave_efficiency
+from warpspeed.timing.latency import (
+    binding_limiter,
+    fp_slots,
+    glups_from_terms,
+    memory_params,
+    wave_efficiency,
+)
 from warpspeed.timing.memory import achieved_bandwidth
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -164,6 +170,64 @@ def test_a_tiny_grid_costs_a_launch_and_a_latency_chain_not_a_full_wave():
     small = ws.predict(star_ps(radius=1, shape=(32, 32, 32)), m, (128, 2, 1))
     assert small.terms["kernel_time_us"] > m.launch_overhead_us
     assert small.glups < 32**3 / (1000 * m.launch_overhead_us)
+
+
+def _terms(launch_us, chain_us, waves=0.5, updates=1000.0, t_update_ns=1.0,
+           roofline_glups=1.0):
+    return {"launch_us": launch_us, "block_chain_us": chain_us, "waves": waves,
+            "updates": updates, "t_update_ns": t_update_ns, "roofline_glups": roofline_glups}
+
+
+@pytest.mark.parametrize("terms, limiter", [
+    # 1000 updates at 1 ns (roofline 1 GLup/s): the level's time is 1 us; half a wave's
+    # share is 0.5 / 0.5 * 1000 * 1 ns = 1 us, so a chain of 0.3 us does not set it
+    (_terms(launch_us=2.0, chain_us=0.3), "launch"),
+    (_terms(launch_us=0.5, chain_us=0.3), "dram"),
+    (_terms(launch_us=1.0, chain_us=0.3), "dram"),  # a tie stays with the level
+    # a chain of 1.5 us sets the last partial wave and outlasts the level and the launch
+    (_terms(launch_us=0.5, chain_us=1.5), "partial wave"),
+    (_terms(launch_us=2.0, chain_us=1.5), "launch"),
+    # whole waves: no partial wave, whatever the chain
+    (_terms(launch_us=0.5, chain_us=1.5, waves=2.0), "dram"),
+])
+def test_the_launch_or_the_partial_wave_binds_when_it_outlasts_every_level(terms, limiter):
+    assert binding_limiter("dram", terms) == limiter
+
+
+def test_a_launch_bound_star_is_labelled_launch_with_its_glups_and_four_limits_kept():
+    from stencils.star3d import kernel as star_ps
+
+    m = ws.load_machine("A100")
+    p = ws.predict(star_ps(radius=1, shape=(4, 4, 4)), m, (64, 4, 1))
+    t = p.terms
+    # 64 updates: the DRAM time of all of them, 64 / DRAM limit (0.68 us), is below
+    # the A100's launch overhead of 2.75 us
+    assert 64 / p.limits["dram"] < 1000 * m.launch_overhead_us == 2750
+    assert p.limiter == "launch" and set(p.limits) == {"fp", "l1", "l2", "dram"}
+    assert min(p.limits, key=p.limits.__getitem__) == "dram"
+    assert p.glups == pytest.approx(64 / (1000 * t["kernel_time_us"]))
+    assert p.glups == pytest.approx(glups_from_terms(t))
+    paper = ws.predict(star_ps(radius=1, shape=(4, 4, 4)), m, (64, 4, 1), model="paper")
+    assert paper.limiter == "dram"
+    big = ws.predict(star(), m, (256, 1, 4))
+    assert big.limiter == "dram"
+
+
+def test_a_grid_below_one_wave_with_heavy_core_work_is_labelled_partial_wave():
+    # 64 x 64 updates, 20000 FMAs each, blocks of 256 x 1 x 1 clipped to 64 working
+    # threads: 64 blocks, far below one wave of A100
+    m = ws.load_machine("A100")
+    a, b = ws.Field("A", shape=(66, 66, 3)), ws.Field("B", shape=(66, 66, 3))
+    x, y, z = ws.tidx, ws.tidy, ws.tidz
+    k = ws.Kernel(loads=[a[x + 1 + d, y + 1, z + 1] for d in (-1, 0, 1)],
+                  stores=[b[x + 1, y + 1, z + 1]], domain=(64, 64, 1), fp_instructions=20000)
+    p = ws.predict(k, m, (256, 1, 1))
+    t_fp = 20000 / (m.sms * m.clock_ghz * m.fp64_fma_per_sm_cycle)  # ns per update
+    chain = m.dram_latency_ns + t_fp * m.sms * 64  # one block's chain, ns
+    assert p.terms["block_chain_us"] == pytest.approx(chain / 1000)
+    # the chain (28.7 us) outlasts the FP time of all 4096 updates (16.8 us) and the launch
+    assert chain > 4096 * t_fp > 1000 * m.launch_overhead_us
+    assert p.limiter == "partial wave" and p.limits["fp"] == pytest.approx(1 / t_fp)
 
 
 def test_a_machine_file_without_the_new_parameters_names_them(tmp_path):

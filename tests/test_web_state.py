@@ -6,6 +6,7 @@ uploaded machines, the layer-condition sweep and the bounded ranking."""
 from __future__ import annotations
 
 import dataclasses
+import html
 import re
 from pathlib import Path
 
@@ -63,6 +64,28 @@ def test_every_shipped_stencil_is_offered() -> None:
     assert not any(n.startswith("_") for n in names)
     assert state.stencil_defaults("star3d_by_hand") == {
         "radius": "4", "shape": "640,512,512", "alignment": "interior"}
+
+
+def test_shipped_pystencils_stencils_follow_the_machines_vendor() -> None:
+    form = Form(stencil="star3d", params="radius=1 shape=64,64,32", block="64,2,1")
+    for machine, target in (("MI210", "HIP"), ("A100", "CUDA")):
+        out = state.evaluate(dataclasses.replace(form, machine=machine))
+        assert out.errors == {} and out.kernel.target == target
+        assert not any("generated for" in n for n in out.prediction.notes)
+    ranked = explore.rank_form(dataclasses.replace(form, machine="MI210", threads="256",
+                                                   folds="1,1,1 1,1,2"))
+    assert not any("generated for" in n for p in ranked.predictions for n in p.notes)
+    assert "target" not in state.stencil_defaults("star3d")
+
+
+def test_the_explanation_carries_the_predictions_notes() -> None:
+    out = state.evaluate(Form(params="radius=1 shape=64,64,32", block="64,2,1",
+                              machine="MI210"))
+    assert out.errors == {} and out.prediction.notes
+    text = views.explanation_html(out.prediction, out.advice)
+    assert all(html.escape(f"note: {n}") in text for n in out.prediction.notes)
+    summary = views.summary_html(out.prediction, out.advice.vendor)
+    assert "blocks per CU" in summary and "cycles per wavefront" in summary
 
 
 def library_error(fn: object) -> str:

@@ -20,10 +20,12 @@ from collections.abc import Callable, Sequence
 from .errors import WarpspeedError
 from .input.kernel import Kernel
 from .input.stencil_spec import UsageError, load_stencil, parse_params
-from .machine import load_machine, machine_files
+from .machine import Machine, load_machine, machine_files
 from .model import Prediction, predict
 from .search.rank import DEFAULT_FOLDS, Ranking, rank
+from .search.variants import thread_counts
 from .timing import DEFAULT_MODEL, MODELS
+from .timing.hierarchy import VENDOR_TARGET
 
 
 class _Parser(argparse.ArgumentParser):
@@ -74,9 +76,15 @@ def build_variants(
     registers: int | None,
     arch: str | None,
     folds: Sequence[tuple[int, int, int]],
+    target: str | None = None,
+    declared: bool = False,
 ) -> dict[tuple[int, int, int], Kernel]:
     """The kernels of ``spec`` for each fold (see :func:`kernel_factory`);
-    nvcc runs for all folds at once."""
+    nvcc runs for all folds at once. ``target`` ("cuda" or "hip") is passed
+    to a stencil whose ``kernel()`` takes one (the shipped pystencils
+    stencils); a ``declared`` target (``--target``) is recorded as
+    ``Kernel.target`` of a stencil that takes none, which otherwise keeps
+    its own (unknown for a hand-written kernel; MODEL.md §15)."""
     from concurrent.futures import ThreadPoolExecutor
 
     module = load_stencil(spec)
@@ -85,8 +93,11 @@ def build_variants(
         raise UsageError(f"{spec} defines no function kernel(**params) returning a ws.Kernel")
     params = parse_params(module_func, items)
     takes_fold = _takes_fold(module_func)
+    takes_target = "target" in inspect.signature(module_func).parameters
     if "fold" in params:
         raise UsageError("give the fold with --fold X,Y,Z, not --set fold=...")
+    if "target" in params:
+        raise UsageError("give the target with --target cuda|hip, not --set target=...")
     generate = getattr(module, "generate", None)
     use_generate = registers is None and callable(generate)
 
@@ -94,6 +105,8 @@ def build_variants(
     sources: dict[tuple[int, int, int], object] = {}
     for fold in folds:
         kwargs = dict(params)
+        if takes_target and target:
+            kwargs["target"] = target
         if takes_fold:
             kwargs["fold"] = fold
         elif fold != (1, 1, 1):
@@ -115,6 +128,8 @@ def build_variants(
             )
         if registers is not None:
             kernel = dataclasses.replace(kernel, registers=registers, registers_source="user")
+        if declared and target and not takes_target:
+            kernel = dataclasses.replace(kernel, target=target.upper())
         kernels[fold] = kernel
     if sources:
         from .pystencils.registers import start_count, with_registers
@@ -145,13 +160,15 @@ def parse_triple(text: str, what: str) -> tuple[int, int, int]:
     return vals  # type: ignore[return-value]
 
 
-def prediction_table(preds: Sequence[Prediction], title: str = "") -> object:
-    """The predictions table, with its title above it (:mod:`warpspeed.reports.tables`)."""
+def prediction_table(preds: Sequence[Prediction], title: str = "",
+                     vendor: str = "NVIDIA") -> object:
+    """The predictions table in ``vendor``'s words, with its title above it
+    (:mod:`warpspeed.reports.tables`)."""
     from rich.console import Group
 
     from .reports.tables import prediction_table as table
 
-    return Group(title, table(preds)) if title else table(preds)
+    return Group(title, table(preds, vendor=vendor)) if title else table(preds, vendor=vendor)
 
 
 def _print(obj: object) -> None:
@@ -178,20 +195,30 @@ def cmd_machines(args: argparse.Namespace) -> int:
     return 0
 
 
+def code_target(args: argparse.Namespace, m: Machine) -> str:
+    """``--target``, else the target of the machine's vendor: ``hip`` on AMD,
+    ``cuda`` on NVIDIA (MODEL.md §15)."""
+    return args.target or VENDOR_TARGET.get(m.vendor, "CUDA").lower()
+
+
 def _one_kernel(args: argparse.Namespace) -> tuple[Kernel, tuple[int, int, int]]:
     fold = parse_triple(args.fold, "--fold")
     block = parse_triple(args.block, "--block")
-    arch = load_machine(args.machine).arch
-    return build_variants(args.stencil, args.set, args.registers, arch, [fold])[fold], block
+    m = load_machine(args.machine)
+    kernels = build_variants(args.stencil, args.set, args.registers, m.arch, [fold],
+                             code_target(args, m), args.target is not None)
+    return kernels[fold], block
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
     kernel, block = _one_kernel(args)
-    p = predict(kernel, args.machine, block, model=args.model)
+    m = load_machine(args.machine)
+    p = predict(kernel, m, block, model=args.model)
     if args.json:
         print(json.dumps(p.to_dict(), indent=2))
     else:
-        _print(prediction_table([p], title=f"{kernel.name} on {p.machine} ({p.model} model)"))
+        _print(prediction_table([p], title=f"{kernel.name} on {p.machine} ({p.model} model)",
+                                vendor=m.vendor))
         for note in p.notes:  # MODEL.md §15
             _print(f"note: {note}")
         _print(registers_line([(kernel.fold, kernel)]))
@@ -259,6 +286,17 @@ def _positive(text: str) -> int:
     return v
 
 
+def _threads(text: str) -> int:
+    """A ``--threads`` count: a positive integer (the machine's limit is
+    checked once the machine is known)."""
+    try:
+        return _positive(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of threads per block (e.g. --threads 256), got {text!r}"
+        ) from None
+
+
 def cmd_rank(args: argparse.Namespace) -> int:
     takes_fold = _takes_fold(load_kernel_function(args.stencil))
     if args.fold:
@@ -267,13 +305,16 @@ def cmd_rank(args: argparse.Namespace) -> int:
         # a stencil module may name its own foldings (FOLDS), e.g. a 2-D kernel
         own = getattr(load_stencil(args.stencil), "FOLDS", None)
         folds = [(1, 1, 1)] if not takes_fold else list(own or DEFAULT_FOLDS)
-    arch = load_machine(args.machine).arch
-    variants = build_variants(args.stencil, args.set, args.registers, arch, folds)
+    m = load_machine(args.machine)
+    threads = thread_counts(args.threads, m, "--threads " + " ".join(map(str, args.threads))
+                            ) if args.threads else None
+    variants = build_variants(args.stencil, args.set, args.registers, m.arch, folds,
+                              code_target(args, m), args.target is not None)
     bar = _ProgressBar() if sys.stderr.isatty() else None
     t0 = time.monotonic()
     try:
         r = rank(
-            variants, args.machine, threads=args.threads or None, all_shapes=args.all_shapes,
+            variants, m, threads=threads, all_shapes=args.all_shapes,
             top=args.top, jobs=args.jobs, progress=bar, model=args.model,
         )
     finally:
@@ -292,7 +333,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
             f"best {len(r.predictions)} of {r.configurations}" if r.top
             else f"{r.configurations} configurations"
         )
-        _print(prediction_table(list(r.predictions), title=title))
+        _print(prediction_table(list(r.predictions), title=title, vendor=m.vendor))
         _print(_rank_summary(r, elapsed))
         _print(registers_line(list(variants.items())))
         if r.predictions:  # the best's grounding and error band, MODEL.md §14
@@ -325,7 +366,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     a = advise(p, m, kernel)
     _print(f"{a.kernel} on {a.machine}, block {','.join(map(str, a.block))}, "
            f"fold {','.join(map(str, a.fold))}: {a.glups:.2f} GLup/s")
-    rows = [[name, f"{value:.2f}", "binding" if name == a.limiter else f"{value / a.glups:.2f}x"]
+    rows = [[name, f"{value:.2f}",
+             "binding" if name == a.limiter else f"{value / a.binding_limit:.2f}x"]
             for name, value in a.limits]
     _print(fitted_table((Column("limiter", justify="left"), Column("limit", "GLup/s"),
                          Column("headroom", "x binding", justify="left")), rows))
@@ -375,6 +417,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "kernel's)")
         p.add_argument("--model", default=DEFAULT_MODEL, choices=tuple(MODELS),
                        help=f"timing model (default {DEFAULT_MODEL}; 'warpspeed models')")
+        p.add_argument("--target", choices=("cuda", "hip"),
+                       help="code generator target of the stencils made with pystencils "
+                            "(default: the machine's vendor's, hip on AMD, cuda on NVIDIA); "
+                            "recorded as the target of a hand-written stencil")
 
     p_p = sub.add_parser("predict", help="predict one launch configuration")
     common(p_p)
@@ -385,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_r = sub.add_parser("rank", help="rank block sizes and foldings by predicted GLup/s")
     common(p_r)
-    p_r.add_argument("--threads", type=_positive, nargs="+", action="extend", metavar="N",
+    p_r.add_argument("--threads", type=_threads, nargs="+", action="extend", metavar="N",
                      help="threads per block (repeatable; default every power of two from "
                           "64 to the machine's limit; counts that cannot launch are excluded)")
     p_r.add_argument("--fold", nargs="+", action="extend", metavar="X,Y,Z",

@@ -143,6 +143,16 @@ class BlockStage:
     bound: dict[SymForm, LinForm]
     l1_cycles: float
     footprint: Footprint
+    #: The paper's L1 count (MODEL.md §4: the mean of the active half warps,
+    #: idle halves of a warp free) where it differs from ``l1_cycles`` (whole
+    #: warps issued); None: the same count (AMD's line count).
+    l1_cycles_paper: float | None = None
+
+    def l1_for(self, whole_warps: bool) -> float:
+        """The L1 count a timing model reads (its ``whole_warps`` flag)."""
+        if whole_warps or self.l1_cycles_paper is None:
+            return self.l1_cycles
+        return self.l1_cycles_paper
 
 
 def predict(
@@ -257,7 +267,7 @@ def _count_stacked(
     classes, counted over their stacked samples, into ``out``."""
     stacked, owner = stack([smp for *_, smp in items])
     n_loads = items[0][3]
-    l1 = _l1_cycles(stacked, owner, len(items), machine)
+    l1, paper = _l1_cycles(stacked, owner, len(items), machine)
     fps = footprints_of(stacked, owner, len(items), n_loads, machine.l1_sector_bytes,
                         machine.l1_line_bytes, machine.warp_size)
     for j, (i, launch, bound, _, smp) in enumerate(items):
@@ -265,18 +275,21 @@ def _count_stacked(
             kernel=kernel, machine=machine, launch=launch, bound=bound,
             l1_cycles=float(l1[j]),
             footprint=replace(fps[j], streams=address_streams(smp, n_loads)),
+            l1_cycles_paper=None if paper is None else float(paper[j]),
         )
 
 
-def _l1_cycles(s: Sample, owner: np.ndarray, launches: int, m: Machine) -> np.ndarray:
+def _l1_cycles(s: Sample, owner: np.ndarray, launches: int, m: Machine
+               ) -> tuple[np.ndarray, np.ndarray | None]:
     """L1 cycles per wavefront of ``m.warp_size`` lanes and lattice update of
     each stacked launch: the half-warp count of MODEL.md §4 (per 32 lanes,
-    scaled to the wavefront) or one line per clock (``l1_model = "lines"``,
-    MODEL.md §15)."""
+    scaled to the wavefront; whole warps issued, and the paper's count) or
+    one line per clock (``l1_model = "lines"``, MODEL.md §15; one count)."""
     if m.l1_model == "lines":
         return line_cycles_of(s, owner, launches, m.l1_line_bytes, m.warp_size,
-                              m.l1_lanes_per_cycle)
-    return l1_cycles_of(s, owner, launches) * m.warp_size / 32
+                              m.l1_lanes_per_cycle), None
+    whole, paper = l1_cycles_of(s, owner, launches) * m.warp_size / 32
+    return whole, paper
 
 
 def finish(
@@ -295,6 +308,8 @@ def finish(
         return lv
 
     gv = gather_volumes(kernel.gathers, m.warp_size) if kernel.gathers else None
+    stage = replace(stage, l1_cycles=stage.l1_for(MODELS[model].whole_warps),
+                    l1_cycles_paper=None)  # the count this model reads (MODEL.md §4)
     if gv is not None:
         stage = replace(stage, l1_cycles=stage.l1_cycles + gv.l1_cycles)
     lv = levels(m)

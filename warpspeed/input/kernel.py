@@ -260,7 +260,7 @@ class Kernel:
     * ``registers``: registers per thread (default 32) and
       ``registers_source``, where the count comes from, shown with every
       prediction: ``"kernel"`` (given with the kernel), ``"user"``,
-      ``"nvcc sm_80"``, ``"estimate"`` (:mod:`warpspeed.pystencils.registers`);
+      ``"nvcc sm_80"``, ``"estimate: <why>"`` (:mod:`warpspeed.pystencils.registers`);
       ``shared_memory``: bytes of shared memory per block.
     * ``fixed_block``: the only block size the kernel can be launched with,
       when its code generator fixes it (pystencils' ``blockwise4d``); ``None``

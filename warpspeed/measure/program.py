@@ -187,9 +187,12 @@ def program_for(
     )
 
 
-def design_blocks(threads: int, kernel: Kernel) -> list[Triple]:
-    """The paper's block sizes of ``threads`` threads for ``kernel``
-    (MODEL.md §8), as :func:`warpspeed.pystencils.blocks` lists them."""
+def design_blocks(threads: int | Iterable[int], kernel: Kernel) -> list[Triple]:
+    """The paper's block sizes of ``threads`` threads (one count or several)
+    for ``kernel`` (MODEL.md §8), as :func:`warpspeed.pystencils.blocks`
+    lists them."""
     from warpspeed.pystencils import blocks
+    from warpspeed.search.variants import thread_counts
 
-    return blocks(threads, tuple(kernel.domain))  # type: ignore[arg-type]
+    return [b for t in thread_counts(threads, None)
+            for b in blocks(t, tuple(kernel.domain))]  # type: ignore[arg-type]

@@ -267,7 +267,7 @@ def measure_fold(
     param_items: Sequence[str],
     fold: Triple,
     *,
-    threads: int | None = None,
+    threads: int | Sequence[int] | None = None,
     blocks: Sequence[Triple] | None = None,
     warmup: int = 5,
     repetitions: int = 25,
@@ -282,7 +282,7 @@ def measure_fold(
     scalars = {k: float(v) for k, v in parse_params(scalar_items).items()}
     kernel, kernel_function = generate_variant(spec, params, fold)
     program = program_for(kernel_function, kernel, scalars)
-    todo = list(blocks) if blocks else design_blocks(threads or 1024, kernel)
+    todo = list(blocks) if blocks else design_blocks(1024 if threads is None else threads, kernel)
     timings, (sm_mhz, mem_mhz) = time_program(program, todo, warmup, repetitions)
     warnings = [f"{t.block}: skipped, {t.skipped}" for t in timings if t.skipped]
     ran = [t for t in timings if not t.skipped]

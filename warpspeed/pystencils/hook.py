@@ -44,6 +44,7 @@ every variant's reason (``.reasons``): a ranking is never empty.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
@@ -61,6 +62,7 @@ from ..search.executor import no_collection
 from ..search.rank import rank as ws_rank
 from ..search.rank import summary
 from ..search.ties import ranking_key
+from ..search.variants import thread_counts
 from ..timing import DEFAULT_MODEL
 from ..volumes.capacity import CapacityFits
 from .default_block import with_default_block
@@ -79,8 +81,10 @@ def blocks(
 ) -> list[tuple[int, int, int]]:
     """Power-of-two block sizes of ``threads`` threads in the paper's design
     space (MODEL.md §8), without dimensions larger than the domain needs."""
-    if threads < 1 or threads & (threads - 1):
-        raise LaunchError(f"threads per block must be a power of two, got {threads}")
+    if (isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1
+            or threads & (threads - 1)):
+        raise LaunchError(f"threads={threads!r}: threads per block must be a positive power of "
+                          "two, e.g. 256")
     cap = [
         min(lim, 1 << max(0, math.ceil(math.log2(d))))
         for lim, d in zip((1024, 1024, 64), domain)
@@ -201,8 +205,7 @@ def rank(
     kernels = {f: (ex.kernel if isinstance(ex, Extraction) else ex) for f, ex in items}
     if not kernels:
         raise LaunchError("no folding variant to rank")
-    counts = [threads] if isinstance(threads, int) else threads
-    ranking = ws_rank(kernels, machine, threads=counts, fits=fits, jobs=jobs, model=model,
+    ranking = ws_rank(kernels, machine, threads=threads, fits=fits, jobs=jobs, model=model,
                       executor=executor)
     return list(ranking.predictions)
 
@@ -235,7 +238,9 @@ def create_kernel(
     and all predictions sorted best first (MODEL.md §8). ``shape``: for
     fields of symbolic size, the spatial extents of the arrays *including
     ghost layers*, x first. ``threads``: a count or counts per block
-    (default every power of two from 64 that can launch); ``registers``: a
+    (default every power of two from 64 that can launch; a count that is not
+    a positive integer within the machine's limit raises
+    :class:`warpspeed.LaunchError` before anything is generated); ``registers``: a
     count, ``"estimate"``, or ``None`` for nvcc's count when installed
     (module docstring). Variants that cannot be made or predicted are
     skipped (:attr:`Ranked.skipped`); if none can be ranked,
@@ -267,7 +272,10 @@ def create_kernel(
         'GpuKernel'
     """
     with no_collection():  # no walk of pystencils' heap here or in the workers
-        arch = load_machine(machine).arch
+        m = load_machine(machine)
+        arch = m.arch
+        if threads is not None:  # refused before any variant is generated
+            threads = thread_counts(threads, m)
         job = Job(assignments, config, shape,
                   {"base_offsets": base_offsets, "layout": layout, "params": params,
                    "grid_points": grid_points, "index_list": index_list, "list_order": list_order},

@@ -4,8 +4,11 @@ the occupancy; §13: approximations).
 
 :func:`kernel_registers` is what the generation hook and the CLI use. Its
 answer names its source: ``"nvcc sm_80"`` (the count ``ptxas`` reports for
-the machine's architecture), ``"estimate"`` (no nvcc, or nvcc failed) or
-``"user"`` (a count the caller gave). nvcc runs once per kernel source,
+the machine's architecture), ``"estimate"`` with the reason nvcc did not
+give the count (not installed, an AMD architecture, a HIP kernel, a failed
+compilation, or the estimate asked for; a kernel's ``registers_source``
+reads ``"estimate: nvcc is not installed"``) or ``"user"`` (a count the
+caller gave). nvcc runs once per kernel source,
 architecture and nvcc installation: the answers are cached in memory and
 on disk (:func:`cache_dir`: ``$WARPSPEED_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/warpspeed``, else ``~/.cache/warpspeed``; one small JSON
@@ -225,11 +228,13 @@ def kernel_registers(
         )
     estimate = estimate_registers(kernel_function, kernel)
     if given == "estimate":
-        return Registers(estimate, "estimate", "asked for the estimate")
+        return Registers(estimate, "estimate", "registers='estimate' given")
     if not arch:
         return Registers(estimate, "estimate", "the machine file names no arch for nvcc")
     if not nvcc_arch(arch):
-        return Registers(estimate, "estimate", f"nvcc does not compile for {arch}")
+        amd = arch.startswith("gfx")
+        return Registers(estimate, "estimate", f"no nvcc for AMD ({arch})" if amd
+                         else f"nvcc does not compile for {arch}")
     if _is_hip(kernel_function):
         return Registers(estimate, "estimate", "the kernel was generated for HIP, nvcc compiles "
                          "CUDA")
@@ -261,7 +266,9 @@ def with_registers(
 ) -> tuple[Kernel, str | None]:
     """``kernel`` with the registers of :func:`kernel_registers` (the count
     of ``pending`` when nvcc was started by :func:`start_count`), and a note
-    when the estimate stands in for nvcc."""
+    when the estimate stands in for nvcc. The kernel's ``registers_source``
+    is the source with, for the estimate, the reason (``"estimate: nvcc is
+    not installed"``, MODEL.md §14)."""
     def counter(kf: Any, a: str) -> RegisterCount:
         return pending.result() if pending is not None else nvcc_registers(kf, a)
 
@@ -270,7 +277,8 @@ def with_registers(
     if r.source == "estimate":
         note = (f"registers per thread: {r.count}, a conservative estimate "
                 f"({r.note}; warpspeed.pystencils.registers says how it is counted)")
-    return replace(kernel, registers=r.count, registers_source=r.source), note
+    source = f"{r.source}: {r.note}" if r.source == "estimate" and r.note else r.source
+    return replace(kernel, registers=r.count, registers_source=source), note
 
 
 __all__ = [

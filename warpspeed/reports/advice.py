@@ -4,18 +4,25 @@ paper model).
 
 Everything is derived from the numbers of a :class:`~warpspeed.model.Prediction`
 (and, where given, the machine and the kernel): the binding limiter, the
-headroom to the next limiter, i.e. the speedup bound if the binding one were
-removed, and hints in words with the numbers behind them. Nothing is
+headroom to the next limiter (its limit over the binding limit), i.e. the
+speedup bound if the binding one were removed, and hints in words with the
+numbers behind them. Nothing is
 printed; the CLI renders :class:`Advice`.
 
-Hint rules (thresholds are choices of this module, stated in each rule):
+Hint rules (thresholds are choices of this module, stated in each rule). The
+text uses the vendor's words (:mod:`.words`: SM and warp, or CU and
+wavefront on AMD).
 
 * ``narrow_block_x``: block x extent below 16 threads while the domain is
   wider: a half warp (MODEL.md §4) spans several rows, so its accesses fall
-  into several 1 KiB regions and rows touch partial 32 B sectors.
+  into several 1 KiB regions and rows touch partial 32 B sectors. On a
+  machine of the line L1 count (AMD, MODEL.md §15): a row narrower than one
+  L1 line of the kernel's smallest element (8 doubles in a 64 B line), so a
+  wavefront's rows each fill a line only partly.
 * ``l1_conflicts``: L1 cycles per warp per lattice update at least 10 %
   above the ideal of 2 cycles (two half warps at one cycle) per access
-  instruction per lattice update (MODEL.md §4).
+  instruction per lattice update (MODEL.md §4; on AMD the lines a wavefront
+  of contiguous elements fills, §15).
 * ``l1_capacity``: L1 capacity misses (MODEL.md §5, ``m1(O1)``) add at
   least 5 % to the L2 load volume.
 * ``layer_condition_z`` / ``layer_condition_xy``: reuse of the z (or x/y)
@@ -30,6 +37,9 @@ Hint rules (thresholds are choices of this module, stated in each rule):
   thread would allow one more block.
 * ``fp_bound``: the FP limit binds: fewer floating-point instructions per
   lattice update are the only lever.
+* ``launch_bound`` / ``partial_wave``: the default model's launch overhead,
+  or the last partial wave's block latency chain, binds (MODEL.md §11): the
+  hint gives its time and the kernel's, and what amortises it.
 * ``overlap``: the default model's overlap of SM work and the memory
   stream (MODEL.md §11) costs at least 5 % over the largest level time:
   the hint names the pair that serialises (FP or L1 work against the L2 or
@@ -58,8 +68,10 @@ from ..input.expr import bind_all
 from ..input.kernel import Kernel
 from ..machine import Machine
 from ..model import LIMITERS, Prediction
+from ..timing.latency import LAUNCH, PARTIAL_WAVE, launch_limits
 from ..timing.latency import overlap as pnorm
 from .expected import expected_accuracy, l1_bound_scores
+from .words import words
 
 MIB = 2**20
 SIGNIFICANT = 0.05  # share of a level's volume a hint must account for
@@ -79,9 +91,13 @@ class Hint:
 class Advice:
     """What binds a configuration and what would help.
 
-    ``limits`` are the finite limits in GLup/s, lowest first; ``headroom``
-    is ``next limit / prediction`` (>= 1), the speedup bound if the binding
-    limiter were removed, None when no other limit applies.
+    ``limits`` are the finite limits in GLup/s, lowest first: the levels'
+    and, with the default model, the launch overhead's and, where it sets
+    the last partial wave, the block latency chain's
+    (:func:`warpspeed.timing.latency.launch_limits`). ``binding_limit`` is
+    the binding limiter's; ``headroom`` is ``next limit / binding limit``
+    (>= 1), the speedup bound if the binding limiter were removed, None when
+    no other limit applies.
     """
 
     machine: str
@@ -91,9 +107,11 @@ class Advice:
     glups: float
     limiter: str
     limits: tuple[tuple[str, float], ...]
+    binding_limit: float
     next_limiter: str | None
     headroom: float | None
     hints: tuple[Hint, ...]
+    vendor: str = "NVIDIA"
 
 
 def advise(
@@ -119,19 +137,19 @@ def advise(
         True
     """
     p = prediction
-    finite = sorted(
-        ((k, v) for k, v in p.limits.items() if v is not None), key=lambda kv: (kv[1], kv[0])
-    )
-    nxt = finite[1] if len(finite) > 1 else None
+    finite = _limits(p)
+    binding = dict(finite).get(p.limiter, p.glups)
+    nxt = next(((k, v) for k, v in finite if k != p.limiter), None)
     hints = (
-        _block_x(p, kernel)
+        _block_x(p, kernel, machine)
         + _l1(p, kernel, machine)
         + _l1_capacity(p, machine)
         + _layer_conditions(p, machine)
         + _store_evictions(p)
         + _occupancy(p, machine, kernel)
         + _fp(p, kernel)
-        + _overlap(p, kernel)
+        + _launch_bound(p, machine)
+        + _overlap(p, kernel, machine)
         + _validation(p)
     )
     order = {lim: i for i, lim in enumerate(k for k, _ in finite)}
@@ -144,22 +162,38 @@ def advise(
         glups=p.glups,
         limiter=p.limiter,
         limits=tuple(finite),
+        binding_limit=binding,
         next_limiter=nxt[0] if nxt else None,
-        headroom=nxt[1] / p.glups if nxt else None,
+        headroom=nxt[1] / binding if nxt else None,
         hints=hints,
+        vendor=machine.vendor,
     )
+
+
+def _limits(p: Prediction) -> list[tuple[str, float]]:
+    """The finite limits of ``p``, lowest first (:class:`Advice`); the launch
+    and partial-wave limits only where they are below some level's (above
+    every level they could bind only once all levels were removed)."""
+    limits = {k: v for k, v in p.limits.items() if v is not None}
+    if "roofline_glups" in p.terms:
+        top = max(limits.values(), default=math.inf)
+        limits.update({k: v for k, v in launch_limits(p.terms).items()
+                       if v < top or k == p.limiter})
+    return sorted(limits.items(), key=lambda kv: (kv[1], kv[0]))
 
 
 def explanation_lines(p: Prediction, a: Advice) -> list[str]:
     """The text of ``warpspeed explain`` (and of the web page): binding
-    limiter, the latency model's terms, headroom and hints."""
+    limiter, the latency model's terms, headroom, hints and the prediction's
+    notes (what it assumes on the machine, MODEL.md §15)."""
     lines = [f"binding limiter: {a.limiter} ({p.model} model)"]
-    t = p.terms
+    t, w = p.terms, words(a.vendor)
     if "roofline_glups" in t:
         updates = t["updates"]
         body = t["kernel_time_us"] - t["launch_us"]
         lines.append(
-            f"roofline {t['roofline_glups']:.2f} GLup/s; SM work (FP {1000 * t['t_fp_ns']:.1f}, "
+            f"roofline {t['roofline_glups']:.2f} GLup/s; {w.sm} work "
+            f"(FP {1000 * t['t_fp_ns']:.1f}, "
             f"L1 {1000 * t['t_l1_ns']:.1f} ps) overlaps "
             f"{'imperfectly' if t['overlap_factor'] >= 1.005 else 'fully'} with the memory stream "
             f"(L2, DRAM: {1000 * t['t_memory_ns']:.1f} ps per update): "
@@ -183,13 +217,15 @@ def explanation_lines(p: Prediction, a: Advice) -> list[str]:
             "update"
         )
     if a.headroom is not None:
-        lines.append(f"headroom: {a.headroom:.2f}x until {a.next_limiter} binds "
-                     "(speedup bound if the binding limiter were removed)")
+        lines.append(f"headroom: {a.headroom:.2f}x until {a.next_limiter} binds (its limit "
+                     f"{a.headroom * a.binding_limit:.4g} over the {a.limiter} limit "
+                     f"{a.binding_limit:.4g} GLup/s: the speedup bound if the binding limiter "
+                     "were removed)")
     if a.hints:
         lines += [f"- [{h.kind}] {h.message}" for h in a.hints]
     else:
         lines.append("no hints: nothing stands out")
-    return lines
+    return lines + [f"note: {n}" for n in p.notes]  # MODEL.md §15
 
 
 def _validation(p: Prediction) -> tuple[Hint, ...]:
@@ -215,31 +251,53 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f} %"
 
 
-def _block_x(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:
-    bx = p.block[0]
-    if bx >= 16 or (kernel is not None and kernel.domain[0] <= bx):
+def _row_width(kernel: Kernel | None, m: Machine) -> int | None:
+    """Threads in x from which a block's rows stop splitting the L1's units
+    (module docstring, ``narrow_block_x``): a half warp, 16, or on the line
+    L1 count one line of the kernel's smallest element (None without the
+    kernel)."""
+    if m.l1_model != "lines":
+        return 16
+    if kernel is None:
+        return None
+    return max(1, m.l1_line_bytes // min(a.field.itemsize for a in kernel.loads + kernel.stores))
+
+
+def _block_x(p: Prediction, kernel: Kernel | None, m: Machine) -> tuple[Hint, ...]:
+    bx, w, need = p.block[0], words(m.vendor), _row_width(kernel, m)
+    if need is None or bx >= need or (kernel is not None and kernel.domain[0] <= bx):
         return ()
-    rows = math.ceil(16 / bx)
+    if m.l1_model == "lines":  # AMD (MODEL.md §15)
+        why = (f"a {w.warp} of {m.warp_size} spans {math.ceil(m.warp_size / bx)} rows, each "
+               f"filling a {m.l1_line_bytes} B L1 line only partly")
+    else:
+        why = (f"a half warp spans {math.ceil(16 / bx)} rows, so its accesses touch several "
+               "1 KiB regions and rows fill 32 B sectors only partly")
     threads = math.prod(p.block)
-    wider = (16, max(1, p.block[1] * bx // 16), p.block[2])
+    wider = (need, max(1, p.block[1] * bx // need), p.block[2])
     if math.prod(wider) != threads:
-        wider = (16, p.block[1], max(1, p.block[2] * bx // 16))
+        wider = (need, p.block[1], max(1, p.block[2] * bx // need))
     return (Hint(
         "narrow_block_x", "l1",
-        f"block x extent {bx} is below 16: a half warp spans {rows} rows, so its accesses "
-        f"touch several 1 KiB regions and rows fill 32 B sectors only partly "
-        f"(L1: {p.l1_cycles:.1f} cycles per warp and lattice update, L1 load "
-        f"{p.volumes.l1_load:.1f} B/Lup); a block of at least 16 threads in x, e.g. "
-        f"{','.join(map(str, wider))}, avoids that",
+        f"block x extent {bx} is below {need}: {why} (L1: {p.l1_cycles:.1f} cycles per "
+        f"{w.warp} and lattice update, L1 load {p.volumes.l1_load:.1f} B/Lup); a block of at "
+        f"least {need} threads in x, e.g. {','.join(map(str, wider))}, avoids that",
     ),)
+
+
+def _ideal_l1(p: Prediction, kernel: Kernel, m: Machine) -> float:
+    """L1 cycles per warp and lattice update of ``kernel``'s access
+    instructions at block ``p.block`` if each were unit-stride
+    (:func:`_ideal_cycles`)."""
+    bound = bind_all((a.forms for a in kernel.loads + kernel.stores), p.block)
+    loads, stores = thread_accesses(kernel, bound, p.block)  # the instructions a thread issues
+    return sum(_ideal_cycles(a.field.itemsize, m) for a in loads + stores) / kernel.lups_per_thread
 
 
 def _l1(p: Prediction, kernel: Kernel | None, m: Machine) -> tuple[Hint, ...]:
     if kernel is None:
         return ()
-    bound = bind_all((a.forms for a in kernel.loads + kernel.stores), p.block)
-    loads, stores = thread_accesses(kernel, bound, p.block)  # the instructions a thread issues
-    ideal = sum(_ideal_cycles(a.field.itemsize, m) for a in loads + stores) / kernel.lups_per_thread
+    ideal = _ideal_l1(p, kernel, m)
     if p.l1_cycles < 1.1 * ideal:
         return ()
     gain = ""
@@ -248,7 +306,7 @@ def _l1(p: Prediction, kernel: Kernel | None, m: Machine) -> tuple[Hint, ...]:
         gain = f"; at the ideal the L1 limit would be {lim * p.l1_cycles / ideal:.1f} GLup/s"
     return (Hint(
         "l1_conflicts", "l1",
-        f"L1 needs {p.l1_cycles:.1f} cycles per warp and lattice update, "
+        f"L1 needs {p.l1_cycles:.1f} cycles per {words(m.vendor).warp} and lattice update, "
         f"{p.l1_cycles / ideal:.2f}x the {ideal:.1f} of conflict-free unit-stride accesses "
         + ("(wavefronts touching more vector-L1 lines than unit stride needs)"
            if m.l1_model == "lines" else
@@ -275,11 +333,12 @@ def _l1_capacity(p: Prediction, m: Machine) -> tuple[Hint, ...]:
     alloc = p.footprint.alloc_per_block * p.blocks_per_sm / 1024
     return (Hint(
         "l1_capacity", "l2",
-        f"L1 capacity misses: {p.blocks_per_sm} blocks per SM allocate {alloc:.0f} KiB of "
+        f"L1 capacity misses: {p.blocks_per_sm} blocks per {words(m.vendor).sm} allocate "
+        f"{alloc:.0f} KiB of "
         f"L1 lines, the L1 holds {m.l1_bytes / 1024:.0f} KiB (O1 = {o1:.2f}); "
         f"{_pct(p.hit_fractions['m1'])} of the redundant loads miss, {extra:.1f} of "
         f"{total:.1f} B/Lup of L2 traffic; blocks with a smaller footprint (more compact "
-        "shapes, less halo) or fewer blocks per SM would help",
+        f"shapes, less halo) or fewer blocks per {words(m.vendor).sm} would help",
     ),)
 
 
@@ -295,7 +354,8 @@ def _layer_conditions(p: Prediction, m: Machine) -> tuple[Hint, ...]:
          "deeper blocks (a larger z extent), 2z folding or a smaller xy plane (a smaller "
          "domain cross-section, e.g. by tiling) would help"),
         ("layer_condition_xy", "y", w.old[0], w.overlap[0], p.hit_fractions["h_xy"],
-         "fewer threads in flight per wave (fewer blocks per SM) or fewer bytes per "
+         f"fewer threads in flight per wave (fewer blocks per {words(m.vendor).sm}) or fewer "
+         "bytes per "
          "thread would help"),
     )
     for kind, axis, old, overlap, hit, remedy in cases:
@@ -335,7 +395,7 @@ def _occupancy(p: Prediction, m: Machine, kernel: Kernel | None) -> tuple[Hint, 
         return ()
     text = (
         f"occupancy limited by {by.replace('_', ' ')}: {p.blocks_per_sm} blocks of {threads} "
-        f"threads per SM use {used} of {m.max_threads_per_sm} thread slots "
+        f"threads per {words(m.vendor).sm} use {used} of {m.max_threads_per_sm} thread slots "
         f"({_pct(used / m.max_threads_per_sm)})"
     )
     if by == "registers" and kernel is not None:
@@ -361,7 +421,7 @@ def _occupancy(p: Prediction, m: Machine, kernel: Kernel | None) -> tuple[Hint, 
     return (Hint("occupancy", p.limiter, text),)
 
 
-def _overlap(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:
+def _overlap(p: Prediction, kernel: Kernel | None, m: Machine) -> tuple[Hint, ...]:
     t = p.terms
     if "overlap_factor" not in t or t["overlap_factor"] < OVERLAP_LOSS:
         return ()
@@ -380,16 +440,13 @@ def _overlap(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:
             f"and serialise in part "
             f"(p-norm exponent {expo:.2f}, MODEL.md §11): {ps * t['t_update_ns']:.1f} ps "
             f"instead of {ps * worst:.1f}")
-    ideal = None
-    if core == "l1" and kernel is not None:
-        bound = bind_all((a.forms for a in kernel.loads + kernel.stores), p.block)
-        loads, stores = thread_accesses(kernel, bound, p.block)
-        ideal = 2.0 * (len(loads) + len(stores)) / kernel.lups_per_thread
+    ideal = _ideal_l1(p, kernel, m) if core == "l1" and kernel is not None else None
     if ideal is not None and p.l1_cycles > 1.1 * ideal:
         at = pnorm(t_core * ideal / p.l1_cycles, memory, expo)
         text += (f"; at the ideal L1 count ({ideal:.1f} instead of {p.l1_cycles:.1f} cycles "
-                 "per warp-update: a block at least 16 wide in x, or a fold that merges "
-                 f"repeated loads) it would take {ps * at:.1f} ps")
+                 f"per {words(m.vendor).warp}-update: a block at least "
+                 f"{_row_width(kernel, m)} wide in x, or a fold that merges repeated loads) "
+                 f"it would take {ps * at:.1f} ps")
     elif small == "memory" and mem_level == "DRAM":
         text += ("; less DRAM traffic per update (a block that keeps the layer conditions or "
                  "merges partial stores) would hide it")
@@ -401,6 +458,29 @@ def _overlap(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:
     elif ideal is not None:
         text += "; the L1 count is at its ideal already: only fewer loads per update hide it"
     return (Hint("overlap", core if small == core else p.limiter, text),)
+
+
+def _launch_bound(p: Prediction, m: Machine) -> tuple[Hint, ...]:
+    """The launch overhead or the last partial wave binds (MODEL.md §11)."""
+    t = p.terms
+    if p.limiter == LAUNCH:
+        return (Hint(
+            "launch_bound", LAUNCH,
+            f"the launch overhead binds: {t['launch_us']:.2f} of the kernel's "
+            f"{t['kernel_time_us']:.2f} us go to launching it, more than any level's time for "
+            f"its {t['updates']:.3g} updates; more lattice updates per launch (a larger domain, "
+            "or several sweeps fused into one kernel) amortise it",
+        ),)
+    if p.limiter == PARTIAL_WAVE:
+        return (Hint(
+            "partial_wave", PARTIAL_WAVE,
+            f"the last partial wave binds: the grid fills {t['waves']:.3g} waves and the last "
+            f"one takes one block's own latency chain, {t['block_chain_us']:.2f} us (a DRAM "
+            f"round trip and the block's core work on one {words(m.vendor).sm}) of the kernel's "
+            f"{t['kernel_time_us']:.2f} us; a smaller block (a shorter chain) or more updates "
+            "per launch would help",
+        ),)
+    return ()
 
 
 def _fp(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:

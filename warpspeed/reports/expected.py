@@ -31,7 +31,7 @@ REGIME_SETS: dict[str, tuple[str, ...]] = {
     "l2": (),
     "fp": (),
 }
-REGIME_NAME = {"l1": "L1", "l2": "L2", "dram": "DRAM", "fp": "FP"}
+REGIME_NAME = {"l1": "L1", "l2": "L2", "dram": "DRAM", "fp": "FP", "partial wave": "partial-wave"}
 
 
 @dataclass(frozen=True)

@@ -43,15 +43,22 @@ LEVEL_TITLES: dict[str, str] = {
     "dram_load": "DRAM load",
     "dram_store": "DRAM store",
 }
+#: Every binding limiter a prediction names: the four levels, the atomics
+#: (MODEL.md §8) and the default model's launch and partial wave (§11).
+BINDING: tuple[str, ...] = (*LIMITERS, "atomics", "launch", "partial wave")
 #: Hatch of a bar by the binding limiter.
-LIMITER_HATCH: dict[str, str] = {"dram": "", "l2": "//", "l1": "..", "fp": "xx"}
+LIMITER_HATCH: dict[str, str] = {"dram": "", "l2": "//", "l1": "..", "fp": "xx",
+                                 "atomics": "++", "launch": "\\\\", "partial wave": "--"}
 #: Marker of a point by the binding limiter.
-LIMITER_MARKER: dict[str, str] = {"dram": "o", "l2": "s", "l1": "^", "fp": "D"}
+LIMITER_MARKER: dict[str, str] = {"dram": "o", "l2": "s", "l1": "^", "fp": "D",
+                                  "atomics": "X", "launch": "v", "partial wave": "P"}
 #: Line colour of each limit in :func:`limits_chart`.
 LIMITER_COLOR: dict[str, str] = {
     "dram": "tab:blue", "l2": "tab:orange", "l1": "tab:green", "fp": "tab:purple",
 }
-LIMITER_NAME: dict[str, str] = {"dram": "DRAM", "l2": "L2", "l1": "L1", "fp": "FP"}
+LIMITER_NAME: dict[str, str] = {"dram": "DRAM", "l2": "L2", "l1": "L1", "fp": "FP",
+                                "atomics": "atomics", "launch": "launch",
+                                "partial wave": "partial wave"}
 #: Fill colour of each breakdown part, by label.
 PART_COLOR: dict[str, str] = {
     "compulsory": "#4c72b0",
@@ -171,7 +178,7 @@ def _limiter_legend(ax: Axes, limiters: Iterable[str], bars: bool) -> None:
     from matplotlib.patches import Patch
 
     seen = set(limiters)
-    present = [lim for lim in LIMITERS if lim in seen]
+    present = [lim for lim in BINDING if lim in seen]
     if bars:
         handles: list[Any] = [
             Patch(facecolor="0.85", edgecolor="0.35", hatch=LIMITER_HATCH[lim],
@@ -221,7 +228,7 @@ def scatter(
         raise ValueError(f"{len(measured)} measurements for {len(preds)} predictions")
     fig, (ax,) = _new_figure((_width(len(preds)) if measured is None else 5.5, 4.2))
     xs = list(range(len(preds))) if measured is None else [float(m) for m in measured]
-    for lim in LIMITERS:
+    for lim in BINDING:
         idx = [i for i, p in enumerate(preds) if p.limiter == lim]
         if not idx:
             continue
@@ -401,6 +408,7 @@ def sweep(
 
 
 __all__ = [
+    "BINDING",
     "LEVELS",
     "LIMITER_HATCH",
     "LIMITER_MARKER",

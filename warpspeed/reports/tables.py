@@ -17,6 +17,7 @@ from typing import Any
 
 from ..machine import Machine
 from ..model import Prediction
+from .words import NVIDIA, Words, words
 
 #: Width when the output is not a terminal and ``COLUMNS`` is unset.
 DEFAULT_WIDTH = 120
@@ -100,22 +101,30 @@ def _fmt(v: object) -> str:
     return str(v)
 
 
-#: The prediction table's columns (MODEL.md §14): volumes in bytes per
-#: lattice update, limits and results in GLup/s.
-PREDICTION_COLUMNS = (
-    Column("block", justify="left"), Column("fold", justify="left"),
-    Column("blk/SM", "blocks", 3), Column("L1", "cyc/warp-Lup", 4),
-    Column("L1 ld", "B/Lup", 6), Column("L2 ld", "B/Lup", 5), Column("L2 st", "B/Lup", 6),
-    Column("DRAM ld", "B/Lup", 2), Column("DRAM st", "B/Lup", 3),
-    Column("FP lim", "GLup/s", 7), Column("L1 lim", "GLup/s", 7),
-    Column("L2 lim", "GLup/s", 7), Column("DRAM lim", "GLup/s", 7),
-    Column("roofline", "GLup/s", 1), Column("GLup/s", "predicted"),
-    Column("limiter", justify="left"),
-)
+def prediction_columns(w: Words = NVIDIA) -> tuple[Column, ...]:
+    """The prediction table's columns (MODEL.md §14): volumes in bytes per
+    lattice update, limits and results in GLup/s; blocks per SM (CU) and L1
+    cycles per warp (wavefront) in the vendor's words (:mod:`.words`)."""
+    return (
+        Column("block", justify="left"), Column("fold", justify="left"),
+        Column(f"blk/{w.sm}", "blocks", 3), Column("L1", f"cyc/{w.wave}-Lup", 4),
+        Column("L1 ld", "B/Lup", 6), Column("L2 ld", "B/Lup", 5), Column("L2 st", "B/Lup", 6),
+        Column("DRAM ld", "B/Lup", 2), Column("DRAM st", "B/Lup", 3),
+        Column("FP lim", "GLup/s", 7), Column("L1 lim", "GLup/s", 7),
+        Column("L2 lim", "GLup/s", 7), Column("DRAM lim", "GLup/s", 7),
+        Column("roofline", "GLup/s", 1), Column("GLup/s", "predicted"),
+        Column("limiter", justify="left"),
+    )
 
 
-def prediction_table(preds: Sequence[Prediction], width: int | None = None) -> Any:
-    """Predictions, one row each (:data:`PREDICTION_COLUMNS`)."""
+#: The prediction table's columns on an NVIDIA machine.
+PREDICTION_COLUMNS = prediction_columns()
+
+
+def prediction_table(preds: Sequence[Prediction], width: int | None = None,
+                     vendor: str = "NVIDIA") -> Any:
+    """Predictions, one row each (:func:`prediction_columns` in ``vendor``'s
+    words)."""
     rows = []
     for p in preds:
         d = p.to_dict()
@@ -127,7 +136,7 @@ def prediction_table(preds: Sequence[Prediction], width: int | None = None) -> A
             _fmt(lim["l2"]), _fmt(lim["dram"]),
             _fmt(p.terms.get("roofline_glups", p.glups)), _fmt(p.glups), p.limiter,
         ])
-    return fitted_table(PREDICTION_COLUMNS, rows, width)
+    return fitted_table(prediction_columns(words(vendor)), rows, width)
 
 
 def default_dram(m: Machine) -> str:
@@ -140,7 +149,7 @@ def default_dram(m: Machine) -> str:
 
 MACHINE_COLUMNS = (
     Column("name", justify="left"), Column("vendor", justify="left", drop=5),
-    Column("architecture", justify="left", drop=4), Column("SMs", "count", 6),
+    Column("architecture", justify="left", drop=4), Column("SMs / CUs", "count", 6),
     Column("GHz", "clock", 6), Column("L2 size", "MiB", 5),
     Column("DRAM paper", "GB/s", 3), Column("DRAM default", "GB/s copy / read", 2),
     Column("L2 bw", "GB/s", 5), Column("grounding", justify="left", drop=1),
@@ -152,7 +161,8 @@ MACHINE_COLUMNS = (
 def machine_table(rows: Sequence[dict[str, Any]], width: int | None = None) -> Any:
     """The built-in machines (``warpspeed machines``): one row per
     :func:`machine_row`."""
-    cells = [[r["name"], r["vendor"], r["architecture"], str(r["sms"]), f"{r['clock_ghz']:g}",
+    cells = [[r["name"], r["vendor"], r["architecture"],
+              f"{r['sms']} {words(r['vendor']).sm}s", f"{r['clock_ghz']:g}",
               f"{r['l2_bytes'] / 2**20:g}", f"{r['dram_bandwidth']:g}", r["dram_default"],
               f"{r['l2_bandwidth']:g}", r["grounding"],
               ", ".join(r["validated_on"]) or "none", r["description"]] for r in rows]
@@ -176,5 +186,5 @@ def machine_row(m: Machine, validated_on: Sequence[str] = ()) -> dict[str, Any]:
 
 
 __all__ = ["DEFAULT_WIDTH", "MACHINE_COLUMNS", "PREDICTION_COLUMNS", "Column", "console",
-           "default_dram", "fitted_table", "machine_row", "machine_table", "prediction_table",
-           "terminal_width"]
+           "default_dram", "fitted_table", "machine_row", "machine_table", "prediction_columns",
+           "prediction_table", "terminal_width"]

@@ -60,6 +60,7 @@ class _StageResult:
     launch: Launch
     l1_cycles: float
     footprint: Footprint
+    l1_cycles_paper: float | None
     wave_key: object
     load_bytes: float
     store_bytes: float
@@ -79,6 +80,7 @@ def _stage_chunk(
             launch=st.launch,
             l1_cycles=st.l1_cycles,
             footprint=st.footprint,
+            l1_cycles_paper=st.l1_cycles_paper,
             wave_key=wave_key(kernel, st.launch, st.bound) if bounds else None,
             load_bytes=compulsory_bytes(kernel.loads, st.bound, st.launch.block, kernel.domain)
             if bounds else 0.0,
@@ -210,7 +212,7 @@ def _stage(variants: list[tuple[Fold, Kernel]], m: Machine,
            res: _StageResult) -> BlockStage:
     # Workers send back the numbers only; finish() needs no bound forms.
     return BlockStage(variants[rep_variant[key][0]][1], m, res.launch, {}, res.l1_cycles,
-                      res.footprint)
+                      res.footprint, res.l1_cycles_paper)
 
 
 Copies = Callable[[object, Prediction], list[tuple[Prediction, "Config"]]]

@@ -139,7 +139,7 @@ def rank(
     kernels: KernelSource,
     machine: str | Path | Machine,
     *,
-    threads: Iterable[int] | None = None,
+    threads: int | Iterable[int] | None = None,
     folds: Sequence[Fold] | None = None,
     blocks: Iterable[Block] | None = None,
     all_shapes: bool = False,
@@ -156,6 +156,9 @@ def rank(
 
     ``kernels``: one Kernel, a mapping ``fold -> Kernel``, or a factory
     called once per fold of ``folds`` (default :data:`DEFAULT_FOLDS`).
+    ``threads``: threads per block, one count or several (default every
+    power of two from 64 to the machine's limit); a count that is not a
+    positive integer within that limit raises :class:`LaunchError`.
     ``blocks`` replaces the generated shapes by an explicit list.
     ``top``: keep the best ``top`` configurations and prune the rest.
     ``executor``: any ``concurrent.futures.Executor``; else a local process

@@ -5,6 +5,7 @@ note on merged repeated loads (MODEL.md §1, §10)."""
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..errors import EmptyRankingError, LaunchError
@@ -29,19 +30,47 @@ def default_threads(machine: Machine) -> tuple[int, ...]:
     return tuple(out) or (machine.max_threads_per_block,)
 
 
-def thread_counts(threads: Iterable[int] | None, machine: Machine) -> tuple[int, ...]:
-    """The requested thread counts (default :func:`default_threads`), each
-    within the machine's limit."""
+#: What a ``threads`` argument may be, said by every refusal of one.
+THREADS_FORMS = ("give a positive count of threads per block (threads=256), several "
+                 "(threads=[128, 256]), or None for every power of two from 64 to the "
+                 "machine's limit")
+
+
+def thread_count(t: object, label: str, machine: Machine | None = None) -> int:
+    """One thread count of a ``threads`` argument (named ``label`` in the
+    error) as an int: a positive whole number within the machine's threads
+    per block, else a :class:`LaunchError` saying what to give (MODEL.md §8)."""
+    if isinstance(t, bool) or not isinstance(t, numbers.Integral):
+        raise LaunchError(f"{label}: {t!r} is not a whole number of threads; " + THREADS_FORMS)
+    n = int(t)
+    if n < 1:
+        raise LaunchError(f"{label}: a block needs at least one thread, got {n}; "
+                          + THREADS_FORMS)
+    if machine is not None and n > machine.max_threads_per_block:
+        raise LaunchError(
+            f"{label}: {n} threads per block, but {machine.name} allows at most "
+            f"{machine.max_threads_per_block}; give counts up to {machine.max_threads_per_block}"
+        )
+    return n
+
+
+def thread_counts(threads: int | Iterable[int] | None, machine: Machine | None,
+                  label: str | None = None) -> tuple[int, ...]:
+    """The requested thread counts, distinct, in order: ``threads`` is one
+    count, an iterable of counts, or None (:func:`default_threads`; needs
+    ``machine``). Each is checked by :func:`thread_count`; ``label`` names
+    the argument in errors (default ``threads=<value>``)."""
+    label = label or f"threads={threads!r}"
     if threads is None:
+        if machine is None:
+            raise LaunchError(f"{label} needs a machine to take its limit from; "
+                              + THREADS_FORMS)
         return default_threads(machine)
-    out = tuple(dict.fromkeys(threads))
-    for t in out:
-        if isinstance(t, int) and not isinstance(t, bool) and t > machine.max_threads_per_block:
-            raise LaunchError(
-                f"{t} threads per block: {machine.name} allows at most "
-                f"{machine.max_threads_per_block}"
-            )
-    return out
+    many = isinstance(threads, Iterable) and not isinstance(threads, (str, bytes))
+    items = tuple(threads) if many else (threads,)  # type: ignore[arg-type]
+    if not items:
+        raise LaunchError(f"{label} names no thread count; " + THREADS_FORMS)
+    return tuple(dict.fromkeys(thread_count(t, label, machine) for t in items))
 
 
 def variants(kernels: KernelSource, folds: Sequence[Fold] | None) -> list[tuple[Fold, Kernel]]:
@@ -96,9 +125,11 @@ def empty_ranking(
 
 __all__ = [
     "MIN_DEFAULT_THREADS",
+    "THREADS_FORMS",
     "KernelSource",
     "default_threads",
     "empty_ranking",
+    "thread_count",
     "thread_counts",
     "variants",
 ]

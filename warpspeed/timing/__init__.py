@@ -52,6 +52,9 @@ class Timing:
     function: TimingFunction
     merged_stores: bool = False
     reread_evicts: bool = False
+    #: The L1 count charges whole warps (idle lanes of a partly active warp
+    #: included, MODEL.md §4); False: the paper's mean of the active half warps.
+    whole_warps: bool = False
 
 
 def _paper(k: Kernel, m: Machine, la: Launch, l1: float, v: Volumes, w: WaveVolumes
@@ -84,6 +87,7 @@ MODELS: dict[str, Timing] = {
         _latency,
         merged_stores=True,
         reread_evicts=True,
+        whole_warps=True,
     ),
     "paper": Timing(
         "paper",

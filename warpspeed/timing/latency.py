@@ -190,6 +190,32 @@ def guarded_l1_ns(kernel: Kernel, m: Machine, launch: Launch, loads_per_lup: flo
     return loads_per_lup * float(m.l2_latency_ns) / (resident * m.sms)  # type: ignore[arg-type]
 
 
+#: The limiters of the whole kernel's time beside the four levels (MODEL.md §11).
+LAUNCH, PARTIAL_WAVE = "launch", "partial wave"
+
+
+def launch_limits(terms: Mapping[str, float]) -> dict[str, float]:
+    """GLup/s that the launch overhead alone allows (the updates over it) and,
+    when one block's latency chain sets the last partial wave's time
+    (:func:`kernel_time_ns`), the chain alone (MODEL.md §11, "Limiter")."""
+    updates, n_waves = terms["updates"], terms["waves"]
+    out = {LAUNCH: updates / (1000.0 * terms["launch_us"])} if terms["launch_us"] > 0 else {}
+    rest = n_waves - math.floor(n_waves)
+    chain = 1000.0 * terms["block_chain_us"]
+    if rest > 1e-12 and chain > rest * updates / n_waves * terms["t_update_ns"]:
+        out[PARTIAL_WAVE] = updates / chain
+    return out
+
+
+def binding_limiter(roofline_limiter: str, terms: Mapping[str, float]) -> str:
+    """The limiter of the default model: the level with the largest time
+    (``roofline_limiter``, its limit ``roofline_glups``), unless the launch
+    overhead or the last partial wave's latency chain takes longer than that
+    level's time for the whole kernel (:func:`launch_limits`; MODEL.md §11)."""
+    limits = {roofline_limiter: terms["roofline_glups"], **launch_limits(terms)}
+    return min(limits, key=limits.__getitem__)
+
+
 def glups_from_terms(terms: Mapping[str, float], l1_exponent: float | None = None) -> float:
     """GLup/s recombined from a prediction's ``terms``, optionally with
     another L1 overlap exponent: the same functions as :func:`predict_time`,
@@ -290,9 +316,11 @@ def predict_time(
         "kernel_time_us": total_ns / 1000.0,
         "roofline_glups": 1.0 / worst,
     }
-    return TimingResult(glups=total_lups / total_ns, limiter=limiter, limits=limits, terms=terms)
+    return TimingResult(glups=total_lups / total_ns, limiter=binding_limiter(limiter, terms),
+                        limits=limits, terms=terms)
 
 
-__all__ = ["fp_slots", "glups_from_terms", "glups_with_efficiency", "guarded_l1_ns",
-           "kernel_time_ns", "memory_params", "overlap", "predict_time", "require",
-           "resident_threads", "update_time", "wave_efficiency", "waves"]
+__all__ = ["LAUNCH", "PARTIAL_WAVE", "binding_limiter", "fp_slots", "glups_from_terms",
+           "glups_with_efficiency", "guarded_l1_ns", "kernel_time_ns", "launch_limits",
+           "memory_params", "overlap", "predict_time", "require", "resident_threads",
+           "update_time", "wave_efficiency", "waves"]

@@ -50,14 +50,17 @@ def halfwarp_cycles(addresses: np.ndarray, active: np.ndarray) -> np.ndarray:
     return np.where(any_active, np.maximum(_conflicts(w), regions), 0)
 
 
-def l1_cycles_per_warp_lup(s: Sample) -> float:
-    """L1 cycles per warp per lattice update: the cycles of every half warp
-    of a warp that has an active lane, summed over all load and store
-    instructions, per active thread times 32, divided by the lattice updates
-    per thread (MODEL.md §4). An idle half warp of a partly active warp costs
-    what its active half costs: the load/store unit issues whole warps, so a
-    block of 16 or 48 threads pays for 32 or 64 (whole warps; with full warps
-    this is twice the mean cycles of a half warp, the paper's count).
+def l1_cycles_per_warp_lup(s: Sample, whole_warps: bool = True) -> float:
+    """L1 cycles per warp per lattice update (MODEL.md §4): the cycles of
+    every half warp, summed over all load and store instructions, per warp of
+    32 threads and per lattice update.
+
+    ``whole_warps`` (the default model): every half warp of a warp that has
+    an active lane counts, per active thread times 32: an idle half warp of a
+    partly active warp costs what its active half costs, because the
+    load/store unit issues whole warps (a block of 16 or 48 threads pays for
+    32 or 64). Otherwise (the paper model, §4 as the paper counts): twice the
+    mean cycles of an active half warp. With full warps the two agree.
 
     Instructions whose addresses are one constant multiple of 8 B apart
     (:func:`warpspeed.volumes.sampling.shift_groups`) share their sorted words
@@ -65,27 +68,32 @@ def l1_cycles_per_warp_lup(s: Sample) -> float:
     per instruction, vectorised over the instructions of a group. Half
     warps that repeat another up to whole 1 KiB regions count once
     (:func:`warpspeed.volumes.sampling.translate_groups`)."""
-    return float(l1_cycles_of(s, np.zeros(s.active.shape[0], dtype=np.int64), 1)[0])
+    counts = l1_cycles_of(s, np.zeros(s.active.shape[0], dtype=np.int64), 1)
+    return float(counts[0 if whole_warps else 1][0])
 
 
 def l1_cycles_of(s: Sample, owner: np.ndarray, launches: int) -> np.ndarray:
     """:func:`l1_cycles_per_warp_lup` of each of ``launches`` launches whose
     blocks are stacked in ``s`` (``owner``: each block's launch,
-    :func:`warpspeed.volumes.sampling.stack`): one count over all of them."""
+    :func:`warpspeed.volumes.sampling.stack`): one count over all of them,
+    both ways, shape ``(2, launches)``: whole warps first, the paper's second."""
     act, row_owner, row_weights = launch_rows(s, owner, HALF_WARP)  # every half warp
     idle_half = _idle_halves(act)
-    total = np.zeros(launches)
+    whole = np.zeros(launches)
+    paper = np.zeros(launches)
     for rep, shifts in shift_groups(s, range(len(s.accesses)), BANK_WIDTH):
         rows = rep.reshape(-1, HALF_WARP)
         first, inverse = translate_groups(rows, act, REGION)
         a = act[first]
         w = sorted_rows(rows[first] // BANK_WIDTH, a)
         cyc = shifted_distinct_sum(w, a.any(axis=-1), shifts // BANK_WIDTH,
-                                   REGION // BANK_WIDTH, at_least=_conflicts(w))
-        total += np.bincount(row_owner, weights=_whole_warps(cyc[inverse], idle_half)
-                             * row_weights, minlength=launches)
+                                   REGION // BANK_WIDTH, at_least=_conflicts(w))[inverse]
+        whole += np.bincount(row_owner, weights=_whole_warps(cyc, idle_half) * row_weights,
+                             minlength=launches)
+        paper += np.bincount(row_owner, weights=cyc * row_weights, minlength=launches)
     threads = np.bincount(row_owner, weights=act.sum(axis=-1) * row_weights, minlength=launches)
-    return total / threads * WARP / s.lups_per_thread
+    halves = np.bincount(row_owner, weights=act.any(axis=-1) * row_weights, minlength=launches)
+    return np.stack([whole / threads * WARP, 2.0 * paper / halves]) / s.lups_per_thread
 
 
 def _idle_halves(act: np.ndarray) -> np.ndarray:

@@ -316,7 +316,7 @@ class Page:
             self.volumes.object, self.explain.object = "", ""
             self.charts.objects = []
             return
-        self.summary.object = views.summary_html(p)
+        self.summary.object = views.summary_html(p, a.vendor)
         self.volumes.object = views.volumes_html(p)
         self.explain.object = views.explanation_html(p, a)
         terms = views.terms_figure(p)

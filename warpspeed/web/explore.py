@@ -31,6 +31,7 @@ from .state import (
     stencil_params,
     takes_fold,
     triple,
+    vendor_target,
 )
 
 #: A ranking: most configurations, most thread counts, wall-time budget (s).
@@ -76,8 +77,8 @@ def layer_conditions(form: Form, depths: Sequence[int] = (1, 2, 4, 8)) -> LayerC
     total size, for blocks of the current thread count and y extent with the
     z extents ``depths`` and the current one (the paper's Fig. 23; drawn by
     :func:`warpspeed.reports.plot.sweep`)."""
-    kernel = build_kernel(form)
     machine = build_machine(form)
+    kernel = build_kernel(form, machine=machine)
     model = model_of(form)
     bx, by, bz = triple(form.block, "block", "the block size")
     fx, fy, fz = kernel.fold
@@ -102,7 +103,8 @@ def layer_conditions(form: Form, depths: Sequence[int] = (1, 2, 4, 8)) -> LayerC
 
         def at(n: int, z: int) -> Kernel:
             p = {**params, "shape": (n, n, z)}
-            return stencil_kernel(form.stencil, tuple(sorted(p.items())), kernel.fold)
+            return stencil_kernel(form.stencil, tuple(sorted(p.items())), kernel.fold,
+                                  vendor_target(machine))
     planes = [(n, max(fz, fz * round(z / fz))) for n, z in plane_sizes(total, step)]
     kernels = [at(n, z) for n, z in planes]
     series: dict[str, tuple[Prediction, ...]] = {}
@@ -137,10 +139,10 @@ def rank_form(form: Form, progress: Callable[[int, int], None] | None = None,
     if form.mode == "stencil" and takes_fold(form.stencil):
         items = checked_text(form.folds, "folds", 400).split() or ["1,1,1"]
         folds = list(dict.fromkeys(triple(f, "folds", "a fold", MAX_FOLD) for f in items))
-        kernels = {f: build_kernel(form, f) for f in folds}
+        kernels = {f: build_kernel(form, f, machine) for f in folds}
         source = kernels
     else:
-        kernel = build_kernel(form)
+        kernel = build_kernel(form, machine=machine)
         folds, source = [kernel.fold], kernel
     shapes = sum(len(block_shapes(t, form.all_shapes)) for t in set(threads))
     configs = shapes * len(folds)

@@ -30,6 +30,7 @@ from ..machine import Machine
 from ..model import Prediction, predict
 from ..reports.advice import Advice, advise
 from ..timing import DEFAULT_MODEL, MODELS
+from ..timing.hierarchy import VENDOR_TARGET
 from . import FieldError
 from .machines import (
     MAX_MACHINE_FILE,
@@ -280,10 +281,11 @@ def stencil_function(name: str) -> Callable[..., Kernel]:
 
 
 def stencil_defaults(name: str) -> dict[str, str]:
-    """The parameters of a shipped stencil but ``fold``, with their defaults as text."""
+    """The parameters of a shipped stencil but ``fold`` and ``target`` (the
+    machine's vendor's), with their defaults as text."""
     out = {}
     for p in inspect.signature(stencil_function(name)).parameters.values():
-        if p.name == "fold" or p.default is inspect.Parameter.empty:
+        if p.name in ("fold", "target") or p.default is inspect.Parameter.empty:
             continue
         d = p.default
         out[p.name] = ",".join(map(str, d)) if isinstance(d, tuple) else str(d)
@@ -319,10 +321,21 @@ def stencil_params(form: Form) -> dict[str, object]:
     return params
 
 
+def vendor_target(machine: Machine | None) -> str | None:
+    """The code generator target of ``machine``'s vendor ("hip" on AMD,
+    "cuda" on NVIDIA; MODEL.md §15), None without a machine."""
+    return None if machine is None else VENDOR_TARGET.get(machine.vendor, "CUDA").lower()
+
+
 @functools.lru_cache(maxsize=128)
 def stencil_kernel(name: str, params: tuple[tuple[str, object], ...],
-                    fold: tuple[int, int, int]) -> Kernel:
+                    fold: tuple[int, int, int], target: str | None = None) -> Kernel:
+    """The shipped stencil ``name`` with ``params``, folded by ``fold`` and,
+    if it generates code and ``params`` name none, for ``target``."""
     kwargs = dict(params)
+    takes = inspect.signature(stencil_function(name)).parameters
+    if target and "target" in takes and "target" not in kwargs:
+        kwargs["target"] = target
     if takes_fold(name):
         kwargs["fold"] = fold
     elif fold != (1, 1, 1):
@@ -340,8 +353,11 @@ def stencil_kernel(name: str, params: tuple[tuple[str, object], ...],
     return kernel
 
 
-def build_kernel(form: Form, fold: tuple[int, int, int] | None = None) -> Kernel:
-    """The kernel of ``form`` (a shipped stencil or the hand-written one)."""
+def build_kernel(form: Form, fold: tuple[int, int, int] | None = None,
+                 machine: Machine | None = None) -> Kernel:
+    """The kernel of ``form`` (a shipped stencil or the hand-written one); a
+    stencil made with pystencils is generated for ``machine``'s vendor
+    (:func:`vendor_target`)."""
     if form.mode == "hand":
         spec = parse_hand(form)
         if fold is not None and fold != spec.fold:
@@ -351,7 +367,8 @@ def build_kernel(form: Form, fold: tuple[int, int, int] | None = None) -> Kernel
         raise FieldError("mode", f"unknown mode {form.mode[:20]!r}; use stencil or hand")
     if fold is None:
         fold = triple(form.fold, "fold", "the fold", MAX_FOLD)
-    kernel = stencil_kernel(form.stencil, tuple(sorted(stencil_params(form).items())), fold)
+    kernel = stencil_kernel(form.stencil, tuple(sorted(stencil_params(form).items())), fold,
+                            vendor_target(machine))
     registers = _registers(form)
     return kernel if registers is None else dataclasses.replace(kernel, registers=registers)
 
@@ -398,8 +415,9 @@ def evaluate(form: Form) -> Outcome:
     """Kernel, machine, prediction and advice of ``form``, collecting the
     error of every field at fault instead of raising."""
     errors: dict[str, str] = {}
-    kernel = _attempt(errors, lambda: build_kernel(form), "loads")
     machine = _attempt(errors, lambda: build_machine(form), "machine")
+    kernel = _attempt(errors, lambda: build_kernel(
+        form, machine=machine if isinstance(machine, Machine) else None), "loads")
     block = _attempt(errors, lambda: triple(form.block, "block", "the block size"), "block")
     model = _attempt(errors, lambda: model_of(form), "model")
     if errors:
@@ -449,5 +467,6 @@ __all__ = [
     "pack_machine",
     "stencil_defaults",
     "stencil_names",
+    "vendor_target",
     "unpack_machine",
 ]

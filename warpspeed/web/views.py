@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..model import Prediction
 from ..reports.advice import Advice, explanation_lines
 from ..reports.plot import LIMITER_NAME, sweep
+from ..reports.words import words
 from ..search.rank import Ranking
 from ..timing import DEFAULT_MODEL
 from .explore import LayerConditions
@@ -51,17 +52,19 @@ def error_html(message: str) -> str:
             f"{html.escape(message)}</div>")
 
 
-def summary_html(p: Prediction) -> str:
-    """Headline of a prediction: GLup/s, binding limiter, launch."""
-    name = LIMITER_NAME.get(p.limiter, p.limiter)
+def summary_html(p: Prediction, vendor: str = "NVIDIA") -> str:
+    """Headline of a prediction: GLup/s, binding limiter, launch (in
+    ``vendor``'s words: blocks per SM or CU, cycles per warp or wavefront)."""
+    name, w = LIMITER_NAME.get(p.limiter, p.limiter), words(vendor)
     return (
         f'<div style="font-size:1.3em"><b>{number(p.glups, "glups")} GLup/s</b>, '
         f'bound by <b class="ws-limiter">{html.escape(name)}</b></div>'
         f"<div>{html.escape(p.kernel)} on {html.escape(p.machine)} ({html.escape(p.model)} "
         f"model), block {','.join(map(str, p.block))}, fold {','.join(map(str, p.fold))}: "
-        f"{p.blocks_per_sm} blocks per SM (limited by {html.escape(p.occupancy_limited_by)}), "
-        f"waves of {p.wave_blocks} blocks, L1 {number(p.l1_cycles, 'l1_cycles')} "
-        f"cycles per warp and lattice update; <span class='ws-registers'>"
+        f"{p.blocks_per_sm} blocks per {w.sm} (limited by "
+        f"{html.escape(p.occupancy_limited_by)}), waves of {p.wave_blocks} blocks, L1 "
+        f"{number(p.l1_cycles, 'l1_cycles')} cycles per {w.warp} and lattice update; "
+        f"<span class='ws-registers'>"
         f"{p.registers} registers per thread ({html.escape(p.registers_source)})</span></div>"
         f"<div class='ws-evidence'>{html.escape(p.evidence.phrase)}</div>"
     )
