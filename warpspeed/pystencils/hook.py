@@ -266,7 +266,7 @@ def create_kernel(
         >>> best = ranking[0]
         >>> best.block[0] * best.block[1] * best.block[2], best.fold in {(1, 1, 1), (1, 1, 2)}
         (256, True)
-        >>> all(a.glups >= b.glups for a, b in zip(ranking, ranking[1:]))
+        >>> all(a.glups >= b.glups * (1 - 1e-5) for a, b in zip(ranking, ranking[1:]))  # ties: §8
         True
         >>> type(kernel).__name__  # the pystencils kernel of the best fold
         'GpuKernel'
