@@ -108,7 +108,7 @@ def count_row(row: Row, machine: str) -> Counted:
     p = finish(st, wave, load_fits(m.fits))
     per_ns = m.sms * m.clock_ghz * m.warp_size  # warp-update SM cycles per ns/update
     return Counted(row.dataset, row.block, row.fold, per_ns / row.glups,  # type: ignore[operator]
-                   st.l1_cycles, scan[0], per_ns * p.terms["t_memory_ns"], scan)
+                   st.l1_for(False), scan[0], per_ns * p.terms["t_memory_ns"], scan)
 
 
 def box_counted() -> list[Counted]:

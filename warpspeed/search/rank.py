@@ -78,12 +78,11 @@ def summary(head: str, predictions: Sequence[Prediction], shown: int = 3) -> str
     """``head`` and the best ``shown`` predictions, one per line, closed by
     ``)``: the compact ``repr`` of rankings (MODEL.md §14)."""
     lines = [f"{head};" + (" best:" if predictions else " nothing ranked")]
-    lines += [f"  {i + 1}. block {p.block} fold {p.fold}: {p.glups:.2f} GLup/s ({p.limiter})"
+    lines += [f"  {i + 1}. block {p.block} fold {p.fold}: {p.glups:.2f} GLup/s ({p.limiter}"
+              + (f"; {p.evidence.short})" if i == 0 else ")")  # how grounded: MODEL.md §14
               for i, p in enumerate(predictions[:shown])]
     if len(predictions) > shown:
         lines.append(f"  ... {len(predictions) - shown} more")
-    if predictions:  # how grounded the best is (MODEL.md §14)
-        lines.append(f"  {predictions[0].evidence.phrase}")
     return "\n".join(lines) + ")"
 
 

@@ -72,6 +72,13 @@ class Evidence:
                 f"{self.low:.2f}-{self.high:.2f} (10-90 %), MAPE {100 * (self.mape or 0):.0f} % "
                 f"over {self.rows} rows on {gpus}")
 
+    @property
+    def short(self) -> str:
+        """A few words: the grounding and the measured MAPE (a ranking's summary)."""
+        if not self.rows or self.mape is None:
+            return f"{self.grounding}, error unmeasured"
+        return f"{self.grounding}, MAPE {100 * self.mape:.0f} %"
+
     def to_dict(self) -> dict[str, object]:
         return {"grounding": self.grounding, "kernel_class": self.kernel_class,
                 "model": self.model, "rows": self.rows, "gpus": list(self.gpus),
