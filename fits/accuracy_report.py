@@ -22,7 +22,10 @@ after a change to the model it fails until the script is run again.
   --json`` saved in FILE instead of running the validation again (it must
   come from the current tree: the fingerprint is taken now);
 * ``--rerun`` with ``--check`` also runs the validation and compares its
-  numbers with the recorded ones.
+  numbers with the recorded ones;
+* ``--fingerprint`` prints the current fingerprint. It is the same under
+  every Python >= 3.12 (:func:`canonical`), and needs only the standard
+  library: warpspeed is imported when the validation runs.
 
 Without the reference data (``shared/`` beside the repository, or
 ``WARPSPEED_SHARED``) the validation says what is missing; the script
@@ -40,8 +43,6 @@ import math
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-
-from warpspeed.cli import main as warpspeed_main
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "warpspeed" / "ACCURACY.md"
@@ -84,8 +85,8 @@ HEADINGS = {
 
 
 def _code(path: Path) -> str:
-    """A module's syntax tree without docstrings: a change to a comment or a
-    docstring does not change a number."""
+    """A module's syntax tree without docstrings, as :func:`canonical` text:
+    a change to a comment or a docstring does not change a number."""
     tree = ast.parse(path.read_text())
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -93,7 +94,23 @@ def _code(path: Path) -> str:
                 and isinstance(body[0].value, ast.Constant)
                 and isinstance(body[0].value.value, str)):
             node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
-    return ast.dump(tree)
+    return canonical(tree)
+
+
+def canonical(node: object) -> str:
+    """A syntax tree as text that every Python >= 3.12 writes alike: node
+    names and their fields in order, positions left out, and fields that
+    are None or empty lists omitted (``ast.dump`` shows them up to 3.12 and
+    hides them from 3.13 on, and newer versions add such fields, e.g.
+    ``type_params``), but for the value of a constant."""
+    if isinstance(node, ast.AST):
+        fields = [f"{name}={canonical(value)}" for name, value in ast.iter_fields(node)
+                  if isinstance(node, ast.Constant) and name == "value"
+                  or value is not None and not (isinstance(value, list) and not value)]
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list):
+        return "[" + ", ".join(canonical(v) for v in node) + "]"
+    return repr(node)
 
 
 def inputs(root: Path = ROOT) -> list[Path]:
@@ -284,6 +301,8 @@ def render(data: object, stamp: str = "") -> str:
 
 def collect() -> tuple[object | None, str]:
     """The validation's JSON, or None and the error it printed."""
+    from warpspeed.cli import main as warpspeed_main  # the fingerprint alone needs no warpspeed
+
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         code = warpspeed_main(list(COMMAND))
@@ -328,7 +347,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true",
                     help="check the files instead of writing them (exit 1 if stale)")
     ap.add_argument("--rerun", action="store_true", help="with --check: rerun the validation")
+    ap.add_argument("--fingerprint", action="store_true",
+                    help="print the fingerprint of the current tree and exit")
     args = ap.parse_args(argv)
+    if args.fingerprint:
+        print(fingerprint())
+        return 0
     if args.check:
         code, message = check(args.out, args.rerun)
         print(message, file=sys.stderr if code else sys.stdout)

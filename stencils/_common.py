@@ -10,9 +10,20 @@ from typing import Any
 import pystencils as ps
 
 import warpspeed as ws
+from warpspeed.input.stencil_spec import UsageError
 from warpspeed.pystencils import generate, kernel_from_pystencils
 
 INTERIOR = "interior"
+
+
+def require_lbmpy(stencil: str) -> None:
+    """lbmpy is an optional dependency (the ``lbm`` extra): a stencil made
+    with it says so in one line where it is missing."""
+    try:
+        import lbmpy  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(f"the stencil {stencil} is generated with lbmpy, which is not "
+                         "installed: pip install 'warpspeed[lbm]'") from exc
 
 
 def field(

@@ -29,7 +29,7 @@ import sympy as sp
 import warpspeed as ws
 
 from ._checks import check_shape
-from ._common import build, field
+from ._common import build, field, require_lbmpy
 
 #: Unique accesses per lattice update, per field: (loads, stores).
 ACCESSES = {"g": (15, 0), "g_tmp": (0, 15), "phi": (7, 0), "u": (3, 0), "phi_tmp": (0, 1)}
@@ -48,6 +48,7 @@ def central_normal(phi: Any) -> list[sp.Expr]:
 
 def update_rule(g: Any, g_tmp: Any, phi: Any, phi_tmp: Any, u: Any) -> Any:
     """lbmpy's D3Q15 SRT pull update rule with the interface-tracking force."""
+    require_lbmpy("allen_cahn_d3q15")
     from lbmpy import LBMConfig, LBMOptimisation, LBStencil, Method, Stencil, create_lb_update_rule
 
     xi = sp.Symbol("xi")

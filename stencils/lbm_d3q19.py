@@ -18,11 +18,12 @@ import sympy as sp
 import warpspeed as ws
 
 from ._checks import check_shape
-from ._common import build, field
+from ._common import build, field, require_lbmpy
 
 
 def update_rule(pdfs: Any, pdfs_tmp: Any) -> Any:
     """lbmpy's SRT D3Q19 pull update rule between the two fields."""
+    require_lbmpy("lbm_d3q19")
     from lbmpy import LBMConfig, LBMOptimisation, LBStencil, Method, Stencil, create_lb_update_rule
 
     cfg = LBMConfig(

@@ -217,3 +217,40 @@ def test_validate_without_the_reference_data_says_where_they_come_from(tmp_path,
     assert len(lines) == 1
     assert "micro-benchmark tables are not shipped" in lines[0] and "shared/ folder" in lines[0]
     assert "WARPSPEED_SHARED" in lines[0]
+
+
+RANK_SMALL = ["rank", "star3d_by_hand", *SMALL, "--machine", "A100", "--threads", "256",
+              "--fold", "1,1,1", "--jobs", "1"]
+
+
+@pytest.mark.parametrize("args", [
+    [*RANK_SMALL, "--csv"],
+    [*RANK_SMALL, "--json"],
+    RANK_SMALL,
+    ["predict", "star3d_by_hand", *SMALL, "--machine", "A100", "--block", "32,4,2"],
+    ["predict", "star3d_by_hand", *SMALL, "--machine", "A100", "--block", "32,4,2", "--json"],
+    ["explain", "star3d_by_hand", *SMALL, "--machine", "A100", "--block", "32,4,2"],
+    ["machines"],
+    ["models", "--json"],
+])
+def test_output_into_a_closed_pipe_ends_quietly(args):
+    """The reader of the output is gone before anything is written (as
+    ``| head -0``): every write fails, and the command stops without a word."""
+    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "warpspeed.cli"]
+    proc = subprocess.Popen(cmd + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=Path(__file__).parent.parent)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 1
+    assert err == ""
+
+
+def test_rank_csv_into_head_ends_quietly():
+    """The command of the issue: 600 rows, far more than a pipe holds, so
+    ``head`` closes it while the command still writes."""
+    cmd = f"'{SCRIPT}' rank star3d --machine A100 --csv | head -3"
+    res = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True,
+                         timeout=300, cwd=Path(__file__).parent.parent)
+    assert res.stderr == ""
+    assert len(res.stdout.splitlines()) == 3 and res.stdout.startswith("machine,kernel,block")
+    assert res.returncode == 1

@@ -26,6 +26,9 @@ import warpspeed.pystencils as wps
 from tests.corpus import CASES, LOWER, UPPER, Built, Case
 from tests.corpus.evaluate import MACHINE, evaluate, shape_kwargs
 
+#: Minutes for the whole corpus: .ci/run runs it under its main Python only.
+pytestmark = pytest.mark.slow
+
 #: The hook's design space in this test: every default folding, and a small
 #: thread count to keep the run short (the benchmark ranks the full space).
 HOOK_THREADS = 64

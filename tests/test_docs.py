@@ -2,11 +2,14 @@
 machine-file key is documented, the public API's examples run, and the
 accuracy figures are the ones the validation computes."""
 
+import ast
 import dataclasses
 import doctest
 import importlib.util
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -191,6 +194,40 @@ def test_accuracy_fingerprint_follows_code_not_docstrings(tmp_path):
     mod.write_text('"""Volumes."""\n\ndef f():\n    return 2\n')
     (tmp_path / "warpspeed" / "machines" / "X.toml").write_text("sms = 2\n")
     assert script.fingerprint(tmp_path) != before
+
+
+def test_accuracy_fingerprint_text_is_the_tree_without_positions_or_empty_fields():
+    script = accuracy_script()
+    tree = ast.parse("def f[T](x: T, *, y=None):\n    return x[1:]\n")
+    assert script.canonical(tree) == (
+        "Module(body=[FunctionDef(name='f', args=arguments(args=[arg(arg='x', "
+        "annotation=Name(id='T', ctx=Load()))], kwonlyargs=[arg(arg='y')], "
+        "kw_defaults=[Constant(value=None)]), body=[Return(value=Subscript("
+        "value=Name(id='x', ctx=Load()), slice=Slice(lower=Constant(value=1)), "
+        "ctx=Load()))], type_params=[TypeVar(name='T')])])"
+    )
+
+
+def test_accuracy_fingerprint_is_the_same_under_every_python():
+    """ast.dump writes a tree differently under 3.12 and 3.13: the
+    fingerprint must not follow it (every Python >= 3.12 of .ci/pythons)."""
+    listed = subprocess.run(["bash", str(ROOT / ".ci" / "pythons")], capture_output=True,
+                            text=True, timeout=300).stdout.split()
+    versions = {}
+    for python in [sys.executable, *listed]:
+        out = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"],
+                             capture_output=True, text=True, timeout=60).stdout.strip()
+        versions.setdefault(out, python)
+    if len(versions) < 2:
+        pytest.skip(f"only one Python >= 3.12 on this machine ({', '.join(versions)}): "
+                    "install another (.ci/pythons lists them) to compare")
+    prints = {}
+    for v, python in versions.items():
+        res = subprocess.run([python, str(ROOT / "fits" / "accuracy_report.py"), "--fingerprint"],
+                             capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, f"Python {v}: {res.stderr.strip()}"
+        prints[v] = res.stdout.strip()
+    assert set(prints.values()) == {accuracy_script().fingerprint()}, prints
 
 
 def test_accuracy_figures_are_generated_for_the_current_model():

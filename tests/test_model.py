@@ -1,5 +1,6 @@
 """Volumes and limits (MODEL.md §5-§8) on the paper's 25-point star."""
 
+import dataclasses
 import json
 
 import pytest
@@ -133,3 +134,13 @@ def test_stacked_block_stages_equal_each_block_counted_alone(machine):
         assert (st.footprint.l1_load, st.footprint.l2_load_v1, st.footprint.l2_store,
                 st.footprint.l2_store_v1, st.footprint.alloc_per_block) == (
                 fp.l1_load, fp.l2_load_v1, fp.l2_store, fp.l2_store_v1, fp.alloc_per_block)
+
+
+def test_a_prediction_without_a_model_name_is_of_the_default_model():
+    """The README: the latency model is the default, for predict and for a
+    Prediction built without naming one."""
+    k = ws.Kernel(loads=[ws.Field("a", shape=(256,))[ws.tidx]],
+                  stores=[ws.Field("b", shape=(256,))[ws.tidx]], domain=(256,))
+    p = ws.predict(k, "V100", block=(64, 1, 1))
+    fields = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name != "model"}
+    assert ws.Prediction(**fields).model == p.model == "latency"

@@ -22,6 +22,9 @@ nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 pytest.importorskip("matplotlib")
 
+#: Minutes of notebooks: .ci/run runs them under its main Python only.
+pytestmark = pytest.mark.slow
+
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 KERNEL = "warpspeed-test"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"

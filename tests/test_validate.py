@@ -158,6 +158,7 @@ def test_validate_command_errors_are_warpspeed_errors(predictions, tmp_path):
         validate_command(empty)
 
 
+@pytest.mark.slow  # a notebook: under CI's main Python only
 def test_validation_notebook_says_there_is_no_data_and_stops_cleanly(monkeypatch, tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

@@ -42,7 +42,7 @@ def page() -> Iterator[object]:
     p = Page()
     p.layout()
     yield p
-    stop_worker()  # no thread of the page outlives the test (later tests fork workers)
+    stop_worker()  # no thread of the page outlives the test
     left = set(threading.enumerate()) - before
     assert not left, left
 

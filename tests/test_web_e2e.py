@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOT = ROOT / "notebooks" / "figures" / "web_calculator.png"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+#: A browser session: .ci/run runs it under its main Python only.
+pytestmark = pytest.mark.slow
 
 pytest.importorskip("panel", reason="the web extra is not installed (pip install -e '.[web]')")
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")

@@ -13,6 +13,7 @@ from .errors import (
     NonAffineError,
     OutOfBoundsError,
     WarpspeedError,
+    WorkerError,
 )
 from .input.atomics import Atomics
 from .input.expr import blockDim, blockIdx, threadIdx, tidx, tidy, tidz
@@ -49,6 +50,7 @@ __all__ = [
     "Prediction",
     "Volumes",
     "WarpspeedError",
+    "WorkerError",
     "blockDim",
     "blockIdx",
     "fit_gompertz",

@@ -1,7 +1,9 @@
 """The ``warpspeed`` command: a thin shell over the library.
 
 Every error a user can cause ends in a one-line message on stderr and exit
-code 2, never a traceback.
+code 2, never a traceback. Output into a pipe whose reader has gone
+(``| head``) ends the command quietly with exit code 1
+(:mod:`warpspeed.closed_pipe`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 import typing
 from collections.abc import Callable, Sequence
 
+from .closed_pipe import quiet_on_closed_pipe
 from .errors import WarpspeedError
 from .input.kernel import Kernel
 from .input.stencil_spec import UsageError, load_stencil, parse_params
@@ -496,6 +499,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+@quiet_on_closed_pipe
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:

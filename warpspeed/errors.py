@@ -37,3 +37,7 @@ class EmptyRankingError(LaunchError):
     def __init__(self, message: str, reasons: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.reasons = tuple(reasons)
+
+
+class WorkerError(WarpspeedError, RuntimeError):
+    """A worker process of a ranking ended before its work was done."""

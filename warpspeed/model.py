@@ -61,7 +61,7 @@ class Prediction:
     wave: WaveVolumes
     oversubscription: dict[str, float]
     hit_fractions: dict[str, float]
-    model: str = "paper"
+    model: str = DEFAULT_MODEL
     terms: dict[str, float] = field(default_factory=dict)
     #: Where the model's terms have no counterpart on the machine, or the kernel was
     #: generated for the other vendor (MODEL.md §15).

@@ -8,6 +8,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from ..closed_pipe import quiet_on_closed_pipe
 from ..errors import WarpspeedError
 from ..validation import ncu as ncu_mod
 from .counters import interior
@@ -77,6 +78,7 @@ def _dry_run(args: argparse.Namespace, folds: list[Triple], blocks: list[Triple]
     return "\n".join(lines)
 
 
+@quiet_on_closed_pipe
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m warpspeed.measure``."""
     args = _parser().parse_args(argv)

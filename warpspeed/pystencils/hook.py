@@ -24,8 +24,9 @@ prediction carries the count and its source (``Prediction.registers``,
 ``registers_source``).
 
 **Parallel.** The folds are generated, extracted and counted in parallel
-(the first in this process, the others in a forked process pool that then
-ranks: :mod:`.variants`), with ``jobs`` workers (default one per CPU).
+(the first in this process, the others in a pool of worker processes that
+then ranks, never a fork of this process: :mod:`.variants`), with ``jobs``
+workers (default one per CPU).
 
 **The result.** The best fold's kernel, generated while ranking (in this
 process or a worker), gets the best block as its default without being

@@ -3,23 +3,28 @@
 its registers are counted (nvcc or the estimate, :mod:`.registers`).
 
 The folds are independent, so they are made in parallel: the first in the
-caller's process, the others in a process pool forked for them, which then
-ranks the configurations (:func:`warpspeed.rank` with that pool). Forking
-lets the workers inherit the assignments and the configuration instead of
-pickling pystencils objects. Where the platform cannot fork (or ``jobs``
-is 1, or there is one fold) every fold is made in the caller's process,
-one after the other; the variants are the same either way.
+caller's process, the others in a pool of worker processes
+(:class:`warpspeed.search.workers.WorkerPool`, started by a fork server
+with pystencils imported: the caller, perhaps running other threads, is
+never forked), which then ranks the configurations (:func:`warpspeed.rank`
+with that pool). The job travels pickled, once. While the workers are not
+up, the caller makes the next fold itself. Where the job cannot be pickled
+(or ``jobs`` is 1, or there is one fold) every fold is made in the
+caller's process, one after the other; the variants are the same either
+way.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
+import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..search.executor import mp_context
+from ..search.workers import PRELOAD, WorkerPool, worker_errors
 from .default_block import portable
 from .extract import Extraction, extract
 from .fold import Fold, generate
@@ -82,14 +87,8 @@ def make_variant(job: Job, fold: Fold, keep_function: bool = True) -> Variant:
                    parts=None if keep_function else portable(kf))
 
 
-#: The job of the pool being forked: workers inherit it (module docstring).
-_JOB: Job | None = None
-
-
-def _in_worker(fold: Fold) -> Variant:
-    if _JOB is None:
-        raise RuntimeError("no hook job in this worker process")
-    return make_variant(_JOB, fold, keep_function=False)
+def _in_worker(job: bytes, fold: Fold) -> Variant:
+    return make_variant(pickle.loads(job), fold, keep_function=False)
 
 
 def make_variants(job: Job, folds: Sequence[Fold], jobs: int | None
@@ -97,24 +96,29 @@ def make_variants(job: Job, folds: Sequence[Fold], jobs: int | None
     """Every fold of ``folds`` (distinct) made, in their order, and the
     process pool that made them (None when made here; the caller ranks
     with it and shuts it down)."""
-    global _JOB
     workers = jobs or os.cpu_count() or 1
-    context = mp_context()
-    if workers < 2 or len(folds) < 2 or context is None or context.get_start_method() != "fork":
+    if workers < 2 or len(folds) < 2:
         return [make_variant(job, f) for f in folds], None
-    _JOB = job
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
     try:
-        futures = [pool.submit(_in_worker, f) for f in folds[1:]]  # forks the workers
-        _JOB = None
-        made = [make_variant(job, folds[0])]
-        made += [fut.result() for fut in futures]
+        payload = pickle.dumps(job)
+    except Exception:  # noqa: BLE001 - objects pickle cannot carry: make them here
+        return [make_variant(job, f) for f in folds], None
+    pool = WorkerPool(workers, preload=(*PRELOAD, "warpspeed.pystencils"))  # workers generate
+    try:
+        with worker_errors(workers):
+            made: dict[Fold, Variant] = {}
+            rest = list(folds)
+            while rest and (not made or not pool.ready.is_set()):  # no worker up: made here
+                t0 = time.perf_counter()
+                fold = rest.pop(0)
+                made[fold] = make_variant(job, fold)
+                pool.worked_alone(time.perf_counter() - t0, len(rest))
+            futures = {f: pool.submit(_in_worker, payload, f) for f in rest}
+            made |= {f: fut.result() for f, fut in futures.items()}
     except BaseException:
         pool.shutdown(cancel_futures=True)
         raise
-    finally:
-        _JOB = None
-    return made, pool
+    return [made[f] for f in folds], pool
 
 
 __all__ = ["Job", "Variant", "make_variant", "make_variants", "reason"]

@@ -27,15 +27,18 @@ skips configurations whose upper bound is below the k-th best found:
 
 Evaluation runs on a ``concurrent.futures.Executor`` given by the caller
 (a ``dask.distributed`` ``Client.get_executor()`` works), else on a local
-process pool of ``jobs`` workers, else inline for ``jobs=1``. Nothing is
-printed; ``progress(done, total)`` is called as work completes.
+pool of ``jobs`` worker processes (:mod:`warpspeed.search.workers`: never
+a fork of the caller, which may run other threads; the caller works too),
+else inline for ``jobs=1``. Nothing is printed; ``progress(done, total)``
+is called as work completes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -58,7 +61,7 @@ from .design_space import (
     trim_reason,
 )
 from .evaluate import Config, Excluded, evaluate
-from .executor import Runner, mp_context, no_collection
+from .executor import Runner, no_collection
 from .merge_note import merge_note
 from .pruning import (
     compulsory_bytes,
@@ -72,6 +75,7 @@ from .pruning import (
 )
 from .ties import leaders_note
 from .variants import KernelSource, empty_ranking, thread_counts, variants
+from .workers import WorkerPool, worker_errors
 
 
 def summary(head: str, predictions: Sequence[Prediction], shown: int = 3) -> str:
@@ -249,11 +253,13 @@ def rank(
         workers = jobs or os.cpu_count() or 1
         pool: Executor | None = executor
         if own_pool:
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp_context())
+            pool = WorkerPool(workers)
         try:
-            runner = Runner(pool, workers, progress)
-            ev = evaluate(kernel_variants, m, curves, classes, rep_variant, excluded, runner, top,
-                          model)
+            ours = isinstance(pool, WorkerPool)  # not a caller's executor
+            with worker_errors(workers) if ours else contextlib.nullcontext():
+                runner = Runner(pool, workers, progress)
+                ev = evaluate(kernel_variants, m, curves, classes, rep_variant, excluded,
+                              runner, top, model)
         finally:
             if own_pool and pool is not None:
                 pool.shutdown(cancel_futures=True)

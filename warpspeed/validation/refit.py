@@ -54,6 +54,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..closed_pipe import quiet_on_closed_pipe
 from ..errors import FitError, WarpspeedError
 from ..machine import load_machine
 from ..measure import Measurement, read_csv
@@ -310,6 +311,7 @@ def refit_csv(
     return replace(result, fits=replace(result.fits, source=source)), text
 
 
+@quiet_on_closed_pipe
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m warpspeed.validation.refit CSV --out fits/NAME.toml``."""
     ap = argparse.ArgumentParser(prog="python -m warpspeed.validation.refit",
