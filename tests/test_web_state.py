@@ -324,3 +324,15 @@ def test_the_summary_shows_the_registers_and_their_source() -> None:
     text = views.summary_html(out.prediction)
     assert f"{out.prediction.registers} registers per thread" in text
     assert f"({out.prediction.registers_source})" in text
+
+
+def test_an_amd_machine_file_with_wavefronts_of_64_can_be_uploaded():
+    """A file `warpspeed machines new --like MI100` writes (wave64) uploads."""
+    from pathlib import Path
+
+    import warpspeed as ws
+    from warpspeed.web.machines import machine_from_toml
+
+    text = (Path(ws.__file__).parent / "machines" / "MI50.toml").read_text()
+    m = machine_from_toml(text, "MI50.toml")
+    assert m.warp_size == 64 and m.vendor == "AMD" and m.grounding == "datasheet"

@@ -66,7 +66,8 @@ def machine_from_toml(text: str, filename: str = "uploaded.toml") -> Machine:
     """A machine from the text of an uploaded TOML file: written to a
     temporary file and read by :func:`warpspeed.load_machine`. The file must
     name built-in capacity fits (no paths: the server reads no file a user
-    names) and stay within CUDA's launch limits."""
+    names) and stay within the launch limits of CUDA and HIP (wavefronts of
+    up to 64 lanes on AMD)."""
     if len(text.encode()) > MAX_MACHINE_FILE:
         raise FieldError("machine_file", f"{filename}: larger than {MAX_MACHINE_FILE} bytes")
     with tempfile.TemporaryDirectory(prefix="warpspeed-web-") as tmp:
@@ -84,7 +85,7 @@ def machine_from_toml(text: str, filename: str = "uploaded.toml") -> Machine:
     except WarpspeedError as exc:
         raise FieldError("machine_file", f"{filename}: {exc}") from None
     limits = {"max_threads_per_block": 1024, "max_threads_per_sm": 4096,
-              "max_blocks_per_sm": 64, "sms": 4096, "warp_size": 32}
+              "max_blocks_per_sm": 64, "sms": 4096, "warp_size": 64}
     for key, high in limits.items():
         if getattr(m, key) > high:
             raise FieldError("machine_file", f"{filename}: [{key}] must be at most {high}")
