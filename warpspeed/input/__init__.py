@@ -8,4 +8,6 @@
 * ``gathers``: indexed accesses (gathers and scatters) through index lists.
 * ``atomics``: atomic updates of one address (the reduction limiter).
 * ``stencil_spec``: stencils named on a command line and their parameters.
+* ``triples``: x, y, z triples and integer lists from text or sequences, one
+  grammar and one error style for every front end.
 """

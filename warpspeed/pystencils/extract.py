@@ -33,6 +33,7 @@ from pystencils.backend.ast.structural import PsBlock
 
 from ..errors import KernelError
 from ..input.kernel import Access, Field, Kernel
+from ..input.triples import Triple, triple_of
 from .indexlists import (
     ListSpec,
     fixed_length,
@@ -69,8 +70,6 @@ from .unsupported import (
 from .walker import Walker
 from .wraps import resolve as resolve_wraps
 from .wraps import substitute
-
-Triple = tuple[int, int, int]
 
 
 @dataclass(frozen=True)
@@ -204,7 +203,8 @@ def extract(
     sizes.update(given_params(kernel_function, params))
     strides = stride_params(props)
     stride_values = param_strides(strides, fields, layouts)
-    points = (1, 1, 1) if grid_points is None else _triple(grid_points, "grid_points")
+    points = (1, 1, 1) if grid_points is None else triple_of(grid_points, "grid_points",
+                                                             error=KernelError)
     if math.prod(points) > MAX_GRID_POINTS:
         raise GridStridedLoopError(
             f"grid_points={points} gives {math.prod(points)} points per thread of a grid-stride "
@@ -365,17 +365,6 @@ class _Accesses:
             rest = monomial[: found[0][0]] + monomial[found[0][0] + 1 :]
             parts[dim][rest] = parts[dim].get(rest, 0) + coeff
         return [IntPoly.of(p) for p in parts]
-
-
-def _triple(value: Any, what: str) -> Triple:
-    try:
-        t = tuple(int(v) for v in value)
-    except (TypeError, ValueError):
-        raise KernelError(f"{what} must be up to three positive integers, got {value!r}") from None
-    t = t + (1,) * (3 - len(t))
-    if len(t) != 3 or min(t) < 1:
-        raise KernelError(f"{what} must be up to three positive integers, got {value!r}")
-    return t  # type: ignore[return-value]
 
 
 def _grid_stride(

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import WarpspeedError
+from ..input import triples
 from ..input.kernel import Field, Kernel
 from ..input.stencil_spec import load_stencil, parse_params
 from ..machine import Machine
@@ -120,16 +121,10 @@ def _lines(value: str, where: str) -> list[tuple[int, str]]:
 
 def parse_ints(text: str, where: str, what: str, count: int | None = None,
                low: int = 1, high: int = 2**40) -> tuple[int, ...]:
-    """``"256,1,2"`` or ``"256x1x2"`` to integers in ``[low, high]``."""
-    parts = [p.strip() for p in checked_text(text, where, 200).replace("x", ",").split(",")]
-    if not parts or any(not (p.isascii() and p.isdigit()) or len(p) > 13 for p in parts):
-        raise FieldError(where, f"{what} must be integers like 256,1,2, got {text.strip()!r}")
-    vals = tuple(int(p) for p in parts)
-    if count is not None and len(vals) != count:
-        raise FieldError(where, f"{what} must be {count} integers, got {text.strip()!r}")
-    if any(v < low or v > high for v in vals):
-        raise FieldError(where, f"{what} must lie between {low} and {high}, got {text.strip()!r}")
-    return vals
+    """``"256,1,2"`` or ``"256x1x2"`` to integers in ``[low, high]``
+    (:func:`warpspeed.input.triples.parse_ints`), errors in field ``where``."""
+    return triples.parse_ints(checked_text(text, where, 200), what, count=count, low=low,
+                              high=high, error=functools.partial(FieldError, where))
 
 
 def triple(text: str, where: str, what: str, high: int = 2**20) -> tuple[int, int, int]:
