@@ -30,9 +30,10 @@ from ..input.stencil_spec import load_stencil, parse_params
 from ..machine import Machine
 from ..model import Prediction, predict
 from ..reports.advice import Advice, advise
-from ..timing import DEFAULT_MODEL, MODELS
+from ..timing import MODELS
 from ..timing.hierarchy import VENDOR_TARGET
-from . import FieldError
+from .errors import FieldError
+from .form import Form
 from .machines import (
     MAX_MACHINE_FILE,
     UPLOADED,
@@ -58,42 +59,6 @@ MAX_FOLD = 16
 MAX_PARAM = 4096
 #: Limits of the stencil parameters that multiply the work (accesses per thread).
 PARAM_LIMITS = {"radius": 16}
-
-DEFAULT_FIELDS = "src 514,514,258 8\ndst 514,514,258 8"
-DEFAULT_LOADS = "\n".join([
-    "src[tidx + 1, tidy + 1, tidz + 1]",
-    "src[tidx, tidy + 1, tidz + 1]",
-    "src[tidx + 2, tidy + 1, tidz + 1]",
-    "src[tidx + 1, tidy, tidz + 1]",
-    "src[tidx + 1, tidy + 2, tidz + 1]",
-    "src[tidx + 1, tidy + 1, tidz]",
-    "src[tidx + 1, tidy + 1, tidz + 2]",
-])
-DEFAULT_STORES = "dst[threadIdx.x + blockIdx.x*blockDim.x + 1, tidy + 1, tidz + 1]"
-
-
-@dataclass(frozen=True)
-class Form:
-    """Everything the page's inputs hold, as text (the link's query string)."""
-
-    mode: str = "stencil"  # "stencil" or "hand"
-    stencil: str = "star3d_by_hand"
-    params: str = ""  # NAME=VALUE items separated by spaces
-    fields: str = DEFAULT_FIELDS  # one "NAME SHAPE [ITEMSIZE]" per line
-    loads: str = DEFAULT_LOADS  # one "NAME[expr, ...]" per line
-    stores: str = DEFAULT_STORES
-    domain: str = "512,512,256"  # valid global thread extents
-    fp: str = "7"  # FP instructions per thread (empty: unknown)
-    registers: str = ""  # registers per thread (empty: the kernel's)
-    machine: str = "A100"  # a shipped name or UPLOADED
-    machine_file: str = ""  # the uploaded TOML file, packed (pack_machine)
-    block: str = "256,1,2"
-    fold: str = "1,1,1"
-    model: str = DEFAULT_MODEL
-    threads: str = "1024"  # thread counts to rank
-    folds: str = "1,1,1 1,2,1 1,1,2"  # folding variants to rank (stencils that fold)
-    all_shapes: bool = False
-
 
 # --------------------------------------------------------------------------
 # Small parsers
