@@ -216,3 +216,21 @@ def test_hook_takes_one_thread_count_or_several():
         ranked = wps.create_kernel(asm, CFG, machine="A100", threads=threads,
                                    folds=[(1, 1, 1)], registers="estimate", jobs=1)
         assert {math.prod(p.block) for p in ranked.ranking} == counts
+
+
+@pytest.mark.parametrize("threads, domain", [(256, (2**30,) * 3), (256, (64, 3, 100)),
+                                             (1024, (2000, 2000, 2000)), (32, (5, 1, 1))])
+def test_hook_blocks_are_the_design_spaces_powers_of_two_within_the_domain(threads, domain):
+    # brute force: every power-of-two (x, y, z) of `threads` threads within CUDA's
+    # extents (1024, 1024, 64) and the smallest power of two covering the domain
+    cover = [min(lim, 1 << max(0, math.ceil(math.log2(d)))) for lim, d in
+             zip((1024, 1024, 64), domain)]
+    powers = [1 << e for e in range(11)]
+    truth = [(x, y, threads // (x * y)) for x in powers for y in powers
+             if threads % (x * y) == 0 and x <= cover[0] and y <= cover[1]
+             and threads // (x * y) <= cover[2]]
+    if not truth:
+        with pytest.raises(ws.LaunchError, match=f"no block of {threads} threads fits"):
+            wps.blocks(threads, domain)
+        return
+    assert wps.blocks(threads, domain) == truth

@@ -59,6 +59,7 @@ from ..input.kernel import Kernel
 from ..machine import Machine, load_machine
 from ..model import Prediction
 from ..model import predict as ws_predict
+from ..search.design_space import DEFAULT_FOLDS, MAX_BLOCK_DIMS, block_shapes
 from ..search.executor import no_collection
 from ..search.rank import rank as ws_rank
 from ..search.rank import summary
@@ -74,29 +75,21 @@ from .layouts import LayoutSpec, ShapeSpec
 from .registers import with_registers
 from .variants import Job, Variant, make_variants, reason
 
-DEFAULT_FOLDS: tuple[Fold, ...] = ((1, 1, 1), (1, 2, 1), (1, 1, 2))
-
 
 def blocks(
     threads: int, domain: tuple[int, int, int] = (2**30, 2**30, 2**30)
 ) -> list[tuple[int, int, int]]:
     """Power-of-two block sizes of ``threads`` threads in the paper's design
-    space (MODEL.md §8), without dimensions larger than the domain needs."""
+    space (MODEL.md §8: :func:`warpspeed.search.design_space.block_shapes`
+    within its extent limits), without dimensions larger than the domain
+    needs."""
     if (isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1
             or threads & (threads - 1)):
         raise LaunchError(f"threads={threads!r}: threads per block must be a positive power of "
                           "two, e.g. 256")
-    cap = [
-        min(lim, 1 << max(0, math.ceil(math.log2(d))))
-        for lim, d in zip((1024, 1024, 64), domain)
-    ]
-    n = int(math.log2(threads))
-    out = []
-    for ex in range(n + 1):
-        for ey in range(n + 1 - ex):
-            b = (1 << ex, 1 << ey, 1 << (n - ex - ey))
-            if all(v <= c for v, c in zip(b, cap)):
-                out.append(b)
+    cap = tuple(min(lim, 1 << max(0, math.ceil(math.log2(d))))
+                for lim, d in zip(MAX_BLOCK_DIMS, domain))
+    out = list(block_shapes(int(threads), max_dims=cap))  # type: ignore[arg-type]
     if not out:
         raise LaunchError(f"no block of {threads} threads fits the domain {domain}")
     return out
