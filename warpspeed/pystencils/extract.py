@@ -22,9 +22,8 @@ assignments per thread) has a fold, which the caller passes.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -33,9 +32,8 @@ from pystencils.backend.ast.structural import PsBlock
 
 from ..errors import KernelError
 from ..input.kernel import Access, Field, Kernel
-from ..input.triples import Triple, triple_of
+from ..input.triples import Triple
 from .indexlists import (
-    ListSpec,
     fixed_length,
     gathers,
     is_gather,
@@ -48,7 +46,6 @@ from .indexlists import (
 from .launch import counter_steps, domain
 from .layouts import (
     FieldLayout,
-    LayoutSpec,
     ShapeSpec,
     missing_shape,
     resolve,
@@ -56,14 +53,21 @@ from .layouts import (
     spatial_rank,
     split,
 )
+from .options import (
+    EXTRACT_KEYWORDS,
+    MAX_GRID_POINTS,
+    READ_KEYWORDS,
+    ExtractOptions,
+    with_keywords,
+)
 from .params import given_params, parameters, stride_params
 from .params import sizes as param_sizes
 from .params import stride_values as param_strides
 from .poly import IntPoly
 from .reductions import atomics_of
+from .registers import with_registers
 from .unsupported import (
     CpuTargetError,
-    GridStridedLoopError,
     MissingShapeError,
     UnsupportedKernelError,
 )
@@ -96,79 +100,53 @@ class Extraction:
 
 def kernel_from_pystencils(
     kernel_function: Any,
+    options: ExtractOptions | None = None,
     *,
     name: str | None = None,
-    registers: int = 32,
-    base_offsets: Mapping[str, int] | None = None,
     fold: Triple | None = None,
-    shape: ShapeSpec = None,
-    layout: LayoutSpec = None,
-    params: Mapping[str, int] | None = None,
-    grid_points: Triple | None = None,
+    **keywords: Any,
 ) -> Kernel:
     """The :class:`warpspeed.Kernel` of a pystencils GPU kernel (MODEL.md §1);
-    see :func:`extract`."""
-    return extract(
-        kernel_function, name=name, registers=registers, base_offsets=base_offsets,
-        fold=fold, shape=shape, layout=layout, params=params, grid_points=grid_points,
-    ).kernel
-
-
-#: Most points per thread of a grid-stride loop (``grid_points``) predicted:
-#: a 7-point Jacobi stays within about 1.27x of its compulsory DRAM traffic up to
-#: 16 points a grid apart, and reaches 1.5x at 64.
-MAX_GRID_POINTS = 16
+    see :func:`extract`. The option keywords it took before ``options``
+    (``registers``, ``base_offsets``, ``shape``, ``layout``, ``params``,
+    ``grid_points``) still work and are deprecated."""
+    opts = with_keywords(options, keywords, "kernel_from_pystencils",
+                         READ_KEYWORDS | {"registers"})
+    return _counted(read(kernel_function, opts, name=name, fold=fold,
+                         registers=_kernel_count(opts.registers)), kernel_function, opts).kernel
 
 
 def extract(
     kernel_function: Any,
+    options: ExtractOptions | None = None,
     *,
     name: str | None = None,
-    registers: int = 32,
-    base_offsets: Mapping[str, int] | None = None,
     fold: Triple | None = None,
-    shape: ShapeSpec = None,
-    layout: LayoutSpec = None,
-    params: Mapping[str, int] | None = None,
-    grid_points: Triple | None = None,
-    index_list: ListSpec = None,
-    list_order: str = "sorted",
+    **keywords: Any,
 ) -> Extraction:
     """Read a pystencils GPU kernel (MODEL.md §1; module docstring).
 
-    * ``base_offsets``: field name → byte offset of the field's base pointer
-      (element 0) from a 128 B boundary (default 0 for every field).
+    * ``options``: how to read it (:class:`ExtractOptions`: the shape and
+      layout of fields of symbolic size, base pointer offsets, the values
+      of integer parameters, the grid points of a grid-strided kernel, the
+      list of an index-list kernel). Its ``registers``: a count is the
+      kernel's, ``"estimate"`` the conservative estimate; ``extract`` knows
+      no machine to run nvcc for, so without either the kernel keeps the
+      default of 32 (MODEL.md §1). The same options, given as keywords
+      (``extract(kernel, shape=...)``), still work and are deprecated.
+    * ``name``: the kernel's name (default the pystencils kernel's).
     * ``fold``: lattice updates per thread along x, y, z; ``None`` means
       ``(1, 1, 1)``. Pass the fold a kernel was folded with by
       :func:`warpspeed.pystencils.generate`; a strided iteration slice is
       not a fold.
-    * ``shape``: for fields of symbolic size, the array shape to predict
-      with: the spatial extents *including ghost layers*, x first (the
-      order of ``f[x, y, z]``), or a mapping field name → shape; for
-      ``StaggeredField`` / ``TensorField`` the inner extents (the values of
-      their size parameters).
-    * ``layout``: memory layout of symbolic-size fields with index
-      dimensions (``"fzyx"``, ``"zyxf"``, ``"c"``, ``"f"``), one for all or
-      per field name; see :mod:`.layouts` for the default.
-    * ``params``: values of the kernel's integer parameters that indices,
-      guards or loop bounds depend on (symbolic iteration-slice bounds,
-      ``make_slice[sx:ex, ...]``), e.g. ``{"sx": 1, "ex": 255}``; a
-      parameter needed but not given raises :class:`MissingParameterError`
-      naming it.
-    * ``grid_points``: for a grid-strided kernel (``gridstrided_linear3d``
-      / ``gridstrided_linear1d``), the points each thread updates along the
-      thread axes x, y, z: the grid is ``ceil(extent / points)`` threads
-      along each axis and thread ``g`` updates ``g + j * grid threads``.
-      Default ``(1, 1, 1)``: pystencils' automatic launch grid, which covers
-      the domain. The kernel's fold is multiplied by it: a thread's points
-      are counted as one folded update, in the same wave (an approximation
-      that holds while the points share the caches; at most
-      :data:`MAX_GRID_POINTS` points per thread, more are refused with
-      :class:`GridStridedLoopError`).
-    * ``index_list``: for an index-list (boundary) kernel, the list itself
-      (the structured NumPy array of the boundary handling: exact sector
-      counts) or its number of entries, with ``list_order`` ``"sorted"``
-      (by cell) or ``"random"`` (:mod:`warpspeed.input.gathers`).
+
+    A grid-strided kernel (``gridstrided_linear3d`` /
+    ``gridstrided_linear1d``) with ``grid_points`` runs
+    ``ceil(extent / points)`` threads along each axis, thread ``g``
+    updating ``g + j * grid threads``; its fold is multiplied by the points,
+    counted as one folded update in the same wave (an approximation that
+    holds while the points share the caches, hence at most
+    :data:`MAX_GRID_POINTS` points per thread).
 
     Raises a subclass of :class:`UnsupportedKernelError` naming the
     construct the model cannot describe, :class:`MissingShapeError` for
@@ -190,30 +168,37 @@ def extract(
         >>> ws.predict(k, "V100", block=(32, 4, 2)).limiter  # 32^3 updates: the launch binds
         'launch'
     """
+    opts = with_keywords(options, keywords, "extract", EXTRACT_KEYWORDS)
+    return _counted(read(kernel_function, opts, name=name, fold=fold,
+                         registers=_kernel_count(opts.registers)), kernel_function, opts)
+
+
+def read(
+    kernel_function: Any,
+    options: ExtractOptions,
+    *,
+    name: str | None = None,
+    fold: Triple | None = None,
+    registers: int = 32,
+) -> Extraction:
+    """:func:`extract` with its options resolved and ``registers`` the
+    kernel's count (the hook counts them afterwards, :mod:`.registers`)."""
+    index_list = options.index_list
     body = _gpu_body(kernel_function)
     fields, props = parameters(kernel_function)
     lists = list_pointers(fields)
     length = fixed_length(fields, lists, list_length(index_list))
     if index_list is None and length is not None:
         index_list = length  # a fixed-size index field: its own length
-    layouts = {p: resolve(f, shape, layout) for p, f in fields.items() if p not in lists}
+    layouts = {p: resolve(f, options.shape, options.layout)
+               for p, f in fields.items() if p not in lists}
     missing = [fields[p] for p, lay in layouts.items() if lay is None]
     sizes = param_sizes(props, {fields[p].name: lay for p, lay in layouts.items()})
     sizes.update(list_sizes(props, fields, lists, length or 1))
-    sizes.update(given_params(kernel_function, params))
+    sizes.update(given_params(kernel_function, options.params))
     strides = stride_params(props)
     stride_values = param_strides(strides, fields, layouts)
-    points = (1, 1, 1) if grid_points is None else triple_of(grid_points, "grid_points",
-                                                             error=KernelError)
-    if math.prod(points) > MAX_GRID_POINTS:
-        raise GridStridedLoopError(
-            f"grid_points={points} gives {math.prod(points)} points per thread of a grid-stride "
-            f"loop; warpspeed models at most {MAX_GRID_POINTS}: it counts a thread's points "
-            "as one folded update in the same wave, which over-estimates the DRAM traffic "
-            "when the points lie a whole grid apart (and it repeats the loop body per point). "
-            "Predict a grid with at most that many points per thread, or the default "
-            "grid_points=None (pystencils' grid, one point per thread)"
-        )
+    points = options.grid_points or (1, 1, 1)  # checked by ExtractOptions
     walker = Walker(fields, sizes, frozenset(strides), probe=bool(missing), grid_points=points,
                     list_pointers=lists)
     walker.block(body)
@@ -227,10 +212,10 @@ def extract(
         if length is None:
             raise refuse(fields[gathered[0][0]].name, False)
     if missing:
-        raise _missing(missing, shape)
+        raise _missing(missing, options.shape)
     if not walker.stores and not walker.loads and not walker.list_loads:
         raise UnsupportedKernelError("the kernel accesses no field memory")
-    offsets = dict(base_offsets or {})
+    offsets = dict(options.base_offsets or {})
     names = {f.name for p, f in fields.items() if p in walker.itemsizes}
     unknown = set(offsets) - names
     if unknown:
@@ -261,7 +246,7 @@ def extract(
             f"grid-stride loops: {points} points per thread along x, y, z over a grid of "
             f"{box} threads"
         )
-    elif grid_points is not None and points != (1, 1, 1):
+    elif points != (1, 1, 1):
         raise KernelError(
             f"grid_points={points} is for grid-strided kernels; this kernel has no "
             "grid-stride loop (its indexing scheme gives one point per thread)"
@@ -279,12 +264,12 @@ def extract(
     if gathered:
         gather_accesses = gathers(
             gathered, ws_fields, {p: lay.origin_offset for p, lay in layouts.items() if lay},
-            stride_values, walker.list_loads, walker.tables, index_list, list_order,
+            stride_values, walker.list_loads, walker.tables, index_list, options.list_order,
         )
         notes.append(
             f"{len(gathered)} indexed access(es) per entry of the index list "
             + ("(positions from the list)" if isinstance(index_list, np.ndarray)
-               else f"({length} entries, {list_order})")
+               else f"({length} entries, {options.list_order})")
         )
     atomics = None
     if walker.reductions:
@@ -308,6 +293,23 @@ def extract(
                                 if p in lists or size_symbols(fields[p])})),
     )
     return Extraction(kernel, counter_steps(walker.counters), tuple(notes))
+
+
+def _kernel_count(registers: int | str | None) -> int:
+    """The registers per thread ``extract`` gives its kernel: the count
+    given, else 32 (MODEL.md §1)."""
+    return registers if isinstance(registers, int) else 32
+
+
+def _counted(ex: Extraction, kernel_function: Any, options: ExtractOptions) -> Extraction:
+    """``ex`` with the conservative estimate of its registers when the
+    options ask for it (:mod:`.registers`, which needs no machine); ``None``
+    and ``"nvcc"`` keep the default: nvcc counts for a machine's ``arch``,
+    which :func:`~.hook.predict` and the hook know and ``extract`` does not."""
+    if options.registers != "estimate":
+        return ex
+    kernel, note = with_registers(ex.kernel, kernel_function, None, "estimate")
+    return replace(ex, kernel=kernel, notes=ex.notes + ((note,) if note else ()))
 
 
 class _Accesses:
@@ -428,4 +430,4 @@ def _gpu_body(kernel_function: Any) -> PsBlock:
     return body
 
 
-__all__ = ["Extraction", "extract", "kernel_from_pystencils"]
+__all__ = ["MAX_GRID_POINTS", "Extraction", "extract", "kernel_from_pystencils", "read"]

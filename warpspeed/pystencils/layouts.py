@@ -241,8 +241,8 @@ def missing_shape(fields: Sequence[Any]) -> MissingShapeError:
     which = sorted({f.name for f in fields})
     return MissingShapeError(
         f"the fields {', '.join(which)} have symbolic sizes ({', '.join(names)}); give the "
-        "array shape to predict with, e.g. extract(kernel, shape=(nx, ny, nz)) or "
-        "predict(..., shape=(nx, ny, nz)): the spatial extents including ghost layers, x "
+        "array shape to predict with, options=ExtractOptions(shape=(nx, ny, nz)) of "
+        "extract, predict or create_kernel: the spatial extents including ghost layers, x "
         "first (for StaggeredField / TensorField: the inner region, the values of their "
         "size parameters; a mapping field name -> shape for fields of different sizes)"
     )
