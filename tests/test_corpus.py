@@ -24,7 +24,7 @@ import pytest
 import warpspeed as ws
 import warpspeed.pystencils as wps
 from tests.corpus import CASES, LOWER, UPPER, Built, Case
-from tests.corpus.evaluate import MACHINE, evaluate, shape_kwargs
+from tests.corpus.evaluate import MACHINE, evaluate, options
 
 #: Minutes for the whole corpus: .ci/run runs it under its main Python only.
 pytestmark = pytest.mark.slow
@@ -108,7 +108,7 @@ def test_generation_hook_accepts_the_case(case: Case, corpus: Callable[[Case], B
             machine=MACHINE,
             threads=HOOK_THREADS,
             folds=HOOK_FOLDS,
-            **shape_kwargs(case),
+            options=options(case),
         )
     except ws.EmptyRankingError as exc:  # nothing ranked: every variant's reason
         kernel, ranking, skipped = None, [], exc.reasons
@@ -132,11 +132,11 @@ def _is_the_best_configuration(kernel, best: ws.Prediction, case: Case) -> None:
     """The hook's kernel is the best prediction's: read back with one of the
     variants' folds it has the best fold (points per thread), and a dynamic
     or manual launch configuration defaults to the best block."""
-    kwargs = shape_kwargs(case)
+    opts = options(case)
     folds = []
     for fold in HOOK_FOLDS:
         try:
-            folds.append(wps.extract(kernel, fold=fold, **kwargs).kernel.fold)
+            folds.append(wps.extract(kernel, opts, fold=fold).kernel.fold)
         except ws.KernelError:
             continue
     assert best.fold in folds, (case.name, best.fold, folds)

@@ -10,7 +10,7 @@ import pytest
 
 import warpspeed.pystencils as wps
 from tests.corpus import BY_NAME
-from tests.corpus.evaluate import shape_kwargs
+from tests.corpus.evaluate import options
 from warpspeed.pystencils.default_block import portable, with_default_block
 from warpspeed.pystencils.fold import generate
 
@@ -43,7 +43,7 @@ def _same(rebuilt, generated):
 def test_rebuilt_kernel_is_the_kernel_generated_with_the_block(name, fold):
     case = BY_NAME[name]
     built = case.build()
-    shape = shape_kwargs(case).get("shape")
+    shape = options(case).shape
     kernel = generate(built.assignments, built.config, fold, shape=shape)
     generated = generate(built.assignments, built.config, fold, BLOCK, shape=shape)
     parts = portable(kernel)

@@ -128,6 +128,7 @@ API = {
     "ws.Kernel": ws.Kernel,
     "ws.Field": ws.Field,
     "wps.extract": wps.extract,
+    "wps.ExtractOptions": wps.ExtractOptions,
     "wps.create_kernel": wps.create_kernel,
 }
 

@@ -175,7 +175,8 @@ def test_blockwise4d_kernels_are_ranked_with_their_fixed_block_only():
 def test_symbolic_sizes_are_ranked_with_the_given_shape():
     src, dst = ps.fields("src, dst: double[3D]", layout="fzyx")
     asm = [ps.Assignment(dst.center, (src[1, 0, 0] + src[0, 0, -1]) / 2)]
-    ranked = wps.create_kernel(asm, CFG, machine="A100", threads=256, shape=(66, 34, 34))
+    ranked = wps.create_kernel(asm, CFG, machine="A100", threads=256,
+                               options=wps.ExtractOptions(shape=(66, 34, 34)))
     assert not ranked.skipped and {p.fold for p in ranked.ranking} == set(wps.DEFAULT_FOLDS)
     with pytest.raises(ws.EmptyRankingError) as info:
         wps.create_kernel(asm, CFG, machine="A100", threads=256)
@@ -188,7 +189,8 @@ def test_hook_names_the_registers_when_no_block_can_launch():
     # 255 registers x 1024 threads = 261120 > 65536 registers per SM: no block launches
     *_, asm = _jacobi((34, 34, 34))
     with pytest.raises(ws.EmptyRankingError) as info:
-        wps.create_kernel(asm, CFG, machine="A100", threads=1024, registers=255)
+        wps.create_kernel(asm, CFG, machine="A100", threads=1024,
+                          options=wps.ExtractOptions(registers=255))
     reasons = info.value.reasons
     assert [r.split(":")[0] for r in reasons] == [f"fold {f}" for f in wps.DEFAULT_FOLDS]
     assert all("no block can be predicted" in r and "255 registers per thread (user)" in r
@@ -206,13 +208,32 @@ def test_hook_refuses_a_bad_thread_count_by_name_before_generating(threads, text
     monkeypatch.setattr(hook, "make_variants",
                         lambda *a, **k: pytest.fail("variants were generated"))
     with pytest.raises(ws.LaunchError, match=re.escape(text)) as info:
-        wps.create_kernel(asm, CFG, machine="A100", threads=threads, registers="estimate")
+        wps.create_kernel(asm, CFG, machine="A100", threads=threads,
+                          options=wps.ExtractOptions(registers="estimate"))
     assert not isinstance(info.value, ws.EmptyRankingError)
 
 
 def test_hook_takes_one_thread_count_or_several():
     *_, asm = _jacobi((34, 34, 34))
     for threads, counts in [(128, {128}), ([64, 128], {64, 128}), ((128,), {128})]:
-        ranked = wps.create_kernel(asm, CFG, machine="A100", threads=threads,
-                                   folds=[(1, 1, 1)], registers="estimate", jobs=1)
+        ranked = wps.create_kernel(asm, CFG, machine="A100", threads=threads, folds=[(1, 1, 1)],
+                                   jobs=1, options=wps.ExtractOptions(registers="estimate"))
         assert {math.prod(p.block) for p in ranked.ranking} == counts
+
+
+@pytest.mark.parametrize("threads, domain", [(256, (2**30,) * 3), (256, (64, 3, 100)),
+                                             (1024, (2000, 2000, 2000)), (32, (5, 1, 1))])
+def test_hook_blocks_are_the_design_spaces_powers_of_two_within_the_domain(threads, domain):
+    # brute force: every power-of-two (x, y, z) of `threads` threads within CUDA's
+    # extents (1024, 1024, 64) and the smallest power of two covering the domain
+    cover = [min(lim, 1 << max(0, math.ceil(math.log2(d)))) for lim, d in
+             zip((1024, 1024, 64), domain)]
+    powers = [1 << e for e in range(11)]
+    truth = [(x, y, threads // (x * y)) for x in powers for y in powers
+             if threads % (x * y) == 0 and x <= cover[0] and y <= cover[1]
+             and threads // (x * y) <= cover[2]]
+    if not truth:
+        with pytest.raises(ws.LaunchError, match=f"no block of {threads} threads fits"):
+            wps.blocks(threads, domain)
+        return
+    assert wps.blocks(threads, domain) == truth

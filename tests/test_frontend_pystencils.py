@@ -10,6 +10,7 @@ import warpspeed as ws
 from stencils import star3d, star3d_by_hand
 from warpspeed.pystencils import (
     CpuTargetError,
+    ExtractOptions,
     IndirectAccessError,
     MissingShapeError,
     extract,
@@ -160,10 +161,10 @@ def test_not_a_pystencils_kernel_is_a_kernel_error():
 
 def test_base_offsets_are_applied_and_unknown_names_rejected():
     k = _cuda(_small_star())
-    got = kernel_from_pystencils(k, base_offsets={"src": 8})
+    got = kernel_from_pystencils(k, ExtractOptions(base_offsets={"src": 8}))
     assert {f.name: f.base_offset for f in got.fields} == {"src": 8, "dst": 0}
     with pytest.raises(ws.KernelError, match="base_offsets names fields"):
-        kernel_from_pystencils(k, base_offsets={"nope": 8})
+        kernel_from_pystencils(k, ExtractOptions(base_offsets={"nope": 8}))
 
 
 def test_fp_instructions_contract_multiply_add_pairs():
@@ -255,8 +256,8 @@ def _lbm_rule(layout, shape):
 def test_zyxf_d3q19_pdfs_have_the_direction_as_contiguous_dimension(symbolic):
     rule, stencil = _lbm_rule("zyxf", None if symbolic else "12, 10, 8")
     kf = _cuda(rule)
-    kw = dict(shape=(12, 10, 8), layout="zyxf") if symbolic else {}
-    k = kernel_from_pystencils(kf, **kw)
+    opts = ExtractOptions(shape=(12, 10, 8), layout="zyxf") if symbolic else None
+    k = kernel_from_pystencils(kf, opts)
     pdfs = next(a.field for a in k.loads if a.field.name == "pdfs")
     assert pdfs.shape == (19, 12, 10, 8)
     assert pdfs.strides == (1, 19, 19 * 12, 19 * 12 * 10)
@@ -272,7 +273,7 @@ def test_zyxf_d3q19_pdfs_have_the_direction_as_contiguous_dimension(symbolic):
 
 def test_symbolic_index_fields_default_to_fzyx_for_x_contiguous_layouts():
     rule, _ = _lbm_rule("fzyx", None)
-    k = kernel_from_pystencils(_cuda(rule), shape=(12, 10, 8))
+    k = kernel_from_pystencils(_cuda(rule), ExtractOptions(shape=(12, 10, 8)))
     pdfs = next(a.field for a in k.loads if a.field.name == "pdfs")
     assert pdfs.shape == (12, 10, 8, 19) and pdfs.strides == (1, 12, 120, 960)
 
@@ -287,7 +288,7 @@ def test_lbmpy_default_fields_share_strides_and_predict_like_explicit_fields():
     kf = _cuda(create_lb_update_rule(lbm_config=cfg))
     shared = {p.name for p in kf.parameters if len(p.properties) == 2}
     assert "_stride_src_3" in shared  # the construct under test
-    got = kernel_from_pystencils(kf, shape=(12, 10, 8))
+    got = kernel_from_pystencils(kf, ExtractOptions(shape=(12, 10, 8)))
     rule, _ = _lbm_rule("fzyx", "12, 10, 8")
     fixed = kernel_from_pystencils(_cuda(rule))
     rename = {"src": "pdfs", "dst": "pdfs_tmp"}
@@ -301,7 +302,7 @@ def test_lbmpy_default_fields_share_strides_and_predict_like_explicit_fields():
                                  for a in fixed.stores}
     assert got.domain == fixed.domain == (10, 8, 6)
     with pytest.raises(ws.KernelError, match=r"share the size parameter _size_src_\d.*one shape"):
-        kernel_from_pystencils(kf, shape={"src": (12, 10, 8), "dst": (12, 10, 9)})
+        kernel_from_pystencils(kf, ExtractOptions(shape={"src": (12, 10, 8), "dst": (12, 10, 9)}))
 
 
 @pytest.mark.parametrize("name", ["zyxf", "fzyx", "aos", "soa"])
@@ -310,13 +311,13 @@ def test_an_index_layout_name_for_fields_without_index_dimensions_is_their_spati
     # with a density output): for the scalar fields only the spatial order counts
     src, dst = ps.fields("src, dst: double[3D]", layout="zyxf")
     kf = _cuda([ps.Assignment(dst.center, src[1, 0, 0] + src[0, 0, -1])])
-    got = kernel_from_pystencils(kf, shape=(10, 12, 14), layout=name)
-    plain = kernel_from_pystencils(kf, shape=(10, 12, 14))
+    got = kernel_from_pystencils(kf, ExtractOptions(shape=(10, 12, 14), layout=name))
+    plain = kernel_from_pystencils(kf, ExtractOptions(shape=(10, 12, 14)))
     assert got.fields == plain.fields
     assert set(got.loads) == set(plain.loads) and set(got.stores) == set(plain.stores)
     assert plain.fields[0].strides == (1, 10, 120)
     with pytest.raises(ws.KernelError, match=r"layout 'c' for field (src|dst) contradicts"):
-        kernel_from_pystencils(kf, shape=(10, 12, 14), layout="c")
+        kernel_from_pystencils(kf, ExtractOptions(shape=(10, 12, 14), layout="c"))
 
 
 def test_symbolic_field_sizes_need_a_shape_naming_the_size_symbols():
@@ -324,14 +325,14 @@ def test_symbolic_field_sizes_need_a_shape_naming_the_size_symbols():
     asm = [ps.Assignment(dst.center, src[1, 0, 0] + src[0, 0, -1])]
     with pytest.raises(MissingShapeError, match=r"_size_src_0.*shape=\(nx, ny, nz\)"):
         kernel_from_pystencils(_cuda(asm))
-    got = kernel_from_pystencils(_cuda(asm), shape=(10, 12, 14))
+    got = kernel_from_pystencils(_cuda(asm), ExtractOptions(shape=(10, 12, 14)))
     fs, fd = ps.fields("src, dst: double[10, 12, 14]", layout="fzyx")
     fixed = kernel_from_pystencils(_cuda([ps.Assignment(fd.center, fs[1, 0, 0] + fs[0, 0, -1])]))
     assert got.fields == fixed.fields
     assert set(got.loads) == set(fixed.loads) and set(got.stores) == set(fixed.stores)
     assert got.domain == fixed.domain == (8, 10, 12)
     with pytest.raises(MissingShapeError, match="has 2 extents"):
-        kernel_from_pystencils(_cuda(asm), shape=(10, 12))
+        kernel_from_pystencils(_cuda(asm), ExtractOptions(shape=(10, 12)))
 
 
 def test_load_of_a_value_the_thread_stored_is_not_a_load():
@@ -365,7 +366,7 @@ def test_staggered_field_halo_indices_are_exact_and_the_base_pointer_is_inner():
         b.store[j["E"]] = n[0, 0, 0] - n[-1, 0, 1]
 
     k = kernel_from_pystencils(ps.create_kernel(flux, ps.CreateKernelConfig(**CUDA)),
-                               shape=(8, 6, 4))
+                               ExtractOptions(shape=(8, 6, 4)))
     (store,) = k.stores
     assert store.field.shape == (9, 7, 5, 3) and store.field.strides == (1, 9, 63, 315)
     assert store.field.base_offset == -584 % 128

@@ -8,6 +8,7 @@ by hand for a hand-written ``ws.Kernel`` (MODEL.md §1, §4-§6)."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pystencils as ps
@@ -68,7 +69,8 @@ def test_noslip_on_a_channel_matches_the_sector_hand_count():
     # 0..511, 16 sectors), one at x = 2 (17 sectors).
     lst = _channel(Stencil.D3Q19, 3)
     assert lst.size == 2 * 64 * 64 * 5
-    k = wps.extract(_boundary_kernel(NoSlip(), Stencil.D3Q19, 3), index_list=lst).kernel
+    k = wps.extract(_boundary_kernel(NoSlip(), Stencil.D3Q19, 3),
+                    wps.ExtractOptions(index_list=lst)).kernel
     assert k.domain == (lst.size, 1, 1)
     p = ws.predict(k, "A100", (256, 1, 1))
     hand_load = 16 + 17 * 32 / 64
@@ -82,7 +84,8 @@ def test_ubb_on_a_channel_matches_the_sector_hand_count():
     # direction from x = 1: 17 sectors per 64 entries read; written rows: inverse
     # directions at x - 1, x, x + 1 neighbours: 16, 17, 17 sectors per 64 entries.
     lst = _channel(Stencil.D2Q9, 2)
-    k = wps.extract(_boundary_kernel(UBB((0.05, 0)), Stencil.D2Q9, 2), index_list=lst).kernel
+    k = wps.extract(_boundary_kernel(UBB((0.05, 0)), Stencil.D2Q9, 2),
+                    wps.ExtractOptions(index_list=lst)).kernel
     p = ws.predict(k, "A100", (128, 1, 1))
     assert p.volumes.dram_load == pytest.approx(12 + 17 * 32 / 64, rel=2e-3)
     assert p.volumes.dram_store == pytest.approx((16 + 17 + 17) * 32 / (3 * 64), rel=2e-3)
@@ -90,8 +93,9 @@ def test_ubb_on_a_channel_matches_the_sector_hand_count():
 
 def test_list_order_without_the_list_by_hand():
     k = _boundary_kernel(NoSlip(), Stencil.D3Q19, 3)
-    sorted_ = ws.predict(wps.extract(k, index_list=40960).kernel, "A100", (256, 1, 1))
-    random = ws.predict(wps.extract(k, index_list=40960, list_order="random").kernel, "A100",
+    ordered = wps.ExtractOptions(index_list=40960)
+    sorted_ = ws.predict(wps.extract(k, ordered).kernel, "A100", (256, 1, 1))
+    random = ws.predict(wps.extract(k, replace(ordered, list_order="random")).kernel, "A100",
                         (256, 1, 1))
     # the list 16 B; sorted: 8 B per PDF access (whole rows), random: a 32 B sector each
     assert sorted_.volumes.dram_load == pytest.approx(16 + 8, rel=1e-3)
@@ -111,7 +115,7 @@ def test_pystencils_neumann_boundary_kernel_is_a_gather():
     cfg = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)
     k = create_boundary_kernel(f, index_field, LBStencil(Stencil.D3Q7), Neumann(), cfg)
     n = 64 * 64
-    ex = wps.extract(k, index_list=n, list_order="random")
+    ex = wps.extract(k, wps.ExtractOptions(index_list=n, list_order="random"))
     assert len(ex.kernel.gathers) == 2
     assert {g.store for g in ex.kernel.gathers} == {False, True}
     p = ws.predict(ex.kernel, "A100", (256, 1, 1))
@@ -123,11 +127,11 @@ def test_a_gather_needs_the_list_or_its_length():
     with pytest.raises(wps.IndirectAccessError, match=r"field pdfs .*index_list=<entries>"):
         wps.extract(k)
     with pytest.raises(ws.KernelError, match=r"list_order must be one of"):
-        wps.extract(k, index_list=10, list_order="zigzag")
+        wps.extract(k, wps.ExtractOptions(index_list=10, list_order="zigzag"))
     with pytest.raises(ws.KernelError, match=r"structured NumPy array"):
-        wps.extract(k, index_list=np.zeros(10))
+        wps.extract(k, wps.ExtractOptions(index_list=np.zeros(10)))
     with pytest.raises(ws.KernelError, match=r"do not match the kernel's reads"):
-        wps.extract(k, index_list=_channel(Stencil.D2Q9, 2))
+        wps.extract(k, wps.ExtractOptions(index_list=_channel(Stencil.D2Q9, 2)))
 
 
 def test_hand_written_gathers_count_sectors_per_warp_and_whole_list():
@@ -166,7 +170,7 @@ def test_an_index_list_of_another_length_than_its_fixed_size_field_is_refused(gi
     k = _fixed_size_neumann(100)
     with pytest.raises(wps.IndexListLengthError,
                        match=rf"{given} entries.*indexField of 100 entries"):
-        wps.extract(k, index_list=given)
+        wps.extract(k, wps.ExtractOptions(index_list=given))
 
 
 def test_a_fixed_size_index_field_predicts_its_own_length():
@@ -174,7 +178,7 @@ def test_a_fixed_size_index_field_predicts_its_own_length():
     ex = wps.extract(k)  # no list needed: the field fixes 100 entries
     assert ex.kernel.domain == (100, 1, 1)
     assert {g.length for g in ex.kernel.gathers} == {100}
-    given = wps.extract(k, index_list=100).kernel
+    given = wps.extract(k, wps.ExtractOptions(index_list=100)).kernel
     assert given.domain == ex.kernel.domain and given.loads == ex.kernel.loads
 
 
@@ -185,5 +189,6 @@ def test_a_boundary_that_writes_per_entry_data_is_refused_naming_the_index_list(
     kf = _boundary_kernel(boundary, Stencil.D3Q19, 3)
     with pytest.raises(wps.UnsupportedKernelError,
                        match=r"struct members of force_vector .*calculate_force_on_boundary=False"):
-        wps.extract(kf, index_list=100)
-    assert wps.extract(_boundary_kernel(NoSlip(), Stencil.D3Q19, 3), index_list=100).kernel
+        wps.extract(kf, wps.ExtractOptions(index_list=100))
+    assert wps.extract(_boundary_kernel(NoSlip(), Stencil.D3Q19, 3),
+                       wps.ExtractOptions(index_list=100)).kernel

@@ -134,7 +134,8 @@ def test_the_hooks_result_has_a_compact_repr() -> None:
     src, dst = ps.fields("src, dst: double[2D]", layout="fzyx")
     ranked = wps.create_kernel([ps.Assignment(dst.center, src[1, 0] + src[-1, 0])],
                                ps.CreateKernelConfig(target=ps.Target.CUDA), machine="A100",
-                               shape=(512, 512), threads=[256], registers="estimate", jobs=1)
+                               threads=[256], jobs=1,
+                               options=wps.ExtractOptions(shape=(512, 512), registers="estimate"))
     text = repr(ranked)
     assert text.startswith("Ranked(") and "on A100" in text and "1. block" in text
     assert len(text.splitlines()) <= 5

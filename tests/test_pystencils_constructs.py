@@ -12,6 +12,7 @@ from pystencils.sympyextensions.random import Philox
 import warpspeed as ws
 from warpspeed.pystencils import (
     BranchError,
+    ExtractOptions,
     GridStridedLoopError,
     IndirectAccessError,
     MissingParameterError,
@@ -84,7 +85,7 @@ def _noslip_kernel():
 @pytest.mark.parametrize("shape", [None, (18, 18, 18)])
 def test_boundary_index_list_kernel_without_its_list_is_refused_naming_the_pdfs(shape):
     with pytest.raises(IndirectAccessError, match=r"field pdfs .*index list.*index_list="):
-        extract(_noslip_kernel(), shape=shape)
+        extract(_noslip_kernel(), ExtractOptions(shape=shape))
 
 
 def test_ternary_in_an_index_is_a_modelled_wrap():

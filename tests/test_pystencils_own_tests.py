@@ -7,6 +7,7 @@ counts where the case has one (the corpus band, ``tests/corpus/_base.py``)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -28,11 +29,11 @@ def test_pystencils_test_kernel_is_predicted_or_refused_by_name(case, target, ma
     assert not isinstance(kernel, Exception), f"pystencils 2.1 does not generate it: {kernel}"
     if case.name in REFUSED:
         with pytest.raises(ws.KernelError, match=REFUSED[case.name]):
-            wps.extract(kernel, **case.kwargs)
+            wps.extract(kernel, case.options)
         return
-    ex = wps.extract(kernel, **case.kwargs)
+    ex = wps.extract(kernel, case.options)
     block = ex.kernel.fixed_block or (256, 1, 1)
-    p = wps.predict(kernel, machine, block, registers=32, **case.kwargs)
+    p = wps.predict(kernel, machine, block, options=replace(case.options, registers=32))
     v = p.volumes
     assert math.isfinite(p.glups) and p.glups > 0
     assert v.dram_load + v.dram_store > 0

@@ -171,7 +171,7 @@ def test_hook_ranks_only_blocks_that_launch_with_the_kernels_registers():
 
 def test_hook_estimate_is_named_in_the_notes():
     ranked = wps.create_kernel(_d3q19(), CFG, machine="A100", folds=[(1, 1, 1)], jobs=1,
-                               threads=[256], registers="estimate")
+                               threads=[256], options=wps.ExtractOptions(registers="estimate"))
     assert {p.registers_source for p in ranked.ranking} == {
         "estimate: registers='estimate' given"}
     assert any("conservative estimate" in n for n in ranked.notes)

@@ -59,25 +59,26 @@ def test_missing_parameter_is_refused_naming_it():
     with pytest.raises(wps.MissingParameterError, match=r"parameter sx.*params=\{'sx'"):
         wps.extract(_param_kernel())
     with pytest.raises(wps.MissingParameterError, match=r"parameter ex.*params=\{'ex'"):
-        wps.extract(_param_kernel(), params={"sx": 2})
+        wps.extract(_param_kernel(), wps.ExtractOptions(params={"sx": 2}))
 
 
 def test_unknown_or_non_integer_parameter_is_a_kernel_error():
     with pytest.raises(ws.KernelError, match=r"'sy'.*integer parameters are \['ex', 'sx'\]"):
-        wps.extract(_param_kernel(), params={"sx": 2, "sy": 1})
+        wps.extract(_param_kernel(), wps.ExtractOptions(params={"sx": 2, "sy": 1}))
     with pytest.raises(ws.KernelError, match=r"params\['sx'\] must be an integer"):
-        wps.extract(_param_kernel(), params={"sx": 2.5, "ex": 8})
+        wps.extract(_param_kernel(), wps.ExtractOptions(params={"sx": 2.5, "ex": 8}))
 
 
 def test_given_parameters_fix_the_slice():
     # x from sx = 3 to ex = 17: 14 threads; g[x] = f[x + 1]
-    k = wps.extract(_param_kernel(), params={"sx": 3, "ex": 17}).kernel
+    k = wps.extract(_param_kernel(), wps.ExtractOptions(params={"sx": 3, "ex": 17})).kernel
     assert k.domain == (14, 10, 12)
     (load,), (store,) = k.loads, k.stores
     got = cells(load, k.domain, (8, 2, 2))
     assert {c[0] for c in got} == set(range(4, 18))
     assert {c[0] for c in cells(store, k.domain, (8, 2, 2))} == set(range(3, 17))
-    p = wps.predict(_param_kernel(), "A100", (16, 2, 2), params={"sx": 3, "ex": 17})
+    p = wps.predict(_param_kernel(), "A100", (16, 2, 2),
+                    options=wps.ExtractOptions(params={"sx": 3, "ex": 17}))
     assert p.volumes.dram_store > 0
 
 
@@ -87,7 +88,7 @@ def test_hook_ranks_a_kernel_with_parameters():
     asm = [ps.Assignment(g.center, f[1, 0, 0] + f[-1, 0, 0])]
     cfg = ps.CreateKernelConfig(**CUDA, iteration_slice=ps.make_slice[sx:-1, 1:-1, 1:-1])
     ranked = wps.create_kernel(asm, cfg, threads=64, folds=[(1, 1, 1)], jobs=1,
-                               params={"sx": 1})
+                               options=wps.ExtractOptions(params={"sx": 1}))
     assert ranked.ranking and ranked.ranking[0].kernel == "kernel"
     with pytest.raises(ws.EmptyRankingError) as info:
         wps.create_kernel(asm, cfg, threads=64, folds=[(1, 1, 1)], jobs=1)
@@ -229,7 +230,7 @@ def _grid_strided(scheme: str, a: int = 18):
     ],
 )
 def test_grid_stride_threads_cover_the_interior_once(scheme, points, domain):
-    ex = wps.extract(_grid_strided(scheme), grid_points=points)
+    ex = wps.extract(_grid_strided(scheme), wps.ExtractOptions(grid_points=points))
     k = ex.kernel
     assert k.domain == domain
     assert k.lups_per_thread == np.prod(points)
@@ -244,7 +245,8 @@ def test_grid_stride_threads_cover_the_interior_once(scheme, points, domain):
 def test_grid_stride_dram_volume_matches_a_hand_count():
     # f read once (8 B), g written once (8 B) per update, whatever the points per thread
     k1 = wps.extract(_grid_strided("gridstrided_linear3d", 258)).kernel
-    k4 = wps.extract(_grid_strided("gridstrided_linear3d", 258), grid_points=(1, 1, 4)).kernel
+    k4 = wps.extract(_grid_strided("gridstrided_linear3d", 258),
+                     wps.ExtractOptions(grid_points=(1, 1, 4))).kernel
     for k in (k1, k4):
         load, store = _dram(ws.predict(k, "A100", (64, 4, 2)))
         assert 0.97 <= load / 8 <= 1.1 and 0.97 <= store / 8 <= 1.1
@@ -252,19 +254,20 @@ def test_grid_stride_dram_volume_matches_a_hand_count():
 
 def test_grid_points_on_the_wrong_kernel_or_axis_are_refused():
     with pytest.raises(ws.KernelError, match=r"no grid-stride loop along z"):
-        wps.extract(_grid_strided("gridstrided_linear1d"), grid_points=(1, 1, 2))
+        wps.extract(_grid_strided("gridstrided_linear1d"),
+                    wps.ExtractOptions(grid_points=(1, 1, 2)))
     with pytest.raises(ws.KernelError, match=r"is for grid-strided kernels"):
-        wps.extract(_grid_strided("linear3d"), grid_points=(2, 1, 1))
+        wps.extract(_grid_strided("linear3d"), wps.ExtractOptions(grid_points=(2, 1, 1)))
 
 
 def test_more_grid_points_per_thread_than_the_model_holds_are_refused_before_the_walk():
     # a thread's points count as one folded update; many points a grid apart
     # would over-estimate DRAM traffic (and repeat the body per point)
     kf = _grid_strided("gridstrided_linear3d", 258)
-    ok = wps.extract(kf, grid_points=(1, 4, 4)).kernel
+    ok = wps.extract(kf, wps.ExtractOptions(grid_points=(1, 4, 4))).kernel
     assert math.prod(ok.fold) == wps.MAX_GRID_POINTS == 16
     with pytest.raises(wps.GridStridedLoopError, match=r"32 points per thread.*at most 16"):
-        wps.extract(kf, grid_points=(2, 4, 4))
+        wps.extract(kf, wps.ExtractOptions(grid_points=(2, 4, 4)))
 
 
 # ---------------------------------------------------------------------------
@@ -348,4 +351,5 @@ def test_a_slice_one_cell_too_long_is_refused_by_name():
         wps.extract(kf)
     with pytest.raises(ws.EmptyRankingError, match="OutOfBoundsError"):
         wps.create_kernel([ps.Assignment(dst.center, src[1, 0, 0] + src[-1, 0, 0])], cfg,
-                          folds=[(1, 1, 1)], threads=256, registers="estimate", jobs=1)
+                          folds=[(1, 1, 1)], threads=256, jobs=1,
+                          options=wps.ExtractOptions(registers="estimate"))

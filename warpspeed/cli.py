@@ -23,6 +23,7 @@ from .closed_pipe import quiet_on_closed_pipe
 from .errors import WarpspeedError
 from .input.kernel import Kernel
 from .input.stencil_spec import UsageError, load_stencil, parse_params
+from .input.triples import parse_triple
 from .machine import Machine, load_machine, machine_files
 from .model import Prediction, predict
 from .search.rank import DEFAULT_FOLDS, Ranking, rank
@@ -152,17 +153,6 @@ def registers_line(kernels: Sequence[tuple[tuple[int, int, int], Kernel]]) -> st
     return "registers per thread: " + "; ".join(parts)
 
 
-def parse_triple(text: str, what: str) -> tuple[int, int, int]:
-    parts = text.replace("x", ",").split(",")
-    try:
-        vals = tuple(int(p) for p in parts)
-    except ValueError as exc:
-        raise UsageError(f"{what} must be X,Y,Z integers, got {text!r}") from exc
-    if len(vals) != 3:
-        raise UsageError(f"{what} must be three integers X,Y,Z, got {text!r}")
-    return vals  # type: ignore[return-value]
-
-
 def prediction_table(preds: Sequence[Prediction], title: str = "",
                      vendor: str = "NVIDIA") -> object:
     """The predictions table in ``vendor``'s words, with its title above it
@@ -205,8 +195,8 @@ def code_target(args: argparse.Namespace, m: Machine) -> str:
 
 
 def _one_kernel(args: argparse.Namespace) -> tuple[Kernel, tuple[int, int, int]]:
-    fold = parse_triple(args.fold, "--fold")
-    block = parse_triple(args.block, "--block")
+    fold = parse_triple(args.fold, "--fold", error=UsageError)
+    block = parse_triple(args.block, "--block", error=UsageError)
     m = load_machine(args.machine)
     kernels = build_variants(args.stencil, args.set, args.registers, m.arch, [fold],
                              code_target(args, m), args.target is not None)
@@ -303,7 +293,7 @@ def _threads(text: str) -> int:
 def cmd_rank(args: argparse.Namespace) -> int:
     takes_fold = _takes_fold(load_kernel_function(args.stencil))
     if args.fold:
-        folds = list(dict.fromkeys(parse_triple(f, "--fold") for f in args.fold))
+        folds = list(dict.fromkeys(parse_triple(f, "--fold", error=UsageError) for f in args.fold))
     else:
         # a stencil module may name its own foldings (FOLDS), e.g. a 2-D kernel
         own = getattr(load_stencil(args.stencil), "FOLDS", None)

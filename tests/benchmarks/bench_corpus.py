@@ -28,14 +28,14 @@ def _hook(case: Any, built: Any) -> tuple[float | None, str]:
     """Seconds and a one-line summary of ``create_kernel`` over the default
     design space (``None`` seconds when the case has no assignments)."""
     import warpspeed.pystencils as wps
-    from tests.corpus.evaluate import MACHINE, describe, shape_kwargs
+    from tests.corpus.evaluate import MACHINE, describe, options
 
     if not case.hook:
         return None, "n/a (not made from assignments)"
     t0 = time.perf_counter()
     try:
         ranked = wps.create_kernel(
-            built.assignments, built.config, machine=MACHINE, **shape_kwargs(case)
+            built.assignments, built.config, machine=MACHINE, options=options(case)
         )
     except Exception as exc:  # a benchmark reports every failure and goes on
         return time.perf_counter() - t0, f"raised {describe(exc)}"

@@ -46,14 +46,14 @@ def main() -> None:
 
     import warpspeed.pystencils as wps
     from tests.corpus import BY_NAME
-    from tests.corpus.evaluate import shape_kwargs
+    from tests.corpus.evaluate import options
 
     for name in args.names:
         case = BY_NAME[name]
         built = case.build()
         w0, c0 = time.perf_counter(), time.process_time()
         ranked = wps.create_kernel(built.assignments, built.config, machine="A100",
-                                   jobs=args.jobs, **shape_kwargs(case))
+                                   jobs=args.jobs, options=options(case))
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         best = ranked.ranking[0]
         print(f"{name}: hook {wall:.2f} s wall, {cpu:.2f} s CPU in this process "

@@ -69,6 +69,7 @@ CPU time at random, so single passes vary by 20 % and more).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -89,7 +90,8 @@ def _cpu() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("kwargs", nargs="?", default="{}",
-                        help="keyword arguments of create_kernel as JSON")
+                        help="keyword arguments of create_kernel as JSON; fields of ExtractOptions "
+                        "among them (e.g. registers) go into its options")
     parser.add_argument("--repeat", type=int, default=1,
                         help="passes over the corpus; each kernel's best pass counts")
     args = parser.parse_args()
@@ -98,7 +100,9 @@ def main() -> None:
 
     import warpspeed.pystencils as wps
     from tests.corpus import CASES
-    from tests.corpus.evaluate import MACHINE, shape_kwargs
+    from tests.corpus.evaluate import MACHINE, options
+
+    option_fields = {f.name for f in dataclasses.fields(wps.ExtractOptions)}
 
     cases = [(case, case.build()) for case in CASES if case.hook]
     best: dict[str, tuple[float, float]] = {}
@@ -106,8 +110,11 @@ def main() -> None:
         for case, built in cases:
             t0, c0 = time.perf_counter(), _cpu()
             try:
+                opts = dataclasses.replace(options(case), **{
+                    k: v for k, v in kwargs.items() if k in option_fields})
+                rest = {k: v for k, v in kwargs.items() if k not in option_fields}
                 ranked = wps.create_kernel(built.assignments, built.config, machine=MACHINE,
-                                           **kwargs, **shape_kwargs(case))
+                                           options=opts, **rest)
                 top = ranked.ranking[0]
                 what = (f"{len(ranked.ranking)} ranked, best {top.block} fold {top.fold}, "
                         f"{top.registers} registers ({top.registers_source})")

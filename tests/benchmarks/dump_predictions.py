@@ -42,7 +42,7 @@ def record(p: ws.Prediction) -> dict[str, object]:
 def corpus(quick: bool) -> dict[str, object]:
     sys.path.insert(0, str(ROOT / "tests"))
     from corpus import CASES
-    from corpus.evaluate import shape_kwargs
+    from corpus.evaluate import options
 
     import warpspeed.pystencils as wps
 
@@ -52,7 +52,7 @@ def corpus(quick: bool) -> dict[str, object]:
             continue
         try:
             built = case.build()
-            ex = wps.extract(built.kernel, **shape_kwargs(case))
+            ex = wps.extract(built.kernel, options(case))
         except Exception as exc:  # noqa: BLE001 - a refusal is recorded, not fatal
             out[case.name] = f"refused: {type(exc).__name__}"
             continue

@@ -88,8 +88,9 @@ class Case:
     ``hook``: whether the kernel is made from assignments, so that the
     generation hook ``warpspeed.pystencils.create_kernel`` can regenerate it
     (lbmpy's index-list boundary kernels are not). ``options``: further
-    keywords of ``extract`` and the hook (``params`` of symbolic slice
-    bounds, ``grid_points`` of grid-stride loops), as sorted pairs.
+    fields of the front end's ``ExtractOptions`` (``params`` of symbolic
+    slice bounds, ``grid_points`` of grid-stride loops, ``index_list``; a
+    callable is called for the value), as sorted pairs.
     """
 
     name: str

@@ -44,21 +44,19 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
-def shape_kwargs(case: Case) -> dict[str, Any]:
-    """The ``shape=`` keyword for symbolic-size cases (none otherwise, so that
-    fixed-size cases also run against a frontend without the keyword), and
-    the case's further options (``params``, ``grid_points``)."""
-    out: dict[str, Any] = {
-        k: (v() if callable(v) else v) for k, v in getattr(case, "options", ())
-    }
+def options(case: Case) -> wps.ExtractOptions:
+    """The front end's options of the case: the ``shape`` of symbolic-size
+    cases and the case's further options (``params``, ``grid_points``,
+    ``index_list``)."""
+    given: dict[str, Any] = {k: (v() if callable(v) else v) for k, v in case.options}
     if case.shape is not None:
-        out["shape"] = case.shape
-    return out
+        given["shape"] = case.shape
+    return wps.ExtractOptions(**given)
 
 
 def extract(case: Case, built: Built) -> Any:
     """``warpspeed.pystencils.extract`` of the case's kernel."""
-    return wps.extract(built.kernel, **shape_kwargs(case))
+    return wps.extract(built.kernel, options(case))
 
 
 def block_for(case: Case, extraction: Any) -> tuple[int, int, int]:

@@ -23,6 +23,8 @@ import pystencils as ps
 import sympy as sp
 from pystencils.sympyextensions.integer_functions import int_rem
 
+from warpspeed.pystencils import ExtractOptions
+
 #: Interior extents of the 2D and 3D cases (arrays one ghost layer wider).
 N2 = 1024
 N3 = 128
@@ -31,14 +33,14 @@ N3 = 128
 @dataclass(frozen=True)
 class PsCase:
     """A kernel of pystencils' tests: ``build`` returns ``(assignments,
-    config)``; ``kwargs`` are warpspeed's keywords for it; ``source`` names
+    config)``; ``options`` are warpspeed's options for it; ``source`` names
     the pystencils test; ``dram`` is the hand count of DRAM bytes per
     update (loads + stores), where one is simple to write."""
 
     name: str
     source: str
     build: Callable[[], tuple[Any, ps.CreateKernelConfig]]
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    options: ExtractOptions = field(default_factory=ExtractOptions)
     dram: float | None = None
 
 
@@ -71,9 +73,8 @@ def _fixed2d(name: str, shape: tuple[int, ...], index_dimensions: int = 0,
 
 def _indexing(scheme: str, warp_aligned: bool, dims: int) -> PsCase:
     shape = (N3 + 2,) * 3 if dims == 3 else (N2 + 2,) * 2
-    kwargs: dict[str, Any] = {"shape": shape}
-    if scheme.startswith("gridstrided"):
-        kwargs["grid_points"] = (4,)
+    options = ExtractOptions(shape=shape,
+                             grid_points=(4,) if scheme.startswith("gridstrided") else None)
 
     def build() -> tuple[Any, ps.CreateKernelConfig]:
         if dims == 3:
@@ -87,7 +88,7 @@ def _indexing(scheme: str, warp_aligned: bool, dims: int) -> PsCase:
     # slowest memory axis (uncoalesced), so no simple hand count
     dram = None if "linear1d" in scheme else 16.0
     return PsCase(f"indexing_{dims}d_{scheme}{'_aligned' if warp_aligned else ''}",
-                  f"test_gpu.py::test_indexing_options_{dims}d", build, kwargs, dram)
+                  f"test_gpu.py::test_indexing_options_{dims}d", build, options, dram)
 
 
 SCHEMES = ("linear1d", "gridstrided_linear1d", "linear3d", "gridstrided_linear3d",
@@ -185,31 +186,33 @@ def _half_precision() -> tuple[Any, ps.CreateKernelConfig]:
 
 CASES: tuple[PsCase, ...] = (
     *(_indexing(s, a, d) for d in (3, 2) for s in SCHEMES for a in (False, True)),
-    PsCase("averaging_kernel", "test_gpu.py::test_averaging_kernel", _averaging, {}, 16.0),
+    PsCase("averaging_kernel", "test_gpu.py::test_averaging_kernel", _averaging,
+           ExtractOptions(), 16.0),
     PsCase("variable_sized_fields", "test_gpu.py::test_variable_sized_fields",
-           _variable_sized, {"shape": (N2 + 2, N2 + 2)}, 16.0),
+           _variable_sized, ExtractOptions(shape=(N2 + 2, N2 + 2)), 16.0),
     PsCase("multiple_index_dimensions", "test_gpu.py::test_multiple_index_dimensions",
-           _multiple_index_dimensions, {}, 40.0),
-    PsCase("ghost_layer_blockwise4d", "test_gpu.py::test_ghost_layer", _ghost_layer, {}, 16.0),
+           _multiple_index_dimensions, ExtractOptions(), 40.0),
+    PsCase("ghost_layer_blockwise4d", "test_gpu.py::test_ghost_layer", _ghost_layer,
+           ExtractOptions(), 16.0),
     PsCase("setting_value", "test_gpu.py::test_setting_value", _setting_value,
-           {"shape": (N2, N2)}, 8.0),
+           ExtractOptions(shape=(N2, N2)), 8.0),
     PsCase("sliced_iteration", "test_iteration_slices.py::test_sliced_iteration",
-           _sliced_iteration, {"params": {"x_end": N2 - 1}}, 64.0),
+           _sliced_iteration, ExtractOptions(params={"x_end": N2 - 1}), 64.0),
     *(PsCase(f"numerical_slice_{i}", "test_iteration_slices.py::test_numerical_slices",
              _numerical_slice(s)) for i, s in enumerate((
                  ps.make_slice[1:-1, 1:-1], ps.make_slice[3, 2:-2], ps.make_slice[2:-2:2, ::3],
                  ps.make_slice[10:, :-5:2], ps.make_slice[-5:-1, -1], ps.make_slice[-3, -1]))),
     PsCase("symbolic_slice", "test_iteration_slices.py::test_symbolic_slice", _symbolic_slice,
-           {"params": {"sx": 1, "ex": N2 - 1, "sy": 1, "ey": N2 - 1}}, 8.0),
+           ExtractOptions(params={"sx": 1, "ex": N2 - 1, "sy": 1, "ey": N2 - 1}), 8.0),
     PsCase("triangle_pattern", "test_iteration_slices.py::test_triangle_pattern", _triangle),
     PsCase("red_black_pattern_2d", "test_iteration_slices.py::test_red_black_pattern",
            _red_black(2)),
     PsCase("red_black_pattern_3d", "test_iteration_slices.py::test_red_black_pattern (3D)",
            _red_black(3)),
     PsCase("index_kernel", "test_index_kernels.py::test_indexed_kernel", _index_kernel,
-           {"index_list": 4096}),
+           ExtractOptions(index_list=4096)),
     PsCase("half_precision", "test_half_precision.py", _half_precision,
-           {"shape": (N3 + 2,) * 3}, 4.0),
+           ExtractOptions(shape=(N3 + 2,) * 3), 4.0),
 )
 
 

@@ -2,10 +2,14 @@
 (MODEL.md §1), before any launch is chosen. The later stages
 (:mod:`warpspeed.volumes`, :mod:`warpspeed.timing`) read what is built here.
 
-* ``kernel``: fields, accesses and kernels, validated on construction.
+* ``fields``: fields and accesses, validated on construction.
+* ``kernel``: kernels of them, validated on construction; ``bounds``: every
+  access within its field for the domain's threads.
 * ``expr``: index expressions: CUDA builtins, quasi-affine forms, isl.
 * ``addresses``: addresses of the accesses once the block size is bound.
 * ``gathers``: indexed accesses (gathers and scatters) through index lists.
 * ``atomics``: atomic updates of one address (the reduction limiter).
 * ``stencil_spec``: stencils named on a command line and their parameters.
+* ``triples``: x, y, z triples and integer lists from text or sequences, one
+  grammar and one error style for every front end.
 """

@@ -40,15 +40,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import NonAffineError, OutOfBoundsError
 from .expr import LinForm, SymForm
-
-if TYPE_CHECKING:
-    from .kernel import Access
+from .fields import Access
 
 _BLOCKS = ((1, 1, 1), (2, 3, 5))
 

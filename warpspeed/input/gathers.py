@@ -33,14 +33,11 @@ the access; its volumes and L1 cycles are counted in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import KernelError
-
-if TYPE_CHECKING:  # kernel.py imports this module; no import cycle at run time
-    from .kernel import Field
+from .fields import Field
 
 ORDERS = ("sorted", "random")
 SECTOR = 32

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from ..errors import WarpspeedError
+from ..input import triples
 
-Triple = tuple[int, int, int]
+Triple = triples.Triple
 
 
 class MeasurementError(WarpspeedError, ValueError):
@@ -82,15 +82,8 @@ def format_triple(t: Sequence[int]) -> str:
 
 def parse_triple(text: str, what: str = "value") -> Triple:
     """``"32,8,4"`` or ``"32x8x4"`` -> ``(32, 8, 4)``; fewer than three
-    numbers are padded with 1."""
-    parts = [p for p in re.split(r"[,x\s]+", text.strip()) if p]
-    try:
-        vals = tuple(int(p) for p in parts)
-    except ValueError as exc:
-        raise MeasurementError(f"{what} must be up to three integers X,Y,Z, got {text!r}") from exc
-    if not 1 <= len(vals) <= 3 or any(v < 1 for v in vals):
-        raise MeasurementError(f"{what} must be up to three positive integers, got {text!r}")
-    return (vals + (1, 1))[:3]  # type: ignore[return-value]
+    numbers are padded with 1 (:mod:`warpspeed.input.triples`)."""
+    return triples.parse_triple(text, what, pad=True, error=MeasurementError)
 
 
 def params_json(params: Mapping[str, Any]) -> str:

@@ -12,6 +12,9 @@
   thread-folded variants through pystencils itself (:mod:`.fold`).
 * :func:`predict`, :func:`rank` and :func:`create_kernel` pick the block
   size and folding by prediction while generating (:mod:`.hook`).
+* :class:`ExtractOptions`: the options all of them share, in one frozen,
+  checked object (:mod:`.options`): how to read a kernel, count its
+  registers and predict it.
 * :mod:`.nvcc`: registers per thread from ``nvcc`` when it is installed;
   :mod:`.registers`: the count the hook and the CLI use (nvcc, cached, else
   a conservative estimate), with its source.
@@ -22,6 +25,7 @@ from .fold import FoldError, fold_assignments, folded_config, generate
 from .hook import DEFAULT_FOLDS, Ranked, blocks, create_kernel, predict, rank
 from .indexlists import IndexListLengthError
 from .layouts import split_offset
+from .options import ExtractOptions
 from .unsupported import (
     BranchError,
     CpuTargetError,
@@ -43,6 +47,7 @@ __all__ = [
     "DEFAULT_FOLDS",
     "BranchError",
     "CpuTargetError",
+    "ExtractOptions",
     "Extraction",
     "FoldError",
     "GridStridedLoopError",

@@ -9,7 +9,12 @@ The frontend reads the *final, lowered* IR of a kernel made by
 * loads, stores, guards and FP work, in one pass over the IR:
   :mod:`.walker`, :mod:`.fpcount`;
 * the guard → the domain of valid thread coordinates, and the block size
-  an indexing scheme may fix: :mod:`.launch`.
+  an indexing scheme may fix: :mod:`.launch`;
+* what the caller tells about the kernel (shapes, parameter values, index
+  list, ...): :class:`.options.ExtractOptions`.
+
+:func:`read` runs these as named phases, in the order in which a kernel's
+problems are reported.
 
 **Fold.** ``fold`` is the number of lattice updates per thread along x, y,
 z; it defaults to ``(1, 1, 1)``. A kernel made with a strided iteration
@@ -22,9 +27,8 @@ assignments per thread) has a fold, which the caller passes.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -32,7 +36,10 @@ import sympy as sp
 from pystencils.backend.ast.structural import PsBlock
 
 from ..errors import KernelError
+from ..input.atomics import Atomics
+from ..input.gathers import Gather
 from ..input.kernel import Access, Field, Kernel
+from ..input.triples import Triple
 from .indexlists import (
     ListSpec,
     fixed_length,
@@ -47,7 +54,6 @@ from .indexlists import (
 from .launch import counter_steps, domain
 from .layouts import (
     FieldLayout,
-    LayoutSpec,
     ShapeSpec,
     missing_shape,
     resolve,
@@ -55,22 +61,27 @@ from .layouts import (
     spatial_rank,
     split,
 )
+from .options import (
+    EXTRACT_KEYWORDS,
+    MAX_GRID_POINTS,
+    READ_KEYWORDS,
+    ExtractOptions,
+    with_keywords,
+)
 from .params import given_params, parameters, stride_params
 from .params import sizes as param_sizes
 from .params import stride_values as param_strides
 from .poly import IntPoly
 from .reductions import atomics_of
+from .registers import with_registers
 from .unsupported import (
     CpuTargetError,
-    GridStridedLoopError,
     MissingShapeError,
     UnsupportedKernelError,
 )
 from .walker import Walker
 from .wraps import resolve as resolve_wraps
 from .wraps import substitute
-
-Triple = tuple[int, int, int]
 
 
 @dataclass(frozen=True)
@@ -97,79 +108,53 @@ class Extraction:
 
 def kernel_from_pystencils(
     kernel_function: Any,
+    options: ExtractOptions | None = None,
     *,
     name: str | None = None,
-    registers: int = 32,
-    base_offsets: Mapping[str, int] | None = None,
     fold: Triple | None = None,
-    shape: ShapeSpec = None,
-    layout: LayoutSpec = None,
-    params: Mapping[str, int] | None = None,
-    grid_points: Triple | None = None,
+    **keywords: Any,
 ) -> Kernel:
     """The :class:`warpspeed.Kernel` of a pystencils GPU kernel (MODEL.md §1);
-    see :func:`extract`."""
-    return extract(
-        kernel_function, name=name, registers=registers, base_offsets=base_offsets,
-        fold=fold, shape=shape, layout=layout, params=params, grid_points=grid_points,
-    ).kernel
-
-
-#: Most points per thread of a grid-stride loop (``grid_points``) predicted:
-#: a 7-point Jacobi stays within about 1.27x of its compulsory DRAM traffic up to
-#: 16 points a grid apart, and reaches 1.5x at 64.
-MAX_GRID_POINTS = 16
+    see :func:`extract`. The option keywords it took before ``options``
+    (``registers``, ``base_offsets``, ``shape``, ``layout``, ``params``,
+    ``grid_points``) still work and are deprecated."""
+    opts = with_keywords(options, keywords, "kernel_from_pystencils",
+                         READ_KEYWORDS | {"registers"})
+    return _counted(read(kernel_function, opts, name=name, fold=fold,
+                         registers=_kernel_count(opts.registers)), kernel_function, opts).kernel
 
 
 def extract(
     kernel_function: Any,
+    options: ExtractOptions | None = None,
     *,
     name: str | None = None,
-    registers: int = 32,
-    base_offsets: Mapping[str, int] | None = None,
     fold: Triple | None = None,
-    shape: ShapeSpec = None,
-    layout: LayoutSpec = None,
-    params: Mapping[str, int] | None = None,
-    grid_points: Triple | None = None,
-    index_list: ListSpec = None,
-    list_order: str = "sorted",
+    **keywords: Any,
 ) -> Extraction:
     """Read a pystencils GPU kernel (MODEL.md §1; module docstring).
 
-    * ``base_offsets``: field name → byte offset of the field's base pointer
-      (element 0) from a 128 B boundary (default 0 for every field).
+    * ``options``: how to read it (:class:`ExtractOptions`: the shape and
+      layout of fields of symbolic size, base pointer offsets, the values
+      of integer parameters, the grid points of a grid-strided kernel, the
+      list of an index-list kernel). Its ``registers``: a count is the
+      kernel's, ``"estimate"`` the conservative estimate; ``extract`` knows
+      no machine to run nvcc for, so without either the kernel keeps the
+      default of 32 (MODEL.md §1). The same options, given as keywords
+      (``extract(kernel, shape=...)``), still work and are deprecated.
+    * ``name``: the kernel's name (default the pystencils kernel's).
     * ``fold``: lattice updates per thread along x, y, z; ``None`` means
       ``(1, 1, 1)``. Pass the fold a kernel was folded with by
       :func:`warpspeed.pystencils.generate`; a strided iteration slice is
       not a fold.
-    * ``shape``: for fields of symbolic size, the array shape to predict
-      with: the spatial extents *including ghost layers*, x first (the
-      order of ``f[x, y, z]``), or a mapping field name → shape; for
-      ``StaggeredField`` / ``TensorField`` the inner extents (the values of
-      their size parameters).
-    * ``layout``: memory layout of symbolic-size fields with index
-      dimensions (``"fzyx"``, ``"zyxf"``, ``"c"``, ``"f"``), one for all or
-      per field name; see :mod:`.layouts` for the default.
-    * ``params``: values of the kernel's integer parameters that indices,
-      guards or loop bounds depend on (symbolic iteration-slice bounds,
-      ``make_slice[sx:ex, ...]``), e.g. ``{"sx": 1, "ex": 255}``; a
-      parameter needed but not given raises :class:`MissingParameterError`
-      naming it.
-    * ``grid_points``: for a grid-strided kernel (``gridstrided_linear3d``
-      / ``gridstrided_linear1d``), the points each thread updates along the
-      thread axes x, y, z: the grid is ``ceil(extent / points)`` threads
-      along each axis and thread ``g`` updates ``g + j * grid threads``.
-      Default ``(1, 1, 1)``: pystencils' automatic launch grid, which covers
-      the domain. The kernel's fold is multiplied by it: a thread's points
-      are counted as one folded update, in the same wave (an approximation
-      that holds while the points share the caches; at most
-      :data:`MAX_GRID_POINTS` points per thread, more are refused with
-      :class:`GridStridedLoopError`).
-    * ``index_list``: for an index-list (boundary) kernel, the list itself
-      (the structured NumPy array of the boundary handling: exact sector
-      counts) or its number of entries, with ``list_order`` ``"sorted"``
-      (by cell) or ``"random"`` (:mod:`warpspeed.input.gathers`).
+
+    A grid-strided kernel (``gridstrided_linear3d`` /
+    ``gridstrided_linear1d``) with ``grid_points`` runs
+    ``ceil(extent / points)`` threads along each axis, thread ``g``
+    updating ``g + j * grid threads``; its fold is multiplied by the points,
+    counted as one folded update in the same wave (an approximation that
+    holds while the points share the caches, hence at most
+    :data:`MAX_GRID_POINTS` points per thread).
 
     Raises a subclass of :class:`UnsupportedKernelError` naming the
     construct the model cannot describe, :class:`MissingShapeError` for
@@ -191,123 +176,288 @@ def extract(
         >>> ws.predict(k, "V100", block=(32, 4, 2)).limiter  # 32^3 updates: the launch binds
         'launch'
     """
+    opts = with_keywords(options, keywords, "extract", EXTRACT_KEYWORDS)
+    return _counted(read(kernel_function, opts, name=name, fold=fold,
+                         registers=_kernel_count(opts.registers)), kernel_function, opts)
+
+
+def read(
+    kernel_function: Any,
+    options: ExtractOptions,
+    *,
+    name: str | None = None,
+    fold: Triple | None = None,
+    registers: int = 32,
+) -> Extraction:
+    """:func:`extract` with its options resolved and ``registers`` the
+    kernel's count (the hook counts them afterwards, :mod:`.registers`).
+    The phases, in order; each raises what it finds the model cannot
+    describe, so the first problem of a kernel is the one reported:
+
+    1. :func:`_gpu_body`: the kernel is a pystencils GPU kernel;
+    2. :func:`_frame`: its fields, layouts, size, stride and scalar parameters;
+    3. :func:`_walk`: loads, stores, guards, FP work, reductions of its IR;
+    4. :func:`_memory`: the ordinary accesses apart from gathers through lists;
+    5. :func:`_check_complete`: shapes, memory accesses and base offsets;
+    6. :func:`_ws_fields`: the warpspeed fields;
+    7. :func:`_thread_space`: domain, fixed block, periodic wraps, grid stride;
+    8. :func:`_lists`: the index list's own loads and the gathers;
+    9. :func:`_atomics`: the reductions' atomics;
+    10. the :class:`warpspeed.Kernel`, with every note made on the way.
+    """
     body = _gpu_body(kernel_function)
+    frame = _frame(kernel_function, options)
+    walker = _walk(body, frame, options)
+    memory = _memory(walker, frame)
+    _check_complete(frame, walker, memory, options)
+    fields = _ws_fields(frame, walker, options)
+    space = _thread_space(walker, memory, fold, options)
+    work, bits = walker.fp.work()
+    lists = _lists(walker, memory, frame, fields, options)
+    atomics, fixed_block, atomic_notes = _atomics(walker, work, space.fixed_block)
+    accesses = _Accesses(fields, frame.layouts, frame.strides, space.wraps)  # type: ignore[arg-type]
+    kernel = Kernel(
+        loads=[accesses(p, off) for p, off in space.loads] + lists.loads,
+        stores=[accesses(p, off) for p, off in space.stores],
+        domain=space.box,
+        fold=space.fold,
+        fp_ops=work,
+        fp_instructions=float(sum(work.values())),
+        precision=_precision(bits, fields.values()),
+        registers=registers,
+        name=name or getattr(kernel_function, "name", "kernel"),
+        fixed_block=fixed_block,
+        atomics=atomics,
+        gathers=lists.gathers,
+        target=_target_name(kernel_function),
+        unbounded=_unbounded(frame, walker),
+    )
+    notes = (*walker.fp.notes, *space.notes, *_forwarded(walker), *lists.notes, *atomic_notes)
+    return Extraction(kernel, counter_steps(walker.counters), tuple(notes))
+
+
+def _kernel_count(registers: int | str | None) -> int:
+    """The registers per thread ``extract`` gives its kernel: the count
+    given, else 32 (MODEL.md §1)."""
+    return registers if isinstance(registers, int) else 32
+
+
+def _counted(ex: Extraction, kernel_function: Any, options: ExtractOptions) -> Extraction:
+    """``ex`` with the conservative estimate of its registers when the
+    options ask for it (:mod:`.registers`, which needs no machine); ``None``
+    and ``"nvcc"`` keep the default: nvcc counts for a machine's ``arch``,
+    which :func:`~.hook.predict` and the hook know and ``extract`` does not."""
+    if options.registers != "estimate":
+        return ex
+    kernel, note = with_registers(ex.kernel, kernel_function, None, "estimate")
+    return replace(ex, kernel=kernel, notes=ex.notes + ((note,) if note else ()))
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """A kernel's parameters read (MODEL.md §1, "Fields"): pystencils fields
+    by base pointer, the index lists among them and their number of entries
+    (``index_list`` the list or length to predict with), each field's layout
+    (None: symbolic size without a shape), the values of the size and scalar
+    parameters, the stride parameters and their values."""
+
+    fields: Mapping[str, Any]
+    lists: frozenset[str]
+    length: int | None
+    index_list: ListSpec
+    layouts: Mapping[str, FieldLayout | None]
+    sizes: Mapping[str, int]
+    strides: Mapping[str, Mapping[str, int]]
+    stride_values: Mapping[sp.Symbol, int]
+
+    @property
+    def missing(self) -> list[Any]:
+        """The fields of symbolic size that no shape fixes."""
+        return [self.fields[p] for p, lay in self.layouts.items() if lay is None]
+
+
+def _frame(kernel_function: Any, options: ExtractOptions) -> _Frame:
+    """Phase 2: the fields and parameters of ``kernel_function`` bound to
+    the values ``options`` gives (:mod:`.layouts`, :mod:`.params`,
+    :mod:`.indexlists`)."""
     fields, props = parameters(kernel_function)
     lists = list_pointers(fields)
-    length = fixed_length(fields, lists, list_length(index_list))
+    length = fixed_length(fields, lists, list_length(options.index_list))
+    index_list = options.index_list
     if index_list is None and length is not None:
         index_list = length  # a fixed-size index field: its own length
-    layouts = {p: resolve(f, shape, layout) for p, f in fields.items() if p not in lists}
-    missing = [fields[p] for p, lay in layouts.items() if lay is None]
+    layouts = {p: resolve(f, options.shape, options.layout)
+               for p, f in fields.items() if p not in lists}
     sizes = param_sizes(props, {fields[p].name: lay for p, lay in layouts.items()})
     sizes.update(list_sizes(props, fields, lists, length or 1))
-    sizes.update(given_params(kernel_function, params))
+    sizes.update(given_params(kernel_function, options.params))
     strides = stride_params(props)
-    stride_values = param_strides(strides, fields, layouts)
-    points = (1, 1, 1) if grid_points is None else _triple(grid_points, "grid_points")
-    if math.prod(points) > MAX_GRID_POINTS:
-        raise GridStridedLoopError(
-            f"grid_points={points} gives {math.prod(points)} points per thread of a grid-stride "
-            f"loop; warpspeed models at most {MAX_GRID_POINTS}: it counts a thread's points "
-            "as one folded update in the same wave, which over-estimates the DRAM traffic "
-            "when the points lie a whole grid apart (and it repeats the loop body per point). "
-            "Predict a grid with at most that many points per thread, or the default "
-            "grid_points=None (pystencils' grid, one point per thread)"
-        )
-    walker = Walker(fields, sizes, frozenset(strides), probe=bool(missing), grid_points=points,
-                    list_pointers=lists)
+    return _Frame(fields, lists, length, index_list, layouts, sizes, strides,
+                  param_strides(strides, fields, layouts))
+
+
+def _walk(body: PsBlock, frame: _Frame, options: ExtractOptions) -> Walker:
+    """Phase 3: one pass over the IR (:mod:`.walker`): accesses, guards,
+    counters, FP work, reductions, index-list reads."""
+    walker = Walker(frame.fields, frame.sizes, frozenset(frame.strides),
+                    probe=bool(frame.missing), grid_points=options.grid_points or (1, 1, 1),
+                    list_pointers=frame.lists)
     walker.block(body)
     walker.finish()
+    return walker
+
+
+@dataclass(frozen=True)
+class _Memory:
+    """Accesses (base pointer, offset) of one thread: ordinary loads and
+    stores, and gathers (pointer, offset, is a store) whose offsets hold data
+    read from an index list (:mod:`.indexlists`)."""
+
+    loads: list[tuple[str, IntPoly]]
+    stores: list[tuple[str, IntPoly]]
+    gathered: list[tuple[str, IntPoly, bool]]
+
+
+def _memory(walker: Walker, frame: _Frame) -> _Memory:
+    """Phase 4: the gathers apart from the ordinary accesses; a gather
+    without the list's length is refused (:func:`.indexlists.refuse`)."""
     data = {a for a, _ in walker.list_loads.values()} | set(walker.tables)
     gathered = [(p, off, False) for p, off in walker.loads if is_gather(off, data)]
     gathered += [(p, off, True) for p, off in walker.stores if is_gather(off, data)]
-    if gathered:
-        walker.loads = [(p, off) for p, off in walker.loads if not is_gather(off, data)]
-        walker.stores = [(p, off) for p, off in walker.stores if not is_gather(off, data)]
-        if length is None:
-            raise refuse(fields[gathered[0][0]].name, False)
-    if missing:
-        raise _missing(missing, shape)
-    if not walker.stores and not walker.loads and not walker.list_loads:
+    if gathered and frame.length is None:
+        raise refuse(frame.fields[gathered[0][0]].name, False)
+    return _Memory([(p, off) for p, off in walker.loads if not is_gather(off, data)],
+                   [(p, off) for p, off in walker.stores if not is_gather(off, data)],
+                   gathered)
+
+
+def _check_complete(frame: _Frame, walker: Walker, memory: _Memory,
+                    options: ExtractOptions) -> None:
+    """Phase 5: every symbolic size fixed by a shape, some field memory
+    accessed, base offsets only for fields the kernel accesses."""
+    if frame.missing:
+        raise _missing(frame.missing, options.shape)
+    if not memory.stores and not memory.loads and not walker.list_loads:
         raise UnsupportedKernelError("the kernel accesses no field memory")
-    offsets = dict(base_offsets or {})
-    names = {f.name for p, f in fields.items() if p in walker.itemsizes}
-    unknown = set(offsets) - names
+    names = {f.name for p, f in frame.fields.items() if p in walker.itemsizes}
+    unknown = set(options.base_offsets or {}) - names
     if unknown:
         raise KernelError(
             f"base_offsets names fields {sorted(unknown)} that the kernel does not access; "
             f"its fields are {sorted(names)}"
         )
-    ws_fields = {
-        p: layouts[p].ws_field(walker.itemsizes[p], offsets.get(fields[p].name, 0))  # type: ignore[union-attr]
+
+
+def _ws_fields(frame: _Frame, walker: Walker, options: ExtractOptions) -> dict[str, Field]:
+    """Phase 6: the warpspeed field of every accessed base pointer, with
+    its base offset (:meth:`.layouts.FieldLayout.ws_field`)."""
+    offsets = options.base_offsets or {}
+    return {
+        p: frame.layouts[p].ws_field(  # type: ignore[union-attr]
+            walker.itemsizes[p], offsets.get(frame.fields[p].name, 0))
         for p in walker.itemsizes
     }
-    box, fixed_block, domain_notes = domain(walker.guards)
+
+
+@dataclass(frozen=True)
+class _Space:
+    """Where the threads run (MODEL.md §1, ``domain`` and ``fold``): the box
+    of valid thread coordinates, the updates per thread, the block an
+    indexing scheme fixes, the periodic wraps, the ordinary accesses with
+    the grid span substituted, and the notes on all of them."""
+
+    box: Triple
+    fold: Triple
+    fixed_block: Triple | None
+    wraps: Mapping[sp.Symbol, tuple[IntPoly, int]]
+    loads: list[tuple[str, IntPoly]]
+    stores: list[tuple[str, IntPoly]]
+    notes: tuple[str, ...]
+
+
+def _thread_space(walker: Walker, memory: _Memory, fold: Triple | None,
+                  options: ExtractOptions) -> _Space:
+    """Phase 7: the guard as the domain (:mod:`.launch`), periodic wraps
+    (:mod:`.wraps`) and grid-stride loops (:func:`_grid_stride`)."""
+    box, fixed_block, notes = domain(walker.guards)
+    notes = list(notes)
     wraps = resolve_wraps(walker.selectors, box) if walker.selectors else {}
-    accesses = _Accesses(ws_fields, layouts, strides, wraps)  # type: ignore[arg-type]
-    work, bits = walker.fp.work()
-    notes = list(walker.fp.notes) + list(domain_notes)
-    f3 = (1, 1, 1) if fold is None else fold
     if wraps:
         notes.append(
             f"{len(wraps)} periodic wrap(s) (integer selects in indices): the border threads "
             "access the other side of the domain"
         )
+    f3 = (1, 1, 1) if fold is None else fold
+    loads, stores = memory.loads, memory.stores
+    points = options.grid_points or (1, 1, 1)
     if walker.grid_spans:
         box, f3, spans = _grid_stride(box, f3, points, walker.grid_spans)
-        walker.loads = [(p, substitute(off, spans)) for p, off in walker.loads]
-        walker.stores = [(p, substitute(off, spans)) for p, off in walker.stores]
+        loads = [(p, substitute(off, spans)) for p, off in loads]
+        stores = [(p, substitute(off, spans)) for p, off in stores]
         notes.append(
             f"grid-stride loops: {points} points per thread along x, y, z over a grid of "
             f"{box} threads"
         )
-    elif grid_points is not None and points != (1, 1, 1):
+    elif points != (1, 1, 1):
         raise KernelError(
             f"grid_points={points} is for grid-strided kernels; this kernel has no "
             "grid-stride loop (its indexing scheme gives one point per thread)"
         )
-    if walker.forwarded:
-        notes.append(
-            f"{len(walker.forwarded)} load(s) of values the thread stored before are served "
-            "from registers and not counted"
-        )
-    list_loads: list[Access] = []
-    gather_accesses: tuple = ()
+    return _Space(box, f3, fixed_block, wraps, loads, stores, tuple(notes))
+
+
+def _forwarded(walker: Walker) -> list[str]:
+    """The note on loads served from the thread's own stores."""
+    if not walker.forwarded:
+        return []
+    return [f"{len(walker.forwarded)} load(s) of values the thread stored before are served "
+            "from registers and not counted"]
+
+
+@dataclass(frozen=True)
+class _Lists:
+    """An index-list kernel's own loads of its list, its gathers and the note."""
+
+    loads: list[Access]
+    gathers: tuple[Gather, ...]
+    notes: tuple[str, ...]
+
+
+def _lists(walker: Walker, memory: _Memory, frame: _Frame, fields: Mapping[str, Field],
+           options: ExtractOptions) -> _Lists:
+    """Phase 8: the list read contiguously, the gathers at the cells it
+    names (:mod:`.indexlists`, MODEL.md §1 ``gathers``)."""
+    loads: list[Access] = []
     if walker.list_loads:
         entry = max(abs(c) for (_, off) in walker.list_loads for m, c in off.terms if m)
-        list_loads = list_accesses(walker.list_loads, fields, length or 1, entry)
-    if gathered:
-        gather_accesses = gathers(
-            gathered, ws_fields, {p: lay.origin_offset for p, lay in layouts.items() if lay},
-            stride_values, walker.list_loads, walker.tables, index_list, list_order,
-        )
-        notes.append(
-            f"{len(gathered)} indexed access(es) per entry of the index list "
-            + ("(positions from the list)" if isinstance(index_list, np.ndarray)
-               else f"({length} entries, {list_order})")
-        )
-    atomics = None
-    if walker.reductions:
-        atomics, fixed_block, more = atomics_of(walker.reductions, work, fixed_block)
-        notes += more
-    kernel = Kernel(
-        loads=[accesses(p, off) for p, off in walker.loads] + list_loads,
-        stores=[accesses(p, off) for p, off in walker.stores],
-        domain=box,
-        fold=f3,
-        fp_ops=work,
-        fp_instructions=float(sum(work.values())),
-        precision=_precision(bits, ws_fields.values()),
-        registers=registers,
-        name=name or getattr(kernel_function, "name", "kernel"),
-        fixed_block=fixed_block,
-        atomics=atomics,
-        gathers=gather_accesses,
-        target=_target_name(kernel_function),
-        unbounded=tuple(sorted({fields[p].name for p in walker.itemsizes
-                                if p in lists or size_symbols(fields[p])})),
+        loads = list_accesses(walker.list_loads, frame.fields, frame.length or 1, entry)
+    if not memory.gathered:
+        return _Lists(loads, (), ())
+    found = gathers(
+        memory.gathered, fields, {p: lay.origin_offset for p, lay in frame.layouts.items() if lay},
+        frame.stride_values, walker.list_loads, walker.tables, frame.index_list,
+        options.list_order,
     )
-    return Extraction(kernel, counter_steps(walker.counters), tuple(notes))
+    note = (f"{len(memory.gathered)} indexed access(es) per entry of the index list "
+            + ("(positions from the list)" if isinstance(frame.index_list, np.ndarray)
+               else f"({frame.length} entries, {options.list_order})"))
+    return _Lists(loads, tuple(found), (note,))
+
+
+def _atomics(walker: Walker, work: Mapping[str, float], fixed_block: Triple | None
+             ) -> tuple[Atomics | None, Triple | None, list[str]]:
+    """Phase 9: the reductions' write-back as atomics (:mod:`.reductions`),
+    which may fix the block (a CUB block reduction)."""
+    if not walker.reductions:
+        return None, fixed_block, []
+    return atomics_of(walker.reductions, work, fixed_block)  # type: ignore[arg-type]
+
+
+def _unbounded(frame: _Frame, walker: Walker) -> tuple[str, ...]:
+    """Fields of unknown allocation, whose bounds are not checked: index
+    lists and fields of symbolic size (MODEL.md §1, Bounds)."""
+    return tuple(sorted({frame.fields[p].name for p in walker.itemsizes
+                         if p in frame.lists or size_symbols(frame.fields[p])}))
 
 
 class _Accesses:
@@ -365,17 +515,6 @@ class _Accesses:
             rest = monomial[: found[0][0]] + monomial[found[0][0] + 1 :]
             parts[dim][rest] = parts[dim].get(rest, 0) + coeff
         return [IntPoly.of(p) for p in parts]
-
-
-def _triple(value: Any, what: str) -> Triple:
-    try:
-        t = tuple(int(v) for v in value)
-    except (TypeError, ValueError):
-        raise KernelError(f"{what} must be up to three positive integers, got {value!r}") from None
-    t = t + (1,) * (3 - len(t))
-    if len(t) != 3 or min(t) < 1:
-        raise KernelError(f"{what} must be up to three positive integers, got {value!r}")
-    return t  # type: ignore[return-value]
 
 
 def _grid_stride(
@@ -439,4 +578,4 @@ def _gpu_body(kernel_function: Any) -> PsBlock:
     return body
 
 
-__all__ = ["Extraction", "extract", "kernel_from_pystencils"]
+__all__ = ["MAX_GRID_POINTS", "Extraction", "extract", "kernel_from_pystencils", "read"]

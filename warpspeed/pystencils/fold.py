@@ -33,6 +33,7 @@ from pystencils.grids.tensor_field import TensorFieldAccess
 from pystencils.sympyextensions import TypedSymbol
 
 from ..errors import KernelError
+from ..input.triples import triple_of
 from .layouts import ShapeSpec, field_shape
 
 Fold = tuple[int, int, int]
@@ -46,10 +47,8 @@ class FoldError(KernelError):
 
 
 def _fold3(fold: Sequence[int]) -> Fold:
-    f = tuple(int(v) for v in fold) + (1,) * (3 - len(tuple(fold)))
-    if len(f) != 3 or any(v < 1 for v in f):
-        raise KernelError(f"fold must be up to three positive integers (x, y, z), got {fold!r}")
-    return f  # type: ignore[return-value]
+    """One to three lattice updates per thread along x, y, z, padded with 1s."""
+    return triple_of(fold, "fold", error=KernelError)
 
 
 def _collection(assignments: Any) -> ps.AssignmentCollection:

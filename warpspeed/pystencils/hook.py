@@ -17,7 +17,8 @@ kernel can launch. A kernel whose indexing scheme fixes the block
 **Registers.** Each variant's registers per thread come from nvcc for the
 machine's ``arch`` when it is installed (run where each variant is made,
 cached per source and architecture), else from a
-conservative estimate (:mod:`.registers`); ``registers=`` gives a count or
+conservative estimate (:mod:`.registers`); the options'
+``registers`` (:class:`.options.ExtractOptions`) give a count or
 ``"estimate"``. A block that cannot launch with them (registers or shared
 memory per SM or block, threads per block) is never ranked. Every
 prediction carries the count and its source (``Prediction.registers``,
@@ -48,7 +49,7 @@ import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,44 +60,35 @@ from ..input.kernel import Kernel
 from ..machine import Machine, load_machine
 from ..model import Prediction
 from ..model import predict as ws_predict
+from ..search.design_space import DEFAULT_FOLDS, MAX_BLOCK_DIMS, block_shapes
 from ..search.executor import no_collection
 from ..search.rank import rank as ws_rank
 from ..search.rank import summary
 from ..search.ties import ranking_key
 from ..search.variants import thread_counts
-from ..timing import DEFAULT_MODEL
-from ..volumes.capacity import CapacityFits
 from .default_block import with_default_block
-from .extract import Extraction, extract
+from .extract import Extraction, read
 from .fold import Fold, _fold3, generate
-from .indexlists import ListSpec
-from .layouts import LayoutSpec, ShapeSpec
+from .layouts import ShapeSpec
+from .options import PREDICT_KEYWORDS, RANK_KEYWORDS, ExtractOptions, with_keywords
 from .registers import with_registers
 from .variants import Job, Variant, make_variants, reason
-
-DEFAULT_FOLDS: tuple[Fold, ...] = ((1, 1, 1), (1, 2, 1), (1, 1, 2))
 
 
 def blocks(
     threads: int, domain: tuple[int, int, int] = (2**30, 2**30, 2**30)
 ) -> list[tuple[int, int, int]]:
     """Power-of-two block sizes of ``threads`` threads in the paper's design
-    space (MODEL.md §8), without dimensions larger than the domain needs."""
+    space (MODEL.md §8: :func:`warpspeed.search.design_space.block_shapes`
+    within its extent limits), without dimensions larger than the domain
+    needs."""
     if (isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1
             or threads & (threads - 1)):
         raise LaunchError(f"threads={threads!r}: threads per block must be a positive power of "
                           "two, e.g. 256")
-    cap = [
-        min(lim, 1 << max(0, math.ceil(math.log2(d))))
-        for lim, d in zip((1024, 1024, 64), domain)
-    ]
-    n = int(math.log2(threads))
-    out = []
-    for ex in range(n + 1):
-        for ey in range(n + 1 - ex):
-            b = (1 << ex, 1 << ey, 1 << (n - ex - ey))
-            if all(v <= c for v, c in zip(b, cap)):
-                out.append(b)
+    cap = tuple(min(lim, 1 << max(0, math.ceil(math.log2(d))))
+                for lim, d in zip(MAX_BLOCK_DIMS, domain))
+    out = list(block_shapes(int(threads), max_dims=cap))  # type: ignore[arg-type]
     if not out:
         raise LaunchError(f"no block of {threads} threads fits the domain {domain}")
     return out
@@ -113,16 +105,8 @@ def predict(
     fold: Sequence[int] | None = None,
     *,
     config: ps.CreateKernelConfig | None = None,
-    base_offsets: Mapping[str, int] | None = None,
-    registers: int | str | None = None,
-    fits: str | Path | CapacityFits | None = None,
-    shape: ShapeSpec = None,
-    layout: LayoutSpec = None,
-    model: str = DEFAULT_MODEL,
-    params: Mapping[str, int] | None = None,
-    grid_points: Sequence[int] | None = None,
-    index_list: ListSpec = None,
-    list_order: str = "sorted",
+    options: ExtractOptions | None = None,
+    **keywords: Any,
 ) -> Prediction:
     """Predict a pystencils kernel, or assignments generated with ``config``
     and folded by ``fold`` (MODEL.md §8).
@@ -130,38 +114,32 @@ def predict(
     ``fold`` defaults to ``(1, 1, 1)``; for a kernel made by
     :func:`warpspeed.pystencils.generate` pass the fold it was made with (a
     strided iteration slice is not a fold: one update per thread).
-    ``shape``: for fields of symbolic size, the spatial extents of the
-    arrays *including ghost layers*, x first (see :func:`extract`).
-    A kernel whose indexing scheme fixes the block raises
-    :class:`warpspeed.LaunchError` for any other block. ``model``: the
-    timing model (:data:`warpspeed.timing.MODELS`). ``params``: values of
-    the kernel's integer parameters (symbolic slice bounds; :func:`extract`);
-    ``grid_points``: points per thread of a grid-strided kernel;
-    ``index_list`` / ``list_order``: the list of an index-list (boundary)
-    kernel or its length and order (:func:`extract`). ``registers``: per
-    thread, nvcc's count or the estimate by default (module docstring).
+    ``options`` (:class:`ExtractOptions`): how to read the kernel (the
+    shape of fields of symbolic size, ``params``, ``grid_points``, the
+    list of an index-list kernel, ...; :func:`extract`), its registers per
+    thread (nvcc's count or the estimate by default, module docstring), the
+    timing model and capacity curves. The same options as keywords
+    (``predict(..., shape=...)``) still work and are deprecated. A kernel
+    whose indexing scheme fixes the block raises
+    :class:`warpspeed.LaunchError` for any other block.
     """
+    opts = with_keywords(options, keywords, "predict", PREDICT_KEYWORDS)
     f = _fold3(fold or (1, 1, 1))
     if _is_kernel_function(kernel_or_assignments):
         kernel_function = kernel_or_assignments
     else:
-        kernel_function = generate(kernel_or_assignments, config, f, shape=shape)
-    ex = extract(
-        kernel_function, base_offsets=base_offsets, fold=f,
-        shape=shape, layout=layout, params=params, grid_points=grid_points,  # type: ignore[arg-type]
-        index_list=index_list, list_order=list_order,
-    )
+        kernel_function = generate(kernel_or_assignments, config, f, shape=opts.shape)
+    ex = read(kernel_function, opts, fold=f)
     m = load_machine(machine)
-    kernel, _ = with_registers(ex.kernel, kernel_function, m.arch, registers)
-    ex = replace(ex, kernel=kernel)
+    kernel, _ = with_registers(ex.kernel, kernel_function, m.arch, opts.registers)
     b = tuple(int(v) for v in block)
-    fixed = ex.kernel.fixed_block
+    fixed = kernel.fixed_block
     if fixed is not None and b != fixed:
         raise LaunchError(
             f"this kernel's indexing scheme fixes the block to {fixed}; got {b}: predict "
             f"with block={fixed}"
         )
-    return ws_predict(ex.kernel, m, b, fits=fits, model=model)  # type: ignore[arg-type]
+    return ws_predict(kernel, m, b, fits=opts.fits, model=opts.model)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -191,23 +169,27 @@ def rank(
     extractions: Iterable[tuple[Fold, Extraction]] | Mapping[Fold, Kernel],
     machine: str | Path | Machine,
     threads: int | Sequence[int] | None = None,
-    fits: str | Path | CapacityFits | None = None,
+    *,
+    options: ExtractOptions | None = None,
     jobs: int | None = None,
-    model: str = DEFAULT_MODEL,
     executor: Executor | None = None,
+    **keywords: Any,
 ) -> list[Prediction]:
     """Predict every block size of ``threads`` threads (a count, counts, or
     ``None``: every count that can launch, :func:`warpspeed.rank`) for every
     folded variant (only the fixed block of a kernel that has one); best
-    first (highest GLup/s, then fold, then block; MODEL.md §8). ``jobs``
-    worker processes (``None``: one per CPU), or ``executor``'s. Raises
-    :class:`warpspeed.EmptyRankingError` when nothing can launch."""
+    first (highest GLup/s, then fold, then block; MODEL.md §8), with the
+    timing model and capacity curves of ``options``. ``jobs`` worker
+    processes (``None``: one per CPU), or ``executor``'s. Raises
+    :class:`warpspeed.EmptyRankingError` when nothing can launch. The
+    keywords ``fits`` and ``model`` still work and are deprecated."""
+    opts = with_keywords(options, keywords, "rank", RANK_KEYWORDS)
     items = extractions.items() if isinstance(extractions, Mapping) else extractions
     kernels = {f: (ex.kernel if isinstance(ex, Extraction) else ex) for f, ex in items}
     if not kernels:
         raise LaunchError("no folding variant to rank")
-    ranking = ws_rank(kernels, machine, threads=threads, fits=fits, jobs=jobs, model=model,
-                      executor=executor)
+    ranking = ws_rank(kernels, machine, threads=threads, fits=opts.fits, jobs=jobs,
+                      model=opts.model, executor=executor)
     return list(ranking.predictions)
 
 
@@ -218,17 +200,9 @@ def create_kernel(
     machine: str | Path | Machine = "A100",
     threads: int | Sequence[int] | None = None,
     folds: Sequence[Sequence[int]] = DEFAULT_FOLDS,
-    base_offsets: Mapping[str, int] | None = None,
-    registers: int | str | None = None,
-    fits: str | Path | CapacityFits | None = None,
-    shape: ShapeSpec = None,
-    layout: LayoutSpec = None,
     jobs: int | None = None,
-    model: str = DEFAULT_MODEL,
-    params: Mapping[str, int] | None = None,
-    grid_points: Sequence[int] | None = None,
-    index_list: ListSpec = None,
-    list_order: str = "sorted",
+    options: ExtractOptions | None = None,
+    **keywords: Any,
 ) -> Ranked:
     """Generate ``assignments`` with the best block size and folding.
 
@@ -236,22 +210,21 @@ def create_kernel(
     block size of ``threads`` threads is predicted on ``machine``; the
     result unpacks as ``kernel, ranking``: the pystencils kernel of the best
     folding whose launch configuration defaults to the best block size,
-    and all predictions sorted best first (MODEL.md §8). ``shape``: for
-    fields of symbolic size, the spatial extents of the arrays *including
-    ghost layers*, x first. ``threads``: a count or counts per block
-    (default every power of two from 64 that can launch; a count that is not
-    a positive integer within the machine's limit raises
-    :class:`warpspeed.LaunchError` before anything is generated); ``registers``: a
-    count, ``"estimate"``, or ``None`` for nvcc's count when installed
-    (module docstring). Variants that cannot be made or predicted are
-    skipped (:attr:`Ranked.skipped`); if none can be ranked,
+    and all predictions sorted best first (MODEL.md §8). ``threads``: a
+    count or counts per block (default every power of two from 64 that can
+    launch; a count that is not a positive integer within the machine's
+    limit raises :class:`warpspeed.LaunchError` before anything is
+    generated). ``jobs``: worker processes of the ranking (default one per
+    CPU, as :func:`warpspeed.rank`). ``options`` (:class:`ExtractOptions`):
+    how to read the variants (the shape of fields of symbolic size, the
+    values of integer parameters, ``grid_points``, the list of an
+    index-list kernel; :func:`extract`), their registers per thread (a
+    count, ``"estimate"``, or nvcc's count when installed, module
+    docstring), the timing model and capacity curves; the same options as
+    keywords (``create_kernel(..., shape=...)``) still work and are
+    deprecated. Variants that cannot be made or predicted are skipped
+    (:attr:`Ranked.skipped`); if none can be ranked,
     :class:`warpspeed.EmptyRankingError` lists why (module docstring).
-    ``jobs``: worker processes of the ranking (default one per
-    CPU, as :func:`warpspeed.rank`); ``model``: the
-    timing model; ``params``: values of the kernel's integer parameters
-    (symbolic slice bounds; :func:`extract`); ``grid_points``: points per
-    thread of a grid-strided kernel, ``index_list`` / ``list_order`` the
-    list of an index-list kernel (:func:`extract`).
 
     Example: the best block of 256 threads, unfolded or folded twice along
     z, for a 7-point Jacobi sweep (no GPU needed)::
@@ -272,38 +245,44 @@ def create_kernel(
         >>> type(kernel).__name__  # the pystencils kernel of the best fold
         'GpuKernel'
     """
+    opts = with_keywords(options, keywords, "create_kernel", PREDICT_KEYWORDS)
     with no_collection():  # no walk of pystencils' heap here or in the workers
         m = load_machine(machine)
-        arch = m.arch
         if threads is not None:  # refused before any variant is generated
             threads = thread_counts(threads, m)
-        job = Job(assignments, config, shape,
-                  {"base_offsets": base_offsets, "layout": layout, "params": params,
-                   "grid_points": grid_points, "index_list": index_list, "list_order": list_order},
-                  arch, registers)
+        job = Job(assignments, config, opts, m.arch)
         made, pool = make_variants(job, list(dict.fromkeys(_fold3(f) for f in folds)), jobs)
         try:
             variants = {v.fold: v.extraction for v in made if v.extraction is not None}
             skipped = [(v.fold, v.skipped) for v in made if v.skipped is not None]
-            reg_notes = [f"fold {v.fold}: {v.note}" for v in made if v.extraction and v.note]
-            ranking = _rank_each(variants, skipped, machine, threads, fits, jobs, model, pool)
+            ranking = _rank_each(variants, skipped, machine, threads, opts, jobs, pool)
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
-        notes = tuple(dict.fromkeys([n for ex in variants.values() for n in ex.notes] + reg_notes))
         if not ranking:
-            reasons = tuple(f"fold {f}: {why}" for f, why in skipped)
-            raise EmptyRankingError(
-                "no configuration of the kernel can be ranked, so no block size is chosen:\n  "
-                + "\n  ".join(reasons or ("no folding variant was given",)), reasons,
-            )
+            raise _nothing_ranked(skipped)
         # a prediction's fold is its kernel's (a grid-strided kernel's counts the
         # points of each thread); the variant it came from is generated
         variant_of = {ex.kernel.fold: f for f, ex in variants.items()}
         best = ranking[0]
         kernel, why = _best_kernel(made, variant_of[best.fold], best.block, assignments, config,
-                                   shape)
-        return Ranked(kernel, tuple(ranking), tuple(skipped), notes + why)
+                                   opts.shape)
+        return Ranked(kernel, tuple(ranking), tuple(skipped), _notes(made, variants) + why)
+
+
+def _notes(made: Sequence[Variant], variants: Mapping[Fold, Extraction]) -> tuple[str, ...]:
+    """The variants' notes, then those on their registers, each once."""
+    registers = [f"fold {v.fold}: {v.note}" for v in made if v.extraction and v.note]
+    return tuple(dict.fromkeys([n for ex in variants.values() for n in ex.notes] + registers))
+
+
+def _nothing_ranked(skipped: Sequence[tuple[Fold, str]]) -> EmptyRankingError:
+    """The error when no variant can be ranked, with every variant's reason."""
+    reasons = tuple(f"fold {f}: {why}" for f, why in skipped)
+    return EmptyRankingError(
+        "no configuration of the kernel can be ranked, so no block size is chosen:\n  "
+        + "\n  ".join(reasons or ("no folding variant was given",)), reasons,
+    )
 
 
 def _best_kernel(made: Sequence[Variant], fold: Fold, block: tuple[int, int, int],
@@ -329,18 +308,17 @@ def _rank_each(
     skipped: list[tuple[Fold, str]],
     machine: str | Path | Machine,
     threads: int | Sequence[int] | None,
-    fits: str | Path | CapacityFits | None,
+    options: ExtractOptions,
     jobs: int | None,
-    model: str,
     executor: Executor | None = None,
 ) -> list[Prediction]:
     """All variants ranked together; if that fails, each on its own, the
-    failing ones appended to ``skipped``. A bad machine, fits file or model
-    name is the caller's error and raises."""
+    failing ones appended to ``skipped``. A bad machine or fits file is the
+    caller's error and raises."""
     if not variants:
         return []
     try:
-        return rank(variants, machine, threads, fits, jobs, model, executor)
+        return rank(variants, machine, threads, options=options, jobs=jobs, executor=executor)
     except (MachineError, FitError):
         raise
     except Exception:  # noqa: BLE001 - find the variant that fails, below
@@ -348,7 +326,7 @@ def _rank_each(
     out: list[Prediction] = []
     for f, ex in variants.items():
         try:
-            out += rank({f: ex}, machine, threads, fits, jobs, model, executor)
+            out += rank({f: ex}, machine, threads, options=options, jobs=jobs, executor=executor)
         except (MachineError, FitError):
             raise
         except Exception as exc:  # noqa: BLE001 - the hook must not abort (module docstring)

@@ -50,6 +50,7 @@ from pystencils.field import compute_strides, layout_string_to_tuple
 
 from ..errors import KernelError
 from ..input.kernel import Field
+from ..input.triples import ints_of
 from .poly import ONE, IntPoly, from_sympy
 from .unsupported import MissingShapeError, UnsupportedKernelError
 from .wraps import substitute
@@ -122,17 +123,6 @@ def _entry(spec: ShapeSpec, name: str) -> Sequence[int] | None:
     return spec
 
 
-def _ints(value: Sequence[int], what: str) -> tuple[int, ...]:
-    bad = KernelError(f"{what} must be a sequence of positive integers, got {value!r}")
-    try:
-        out = tuple(int(v) for v in value)
-    except (TypeError, ValueError):
-        raise bad from None
-    if not out or any(v < 1 or v != w for v, w in zip(out, value)):
-        raise bad
-    return out
-
-
 def _extents(field: Any) -> tuple[Any, ...]:
     return tuple(field.shape) if _is_legacy(field) else tuple(field.get_buffer_spec().shape)
 
@@ -152,7 +142,7 @@ def field_shape(field: Any, spec: ShapeSpec) -> tuple[int, ...] | None:
     if all(_is_int(s) for s in extents):
         fixed = tuple(int(s) for s in extents)
         if isinstance(spec, Mapping) and given is not None:
-            want = _ints(given, f"shape of field {field.name}")
+            want = ints_of(given, f"shape of field {field.name}", error=KernelError)
             if want not in (fixed, fixed[:spatial_n]):
                 raise KernelError(
                     f"shape {want} for field {field.name}, which has the fixed shape {fixed}"
@@ -160,7 +150,7 @@ def field_shape(field: Any, spec: ShapeSpec) -> tuple[int, ...] | None:
         return fixed
     if given is None:
         return None
-    want = _ints(given, f"shape of field {field.name}")
+    want = ints_of(given, f"shape of field {field.name}", error=KernelError)
     index = extents[spatial_n:]
     if len(want) == len(extents):
         index = want[spatial_n:]
@@ -251,8 +241,8 @@ def missing_shape(fields: Sequence[Any]) -> MissingShapeError:
     which = sorted({f.name for f in fields})
     return MissingShapeError(
         f"the fields {', '.join(which)} have symbolic sizes ({', '.join(names)}); give the "
-        "array shape to predict with, e.g. extract(kernel, shape=(nx, ny, nz)) or "
-        "predict(..., shape=(nx, ny, nz)): the spatial extents including ghost layers, x "
+        "array shape to predict with, options=ExtractOptions(shape=(nx, ny, nz)) of "
+        "extract, predict or create_kernel: the spatial extents including ghost layers, x "
         "first (for StaggeredField / TensorField: the inner region, the values of their "
         "size parameters; a mapping field name -> shape for fields of different sizes)"
     )

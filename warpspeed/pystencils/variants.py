@@ -19,32 +19,30 @@ from __future__ import annotations
 import os
 import pickle
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..search.workers import PRELOAD, WorkerPool, worker_errors
 from .default_block import portable
-from .extract import Extraction, extract
+from .extract import Extraction, read
 from .fold import Fold, generate
-from .layouts import ShapeSpec
+from .options import ExtractOptions
 from .registers import with_registers
 
 
 @dataclass(frozen=True)
 class Job:
     """What every variant is made from: the assignments and pystencils
-    configuration, the array extents of symbolic fields, the keyword
-    arguments of :func:`extract` besides the fold, the machine's ``arch``
-    for nvcc and the ``registers`` the caller gave."""
+    configuration, the front end's options (the array extents of symbolic
+    fields, how to read the kernel, the ``registers`` the caller gave) and
+    the machine's ``arch`` for nvcc."""
 
     assignments: Any
     config: Any
-    shape: ShapeSpec
-    extract: Mapping[str, Any]
+    options: ExtractOptions
     arch: str | None
-    registers: int | str | None
 
 
 @dataclass(frozen=True)
@@ -74,15 +72,15 @@ def make_variant(job: Job, fold: Fold, keep_function: bool = True) -> Variant:
     cannot be generated or predicted is returned with the reason (an
     invalid ``registers`` argument raises: it is the caller's error)."""
     try:
-        kf = generate(job.assignments, job.config, fold, shape=job.shape)
+        kf = generate(job.assignments, job.config, fold, shape=job.options.shape)
     except Exception as exc:  # noqa: BLE001 - pystencils raises many kinds; record, skip
         return Variant(fold, skipped=reason("pystencils cannot generate it", exc))
     keep = kf if keep_function else None
     try:
-        ex = extract(kf, fold=fold, shape=job.shape, **job.extract)
+        ex = read(kf, job.options, fold=fold)
     except Exception as exc:  # noqa: BLE001 - the hook must not abort (hook docstring)
         return Variant(fold, skipped=reason("it cannot be predicted", exc), kernel_function=keep)
-    kernel, note = with_registers(ex.kernel, kf, job.arch, job.registers)
+    kernel, note = with_registers(ex.kernel, kf, job.arch, job.options.registers)
     return Variant(fold, replace(ex, kernel=kernel), note, kernel_function=keep,
                    parts=None if keep_function else portable(kf))
 

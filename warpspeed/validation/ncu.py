@@ -60,6 +60,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import WarpspeedError
+from ..input.triples import triple_or_none
 
 
 class NcuError(WarpspeedError, ValueError):
@@ -156,11 +157,6 @@ def parse_value(text: str, unit: str) -> float | None:
     return None if v is None else v * unit_scale(unit)[0]
 
 
-def _triple(text: str) -> tuple[int, int, int] | None:
-    nums = re.findall(r"\d+", text or "")
-    return (int(nums[0]), int(nums[1]), int(nums[2])) if len(nums) == 3 else None
-
-
 @dataclass(frozen=True)
 class KernelMetrics:
     """The counters of one profiled kernel launch, in base units
@@ -219,8 +215,8 @@ def _parse_long(rows: list[list[str]], col: dict[str, int]) -> list[KernelMetric
             lid,
             {
                 "kernel": _cell(row, col, "Kernel Name"),
-                "block": _triple(_cell(row, col, "Block Size")),
-                "grid": _triple(_cell(row, col, "Grid Size")),
+                "block": triple_or_none(_cell(row, col, "Block Size")),
+                "grid": triple_or_none(_cell(row, col, "Grid Size")),
                 "values": {},
                 "units": {},
             },
@@ -260,8 +256,8 @@ def _parse_wide(
             KernelMetrics(
                 id=lid,
                 kernel=_cell(row, col, "Kernel Name"),
-                block=_triple(_cell(row, col, "Block Size")),
-                grid=_triple(_cell(row, col, "Grid Size")),
+                block=triple_or_none(_cell(row, col, "Block Size")),
+                grid=triple_or_none(_cell(row, col, "Grid Size")),
                 values={h: parse_value(row[i] if i < len(row) else "", unit_of[h])
                         for i, h in metric_cols},
                 units={h: unit_scale(unit_of[h])[1] for _, h in metric_cols},

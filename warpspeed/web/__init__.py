@@ -8,9 +8,11 @@ machine, prediction and advice, without Panel), :mod:`~warpspeed.web.machines`
 (shipped and uploaded machines), :mod:`~warpspeed.web.explore`
 (the layer-condition sweep and the bounded ranking),
 :mod:`~warpspeed.web.views` (HTML, charts and tables) and
-:mod:`~warpspeed.web.app` (the Panel page). Panel is an optional extra
-(``pip install 'warpspeed[web]'``); this package imports it only in
-:func:`serve` and :mod:`~warpspeed.web.app`.
+:mod:`~warpspeed.web.app` (the Panel page); below them all,
+:mod:`~warpspeed.web.form` (the form's fields) and
+:mod:`~warpspeed.web.errors` (the errors, re-exported here). Panel is an
+optional extra (``pip install 'warpspeed[web]'``); this package imports it
+only in :func:`serve` and :mod:`~warpspeed.web.app`.
 """
 
 from __future__ import annotations
@@ -19,19 +21,7 @@ import socket
 import sys
 
 from ..errors import WarpspeedError
-
-
-class MissingExtraError(WarpspeedError):
-    """Panel (the ``web`` extra) is not installed."""
-
-
-class FieldError(WarpspeedError, ValueError):
-    """Bad input in one form field: ``field`` is the
-    :class:`~warpspeed.web.state.Form` attribute."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
+from .errors import FieldError, MissingExtraError
 
 
 def serve(port: int = 5006, host: str = "127.0.0.1") -> int:

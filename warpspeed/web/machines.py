@@ -3,7 +3,7 @@ TOML files, packed into URL-safe text for the form and the link
 (:func:`pack_machine`, :func:`unpack_machine`) and loaded only after checks
 (:func:`machine_from_toml`: size, built-in capacity fits, CUDA's launch
 limits). :func:`build_machine` picks the machine of a
-:class:`~warpspeed.web.state.Form`. Every function raises
+:class:`~warpspeed.web.form.Form`. Every function raises
 :class:`~warpspeed.web.FieldError` naming the form field at fault;
 :mod:`warpspeed.web.state` re-exports them all.
 """
@@ -17,15 +17,12 @@ import json
 import tempfile
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import WarpspeedError
 from ..machine import Machine, load_machine, machines
 from ..volumes.capacity import load_fits
-from . import FieldError
-
-if TYPE_CHECKING:
-    from .state import Form
+from .errors import FieldError
+from .form import Form
 
 #: Largest uploaded machine file (bytes).
 MAX_MACHINE_FILE = 64 * 1024

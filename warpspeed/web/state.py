@@ -24,14 +24,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import WarpspeedError
+from ..input import triples
 from ..input.kernel import Field, Kernel
 from ..input.stencil_spec import load_stencil, parse_params
 from ..machine import Machine
 from ..model import Prediction, predict
 from ..reports.advice import Advice, advise
-from ..timing import DEFAULT_MODEL, MODELS
+from ..timing import MODELS
 from ..timing.hierarchy import VENDOR_TARGET
-from . import FieldError
+from .errors import FieldError
+from .form import Form
 from .machines import (
     MAX_MACHINE_FILE,
     UPLOADED,
@@ -57,42 +59,6 @@ MAX_FOLD = 16
 MAX_PARAM = 4096
 #: Limits of the stencil parameters that multiply the work (accesses per thread).
 PARAM_LIMITS = {"radius": 16}
-
-DEFAULT_FIELDS = "src 514,514,258 8\ndst 514,514,258 8"
-DEFAULT_LOADS = "\n".join([
-    "src[tidx + 1, tidy + 1, tidz + 1]",
-    "src[tidx, tidy + 1, tidz + 1]",
-    "src[tidx + 2, tidy + 1, tidz + 1]",
-    "src[tidx + 1, tidy, tidz + 1]",
-    "src[tidx + 1, tidy + 2, tidz + 1]",
-    "src[tidx + 1, tidy + 1, tidz]",
-    "src[tidx + 1, tidy + 1, tidz + 2]",
-])
-DEFAULT_STORES = "dst[threadIdx.x + blockIdx.x*blockDim.x + 1, tidy + 1, tidz + 1]"
-
-
-@dataclass(frozen=True)
-class Form:
-    """Everything the page's inputs hold, as text (the link's query string)."""
-
-    mode: str = "stencil"  # "stencil" or "hand"
-    stencil: str = "star3d_by_hand"
-    params: str = ""  # NAME=VALUE items separated by spaces
-    fields: str = DEFAULT_FIELDS  # one "NAME SHAPE [ITEMSIZE]" per line
-    loads: str = DEFAULT_LOADS  # one "NAME[expr, ...]" per line
-    stores: str = DEFAULT_STORES
-    domain: str = "512,512,256"  # valid global thread extents
-    fp: str = "7"  # FP instructions per thread (empty: unknown)
-    registers: str = ""  # registers per thread (empty: the kernel's)
-    machine: str = "A100"  # a shipped name or UPLOADED
-    machine_file: str = ""  # the uploaded TOML file, packed (pack_machine)
-    block: str = "256,1,2"
-    fold: str = "1,1,1"
-    model: str = DEFAULT_MODEL
-    threads: str = "1024"  # thread counts to rank
-    folds: str = "1,1,1 1,2,1 1,1,2"  # folding variants to rank (stencils that fold)
-    all_shapes: bool = False
-
 
 # --------------------------------------------------------------------------
 # Small parsers
@@ -120,16 +86,10 @@ def _lines(value: str, where: str) -> list[tuple[int, str]]:
 
 def parse_ints(text: str, where: str, what: str, count: int | None = None,
                low: int = 1, high: int = 2**40) -> tuple[int, ...]:
-    """``"256,1,2"`` or ``"256x1x2"`` to integers in ``[low, high]``."""
-    parts = [p.strip() for p in checked_text(text, where, 200).replace("x", ",").split(",")]
-    if not parts or any(not (p.isascii() and p.isdigit()) or len(p) > 13 for p in parts):
-        raise FieldError(where, f"{what} must be integers like 256,1,2, got {text.strip()!r}")
-    vals = tuple(int(p) for p in parts)
-    if count is not None and len(vals) != count:
-        raise FieldError(where, f"{what} must be {count} integers, got {text.strip()!r}")
-    if any(v < low or v > high for v in vals):
-        raise FieldError(where, f"{what} must lie between {low} and {high}, got {text.strip()!r}")
-    return vals
+    """``"256,1,2"`` or ``"256x1x2"`` to integers in ``[low, high]``
+    (:func:`warpspeed.input.triples.parse_ints`), errors in field ``where``."""
+    return triples.parse_ints(checked_text(text, where, 200), what, count=count, low=low,
+                              high=high, error=functools.partial(FieldError, where))
 
 
 def triple(text: str, where: str, what: str, high: int = 2**20) -> tuple[int, int, int]:
