@@ -11,7 +11,7 @@ import pystencils as ps
 
 import warpspeed as ws
 from warpspeed.input.stencil_spec import UsageError
-from warpspeed.pystencils import generate, kernel_from_pystencils
+from warpspeed.pystencils import ExtractOptions, generate, kernel_from_pystencils
 
 INTERIOR = "interior"
 
@@ -108,8 +108,8 @@ def build(
     kernel_function = generate(assignments, config(ghost, dtype, target), tuple(fold))
     kernel = kernel_from_pystencils(
         kernel_function,
+        ExtractOptions(base_offsets=base_offsets(fields, ghost, alignment, itemsize)),
         name=name,
-        base_offsets=base_offsets(fields, ghost, alignment, itemsize),
         fold=tuple(fold) + (1,) * (3 - len(tuple(fold))),
     )
     return kernel, kernel_function
