@@ -20,12 +20,12 @@ from .input.addresses import kernel_forms, thread_accesses
 from .input.expr import LinForm, SymForm, bind_all
 from .input.kernel import Kernel
 from .machine import Machine, load_machine
-from .timing import DEFAULT_MODEL, MODELS, Timing
+from .timing import DEFAULT_MODEL, MODELS, timing_model
 from .timing.atomics import with_atomics
 from .timing.evidence import Evidence, evidence
 from .timing.hierarchy import architecture_notes, with_mall
 from .timing.paper import LIMITERS
-from .volumes.capacity import CapacityFits, load_fits
+from .volumes.capacity import CapacityFits, curves_for
 from .volumes.footprint import Footprint, footprints_of
 from .volumes.gathers import gather_volumes, with_gathers
 from .volumes.l1 import l1_cycles_of, line_cycles_of
@@ -185,18 +185,12 @@ def predict(
         >>> ws.predict(k, "V100", block=(64, 2, 1), model="paper").limiter
         'dram'
     """
-    spec = _model(model)
+    spec = timing_model(model)
     m = load_machine(machine)
-    curves = fits if isinstance(fits, CapacityFits) else load_fits(fits or m.fits)
+    curves = curves_for(m, fits)
     stage = block_stage(kernel, m, block)
     wave = wave_volumes(kernel, stage.launch, stage.bound, address=spec.address)
     return finish(stage, wave, curves, model)
-
-
-def _model(name: str) -> Timing:
-    if name not in MODELS:
-        raise LaunchError(f"unknown model {name!r}; the models are {', '.join(MODELS)}")
-    return MODELS[name]
 
 
 def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> BlockStage:

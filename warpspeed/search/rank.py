@@ -47,8 +47,8 @@ from ..input.expr import bind_all
 from ..input.kernel import Kernel
 from ..machine import Machine, load_machine
 from ..model import Prediction
-from ..timing import DEFAULT_MODEL, MODELS
-from ..volumes.capacity import CapacityFits, load_fits
+from ..timing import DEFAULT_MODEL, timing_model
+from ..volumes.capacity import CapacityFits, curves_for
 from ..volumes.launch import Launch, make_launch
 from .design_space import (
     DEFAULT_FOLDS,
@@ -186,10 +186,9 @@ def rank(
         >>> print(r.excluded[0].reason)
         block y extent 128 is at least twice the domain's 64 threads: half of every block would idle
     """
-    if model not in MODELS:
-        raise LaunchError(f"unknown model {model!r}; the models are {', '.join(MODELS)}")
+    timing_model(model)
     m = load_machine(machine)
-    curves = fits if isinstance(fits, CapacityFits) else load_fits(fits or m.fits)
+    curves = curves_for(m, fits)
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
         raise LaunchError(f"top must be a positive integer, got {top!r}")
     kernel_variants = variants(kernels, folds)
