@@ -8,6 +8,7 @@ cycle exists, between modules or between folders, lazy imports included
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,8 @@ def _is_type_checking(node: ast.stmt) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
-def imports(module: str) -> tuple[set[str], set[str], set[str]]:
+@functools.cache
+def imports(module: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """(run-time module-level, TYPE_CHECKING, every run-time import: module
     level and lazy, inside functions, but not under TYPE_CHECKING)."""
     path = MODULES[module]
@@ -82,7 +84,7 @@ def imports(module: str) -> tuple[set[str], set[str], set[str]]:
             for inner in stmt.body:
                 if isinstance(inner, (ast.Import, ast.ImportFrom)):
                     typing.update(_targets(module, pkg, inner))
-    return runtime, typing, every
+    return frozenset(runtime), frozenset(typing), frozenset(every)
 
 
 def _stage(module: str) -> str:
