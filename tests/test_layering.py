@@ -1,21 +1,35 @@
-"""The package's layering, read from the source with ``ast``: a lower stage
-never imports a higher one, the machine files' loader and the kernel input
-import no model code, and no module-level import cycle exists."""
+"""The package's layering, read from the source with ``ast``: every
+top-level module and folder of the package has a stage, a lower stage never
+imports a higher one (not even lazily, inside a function), the machine
+files' loader and the kernel input import no model code, and no import
+cycle exists, between modules or between folders, lazy imports included
+(MODEL.md, Conventions)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "warpspeed"
 
-#: Stage of each ranked top-level module or package: lower never imports higher.
-RANK = {"errors": 0, "fpclasses": 0, "machine": 0, "input": 1, "volumes": 2, "timing": 3,
-        "model": 4, "search": 5, "reports": 5, "validation": 6}
-#: Outer layers (front ends) no ranked module may import, not even lazily.
-FRONT_ENDS = {"cli", "cli_calibrate", "web", "pystencils"}
+#: Stage of every top-level module and folder of the package (``__init__``:
+#: the package's own ``__init__.py``, the public API): lower never imports
+#: higher. The model's stages come first; the front ends (pystencils, the
+#: measurement harness, the validation, the web page, the command line) sit
+#: above them, so no stage of the model imports a front end.
+RANK = {"errors": 0, "fpclasses": 0, "closed_pipe": 0, "machine": 0, "input": 1, "volumes": 2,
+        "timing": 3, "model": 4, "search": 5, "reports": 5, "__init__": 6, "pystencils": 6,
+        "measure": 7, "validation": 8, "cli_calibrate": 9, "web": 9, "cli": 10}
+#: Lazy imports known to close a cycle, each with its reason; the test fails
+#: once an entry is no longer there, so the list only shrinks.
+KNOWN_CYCLE_EDGES = {
+    # serve() imports the app, whose modules import FieldError from the
+    # package: left to the web page's restructuring (issue 36, front end).
+    ("warpspeed.web", "warpspeed.web.app"),
+}
 
 
 def _name(path: Path) -> str:
@@ -46,15 +60,23 @@ def _is_type_checking(node: ast.stmt) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
-def imports(module: str) -> tuple[set[str], set[str], set[str]]:
-    """(run-time module-level, TYPE_CHECKING, all including lazy) imports."""
+@functools.cache
+def imports(module: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(run-time module-level, TYPE_CHECKING, every run-time import: module
+    level and lazy, inside functions, but not under TYPE_CHECKING)."""
     path = MODULES[module]
     tree = ast.parse(path.read_text())
     pkg = path.name == "__init__.py"
     runtime, typing, every = set(), set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            every.update(_targets(module, pkg, node))
+
+    def walk(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                every.update(_targets(module, pkg, child))
+            elif not _is_type_checking(child):  # type: ignore[arg-type]
+                walk(child)
+
+    walk(tree)
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             runtime.update(_targets(module, pkg, stmt))
@@ -62,12 +84,13 @@ def imports(module: str) -> tuple[set[str], set[str], set[str]]:
             for inner in stmt.body:
                 if isinstance(inner, (ast.Import, ast.ImportFrom)):
                     typing.update(_targets(module, pkg, inner))
-    return runtime, typing, every
+    return frozenset(runtime), frozenset(typing), frozenset(every)
 
 
-def _stage(module: str) -> str | None:
+def _stage(module: str) -> str:
+    """The top-level module or folder of ``module`` (``__init__`` for the package)."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else None
+    return parts[1] if len(parts) > 1 else "__init__"
 
 
 def test_the_scanner_sees_known_imports() -> None:
@@ -80,15 +103,17 @@ def test_the_scanner_sees_known_imports() -> None:
     assert "warpspeed.cli_calibrate" in every - runtime
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if _stage(m) in RANK))
+def test_every_module_and_folder_of_the_package_has_a_stage() -> None:
+    unranked = sorted({_stage(m) for m in MODULES} - set(RANK))
+    assert not unranked, f"give {unranked} a stage in RANK (MODEL.md, Conventions)"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
 def test_a_lower_stage_never_imports_a_higher_one(module: str) -> None:
     _, typing, every = imports(module)
     own = RANK[_stage(module)]
-    higher = sorted(t for t in every | typing
-                    if _stage(t) in RANK and RANK[_stage(t)] > own)
+    higher = sorted(t for t in every | typing if RANK[_stage(t)] > own)
     assert not higher, f"{module} (stage {own}) imports {higher}"
-    front = sorted(t for t in every if _stage(t) in FRONT_ENDS)
-    assert not front, f"{module} imports the front ends {front}"
 
 
 @pytest.mark.parametrize("module", sorted(
@@ -123,9 +148,32 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
-def test_no_module_level_import_cycle() -> None:
-    graph = {m: {t for t in imports(m)[0] if t in MODULES and t != m} for m in MODULES}
-    assert not find_cycles(graph), f"import cycles: {find_cycles(graph)}"
+def _import_graph() -> dict[str, set[str]]:
+    """Every module's run-time imports of other modules, lazy ones included,
+    without the known cycle edges."""
+    return {m: {t for t in imports(m)[2] if t in MODULES and t != m
+                and (m, t) not in KNOWN_CYCLE_EDGES} for m in MODULES}
+
+
+def test_no_import_cycle_between_modules_lazy_imports_included() -> None:
+    cycles = find_cycles(_import_graph())
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_no_import_cycle_between_folders() -> None:
+    """Folders (and top-level modules) as nodes: a cycle between folders of
+    one stage (say search and reports) is one too."""
+    graph: dict[str, set[str]] = {s: set() for s in RANK}
+    for m, targets in _import_graph().items():
+        graph[_stage(m)] |= {_stage(t) for t in targets} - {_stage(m)}
+    cycles = find_cycles(graph)
+    assert not cycles, f"import cycles between folders: {cycles}"
+
+
+@pytest.mark.parametrize("edge", sorted(KNOWN_CYCLE_EDGES))
+def test_a_known_cycle_edge_is_still_there(edge: tuple[str, str]) -> None:
+    source, target = edge
+    assert target in imports(source)[2], f"{edge} is gone: remove it from KNOWN_CYCLE_EDGES"
 
 
 #: Folders (and top-level modules) whose imports form no cycle at all, counting

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import warpspeed.measure as wm
-from warpspeed.validation import ncu
+from warpspeed.measure import ncu
 
 DATA = Path(__file__).parent / "data"
 

@@ -28,7 +28,7 @@ from .machine import Machine, load_machine, machine_files
 from .model import Prediction, predict
 from .search.rank import DEFAULT_FOLDS, Ranking, rank
 from .search.variants import thread_counts
-from .timing import DEFAULT_MODEL, MODELS
+from .timing import DEFAULT_MODEL, MODELS, listing
 from .timing.hierarchy import VENDOR_TARGET
 
 
@@ -220,8 +220,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    rows = [{"name": t.name, "default": t.name == DEFAULT_MODEL, "address": t.address,
-             "description": t.description} for t in MODELS.values()]
+    rows = listing()
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -383,8 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="warpspeed",
         description="Predict GPU kernel performance from address expressions. Models: "
-        + "; ".join(f"{t.name}{' (default)' if t.name == DEFAULT_MODEL else ''}"
-                    for t in MODELS.values())
+        + "; ".join(f"{r['name']}{' (default)' if r['default'] else ''}" for r in listing())
         + " (see 'warpspeed models').",
     )
     sub = parser.add_subparsers(dest="command", required=True)

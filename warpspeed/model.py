@@ -20,12 +20,12 @@ from .input.addresses import kernel_forms, thread_accesses
 from .input.expr import LinForm, SymForm, bind_all
 from .input.kernel import Kernel
 from .machine import Machine, load_machine
-from .timing import DEFAULT_MODEL, MODELS, Timing, timing
+from .timing import DEFAULT_MODEL, MODELS, timing_model
 from .timing.atomics import with_atomics
 from .timing.evidence import Evidence, evidence
 from .timing.hierarchy import architecture_notes, with_mall
 from .timing.paper import LIMITERS
-from .volumes.capacity import CapacityFits, load_fits
+from .volumes.capacity import CapacityFits, curves_for
 from .volumes.footprint import Footprint, footprints_of
 from .volumes.gathers import gather_volumes, with_gathers
 from .volumes.l1 import l1_cycles_of, line_cycles_of
@@ -185,18 +185,12 @@ def predict(
         >>> ws.predict(k, "V100", block=(64, 2, 1), model="paper").limiter
         'dram'
     """
-    spec = _model(model)
+    spec = timing_model(model)
     m = load_machine(machine)
-    curves = fits if isinstance(fits, CapacityFits) else load_fits(fits or m.fits)
+    curves = curves_for(m, fits)
     stage = block_stage(kernel, m, block)
     wave = wave_volumes(kernel, stage.launch, stage.bound, address=spec.address)
     return finish(stage, wave, curves, model)
-
-
-def _model(name: str) -> Timing:
-    if name not in MODELS:
-        raise LaunchError(f"unknown model {name!r}; the models are {', '.join(MODELS)}")
-    return MODELS[name]
 
 
 def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> BlockStage:
@@ -299,16 +293,17 @@ def finish(
     timing of ``model``. ``wave`` must be counted in the model's address
     space (``MODELS[model].address``)."""
     kernel, m, launch = stage.kernel, stage.machine, stage.launch
+    spec = MODELS[model]
+
     def levels(machine: Machine) -> LevelVolumes:
         lv = level_volumes(kernel, machine, launch, stage.footprint, wave, curves,
-                           merged_stores=MODELS[model].merged_stores,
-                           reread_evicts=MODELS[model].reread_evicts)
+                           merged_stores=spec.merged_stores, reread_evicts=spec.reread_evicts)
         if kernel.gathers:  # indexed accesses, counted apart (warpspeed.volumes.gathers)
             lv = replace(lv, volumes=with_gathers(lv.volumes, gv))
         return lv
 
     gv = gather_volumes(kernel.gathers, m.warp_size) if kernel.gathers else None
-    stage = replace(stage, l1_cycles=stage.l1_for(MODELS[model].whole_warps),
+    stage = replace(stage, l1_cycles=stage.l1_for(spec.whole_warps),
                     l1_cycles_paper=None)  # the count this model reads (MODEL.md §4)
     if gv is not None:
         stage = replace(stage, l1_cycles=stage.l1_cycles + gv.l1_cycles)
@@ -322,9 +317,10 @@ def finish(
     streams = stage.footprint.streams
     lv = replace(lv, volumes=replace(lv.volumes, dram_streams=streams.dram_streams(
         lv.volumes.dram_load, lv.volumes.dram_store), dram_access_bytes=streams.access_bytes))
-    t = with_atomics(timing(model, kernel, mem, launch, stage.l1_cycles, lv.volumes, wave),
+    t = with_atomics(spec.time(kernel, mem, launch, stage.l1_cycles, lv.volumes, wave),
                      kernel, mem, launch)
-    notes = architecture_notes(kernel, m, model) + ((mall_note,) if mall_note else ())
+    notes = (architecture_notes(kernel, m) + spec.notes(kernel, m)
+             + ((mall_note,) if mall_note else ()))
     partial = partial_wave(launch.block, m)  # MODEL.md §15: whole wavefronts issued
     notes += (partial,) if partial else ()
     return Prediction(

@@ -15,6 +15,8 @@ Modules (every name is re-exported here):
   update, clocks and versions;
 * :mod:`~warpspeed.measure.program`: the stencil's kernel variants and the
   CUDA :class:`Program` of each;
+* :mod:`~warpspeed.measure.ncu`: the Nsight Compute command and the parser
+  of its CSV (not re-exported: the other modules use it as ``ncu``);
 * :mod:`~warpspeed.measure.run`: the GPU path (CuPy timing, the ncu child);
 * :mod:`~warpspeed.measure.cli`: ``python -m warpspeed.measure``.
 
@@ -37,7 +39,7 @@ MODEL.md §8):
 * **counters**: one ``ncu`` process per fold profiles a child
   (``python -m warpspeed.measure launch ...``) that launches every block
   size once; ncu flushes the caches before each profiled launch
-  (``--cache-control all``). See :mod:`warpspeed.validation.ncu` for the counters.
+  (``--cache-control all``). See :mod:`warpspeed.measure.ncu` for the counters.
 
 Rows are appended to the CSV after each fold, so a run cut short keeps what
 it measured. Fields are allocated with their base pointers at the byte

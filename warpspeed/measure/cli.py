@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from ..closed_pipe import quiet_on_closed_pipe
 from ..errors import WarpspeedError
-from ..validation import ncu as ncu_mod
+from . import ncu as ncu_mod
 from .counters import interior
 from .program import design_blocks, generate_variant, load_generator, parse_params, program_for
 from .run import child_command, environment, launch_program, measure_fold

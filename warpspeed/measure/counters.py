@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Mapping
 
 from ..input.kernel import Kernel
-from ..validation import ncu as ncu_mod
+from . import ncu as ncu_mod
 from .schema import MeasurementError, Triple
 
 
@@ -26,7 +26,7 @@ def interior(kernel: Kernel) -> Triple:
 
 
 def normalise(values: Mapping[str, float | None], lups: int) -> dict[str, float | None]:
-    """Counters of one launch (base units, :mod:`warpspeed.validation.ncu` names) as
+    """Counters of one launch (base units, :mod:`warpspeed.measure.ncu` names) as
     the per-lattice-update columns of :data:`SCHEMA` (MODEL.md §9)."""
     if lups <= 0:
         raise MeasurementError(f"lattice updates per launch must be positive, got {lups}")

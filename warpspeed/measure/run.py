@@ -1,7 +1,7 @@
 """The GPU path of the harness (MODEL.md §9): time every block size with
 CUDA events through CuPy (imported only here, when measuring), sample the
 clocks with nvidia-smi, profile a child process with ncu (counters:
-:mod:`warpspeed.validation.ncu`), and assemble the :class:`Measurement` rows of one
+:mod:`warpspeed.measure.ncu`), and assemble the :class:`Measurement` rows of one
 fold. :func:`child_command` and :func:`match_counters` need no GPU."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..validation import ncu as ncu_mod
+from . import ncu as ncu_mod
 from .counters import (
     cuda_version_string,
     glups,

@@ -31,26 +31,17 @@ wavefront on AMD).
 * ``store_evictions``: evicted partial store lines (``storeEvicts``) add at
   least 5 % to the DRAM volume.
 * ``occupancy``: blocks per SM limited by registers, shared memory or the
-  block limit, leaving thread slots empty. The paper model has no latency
-  term (MODEL.md §10): the hint says so; the default model's hint gives the
-  DRAM bandwidth its bytes in flight reach. Both say how many registers per
-  thread would allow one more block.
+  block limit, leaving thread slots empty; it says how many registers per
+  thread would allow one more block, and the timing model adds what the
+  occupancy means to it (:meth:`warpspeed.timing.base.Timing.occupancy_note`:
+  the paper model has no latency term, MODEL.md §10; the default model gives
+  the DRAM bandwidth its bytes in flight reach).
 * ``fp_bound``: the FP limit binds: fewer floating-point instructions per
   lattice update are the only lever.
-* ``launch_bound`` / ``partial_wave``: the default model's launch overhead,
-  or the last partial wave's block latency chain, binds (MODEL.md §11): the
-  hint gives its time and the kernel's, and what amortises it.
-* ``overlap``: the default model's overlap of SM work and the memory
-  stream (MODEL.md §11) costs at least 5 % over the largest level time:
-  the hint names the pair that serialises (FP or L1 work against the L2 or
-  DRAM stream, the pair whose p-norm sets the time) and their ratio, and
-  what would hide it: L1 cycles down to the ideal of 2 per access
-  instruction (a block at least 16 wide in x or a fold that merges
-  repeated loads), with the time the overlap would then take (the same
-  p-norm, :func:`warpspeed.timing.latency.overlap`); otherwise the smaller
-  of the two shrunk (DRAM volume by a block that keeps the layer
-  conditions, L2 traffic by fewer L1 misses, fewer FP instructions), or
-  that the L1 count is at its ideal already.
+* the timing model's own hints (:meth:`warpspeed.timing.base.Timing.hints`,
+  read through a :class:`~warpspeed.timing.base.Reading`): the default
+  model's ``launch_bound``, ``partial_wave`` and ``overlap``
+  (:mod:`warpspeed.timing.latency_model`, MODEL.md §11).
 * ``l1_validation``: the L1 limit binds. L1-bound predictions are the least
   validated (MODEL.md §4, §10): the hint quotes the model's median
   predicted/measured and rank correlation on the L1-bound development sets
@@ -68,23 +59,12 @@ from ..input.expr import bind_all
 from ..input.kernel import Kernel
 from ..machine import Machine
 from ..model import LIMITERS, Prediction
-from ..timing.latency import LAUNCH, PARTIAL_WAVE, launch_limits
-from ..timing.latency import overlap as pnorm
+from ..timing import Hint, Reading, Timing, timing_model
 from .expected import expected_accuracy, l1_bound_scores
 from .words import words
 
 MIB = 2**20
 SIGNIFICANT = 0.05  # share of a level's volume a hint must account for
-OVERLAP_LOSS = 1.05  # overlap factor from which the overlap hint speaks
-
-
-@dataclass(frozen=True)
-class Hint:
-    """One finding: a tag, the limiter it concerns, and a sentence with numbers."""
-
-    kind: str
-    limiter: str
-    message: str
 
 
 @dataclass(frozen=True)
@@ -92,9 +72,10 @@ class Advice:
     """What binds a configuration and what would help.
 
     ``limits`` are the finite limits in GLup/s, lowest first: the levels'
-    and, with the default model, the launch overhead's and, where it sets
-    the last partial wave, the block latency chain's
-    (:func:`warpspeed.timing.latency.launch_limits`). ``binding_limit`` is
+    and the timing model's beyond them
+    (:meth:`warpspeed.timing.base.Timing.limits_beyond_levels`: with the
+    default model, the launch overhead's and, where it sets the last partial
+    wave, the block latency chain's). ``binding_limit`` is
     the binding limiter's; ``headroom`` is ``next limit / binding limit``
     (>= 1), the speedup bound if the binding limiter were removed, None when
     no other limit applies.
@@ -137,19 +118,20 @@ def advise(
         True
     """
     p = prediction
-    finite = _limits(p)
+    spec = timing_model(p.model)
+    finite = _limits(p, spec)
     binding = dict(finite).get(p.limiter, p.glups)
     nxt = next(((k, v) for k, v in finite if k != p.limiter), None)
+    ideal = _ideal_l1(p, kernel, machine) if kernel is not None else None
     hints = (
         _block_x(p, kernel, machine)
-        + _l1(p, kernel, machine)
+        + _l1(p, ideal, machine)
         + _l1_capacity(p, machine)
         + _layer_conditions(p, machine)
         + _store_evictions(p)
-        + _occupancy(p, machine, kernel)
+        + _occupancy(p, machine, kernel, spec)
         + _fp(p, kernel)
-        + _launch_bound(p, machine)
-        + _overlap(p, kernel, machine)
+        + spec.hints(_reading(p, machine.vendor, ideal, _row_width(kernel, machine)))
         + _validation(p)
     )
     order = {lim: i for i, lim in enumerate(k for k, _ in finite)}
@@ -170,46 +152,34 @@ def advise(
     )
 
 
-def _limits(p: Prediction) -> list[tuple[str, float]]:
-    """The finite limits of ``p``, lowest first (:class:`Advice`); the launch
-    and partial-wave limits only where they are below some level's (above
-    every level they could bind only once all levels were removed)."""
+def _limits(p: Prediction, spec: Timing) -> list[tuple[str, float]]:
+    """The finite limits of ``p``, lowest first (:class:`Advice`); the model's
+    limits beyond the levels (launch, partial wave) only where they are below
+    some level's (above every level they could bind only once all levels were
+    removed)."""
     limits = {k: v for k, v in p.limits.items() if v is not None}
-    if "roofline_glups" in p.terms:
+    beyond = spec.limits_beyond_levels(p.terms)
+    if beyond:
         top = max(limits.values(), default=math.inf)
-        limits.update({k: v for k, v in launch_limits(p.terms).items()
-                       if v < top or k == p.limiter})
+        limits.update({k: v for k, v in beyond.items() if v < top or k == p.limiter})
     return sorted(limits.items(), key=lambda kv: (kv[1], kv[0]))
+
+
+def _reading(p: Prediction, vendor: str, ideal_l1: float | None = None,
+             row_width: int | None = None) -> Reading:
+    """What the timing model's advice reads of ``p`` (:class:`warpspeed.timing.base.Reading`)."""
+    w = words(vendor)
+    return Reading(p.limiter, p.terms, p.l1_cycles, w.sm, w.warp, ideal_l1, row_width)
 
 
 def explanation_lines(p: Prediction, a: Advice) -> list[str]:
     """The text of ``warpspeed explain`` (and of the web page): binding
-    limiter, the latency model's terms, headroom, hints and the prediction's
-    notes (what it assumes on the machine, MODEL.md §15)."""
+    limiter, the timing model's lines (:meth:`warpspeed.timing.base.Timing.explanation`),
+    headroom, hints and the prediction's notes (what it assumes on the
+    machine, MODEL.md §15)."""
     lines = [f"binding limiter: {a.limiter} ({p.model} model)"]
-    t, w = p.terms, words(a.vendor)
-    if "roofline_glups" in t:
-        updates = t["updates"]
-        body = t["kernel_time_us"] - t["launch_us"]
-        lines.append(
-            f"roofline {t['roofline_glups']:.2f} GLup/s; {w.sm} work "
-            f"(FP {1000 * t['t_fp_ns']:.1f}, "
-            f"L1 {1000 * t['t_l1_ns']:.1f} ps) overlaps "
-            f"{'imperfectly' if t['overlap_factor'] >= 1.005 else 'fully'} with the memory stream "
-            f"(L2, DRAM: {1000 * t['t_memory_ns']:.1f} ps per update): "
-            f"{1000 * t['t_update_ns']:.1f} ps (x{t['overlap_factor']:.2f}); "
-            f"DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s "
-            f"with {t['dram_bytes_in_flight'] / 2**20:.1f} MiB in flight"
-            + (f", {t['dram_streams']:.0f} concurrent streams: x{t['dram_stream_efficiency']:.2f} "
-               "of the stream plateaus (MODEL.md §11)"
-               if t.get("dram_stream_efficiency", 1.0) < 0.995 else "")
-        )
-        lines.append(
-            f"{updates:.3g} updates in {t['waves']:.3g} waves: body {body:.3g} us "
-            f"(x{body / (updates * t['t_update_ns'] / 1000.0):.2f} for the last partial wave; "
-            f"a block's own latency chain {t['block_chain_us']:.2f} us) "
-            f"+ launch {t['launch_us']:.2f} us"
-        )
+    lines += timing_model(p.model).explanation(_reading(p, a.vendor))
+    t = p.terms
     if "atomics_per_lup" in t:
         lines.append(
             f"atomics: {t['atomics_per_lup']:.4g} per update to one address, serialised in the "
@@ -294,10 +264,10 @@ def _ideal_l1(p: Prediction, kernel: Kernel, m: Machine) -> float:
     return sum(_ideal_cycles(a.field.itemsize, m) for a in loads + stores) / kernel.lups_per_thread
 
 
-def _l1(p: Prediction, kernel: Kernel | None, m: Machine) -> tuple[Hint, ...]:
-    if kernel is None:
+def _l1(p: Prediction, ideal: float | None, m: Machine) -> tuple[Hint, ...]:
+    """L1 cycles above the ``ideal`` of unit-stride accesses (None: no kernel)."""
+    if ideal is None:
         return ()
-    ideal = _ideal_l1(p, kernel, m)
     if p.l1_cycles < 1.1 * ideal:
         return ()
     gain = ""
@@ -387,7 +357,8 @@ def _store_evictions(p: Prediction) -> tuple[Hint, ...]:
     ),)
 
 
-def _occupancy(p: Prediction, m: Machine, kernel: Kernel | None) -> tuple[Hint, ...]:
+def _occupancy(p: Prediction, m: Machine, kernel: Kernel | None, spec: Timing
+               ) -> tuple[Hint, ...]:
     threads = math.prod(p.block)
     by = p.occupancy_limited_by
     used = p.blocks_per_sm * threads
@@ -408,79 +379,8 @@ def _occupancy(p: Prediction, m: Machine, kernel: Kernel | None) -> tuple[Hint, 
                 f"; {kernel.registers} registers per thread, at most {regs} would allow "
                 f"{p.blocks_per_sm + 1} blocks"
             )
-    if p.model == "paper":
-        text += (
-            ". The paper model has no latency term, so this prediction does not suffer, but a "
-            "real kernel with few bytes in flight may not reach its DRAM limit (MODEL.md §10)"
-        )
-    elif "dram_bandwidth_achieved" in p.terms:
-        text += (
-            f". With these bytes in flight DRAM reaches {p.terms['dram_bandwidth_achieved']:.0f}"
-            " GB/s (Little's law, included in this prediction)"
-        )
+    text += spec.occupancy_note(p.terms)
     return (Hint("occupancy", p.limiter, text),)
-
-
-def _overlap(p: Prediction, kernel: Kernel | None, m: Machine) -> tuple[Hint, ...]:
-    t = p.terms
-    if "overlap_factor" not in t or t["overlap_factor"] < OVERLAP_LOSS:
-        return ()
-    mem_level = "DRAM" if t["t_dram_ns"] >= t["t_l2_ns"] else "L2"
-    memory = t["t_memory_ns"]
-    pairs = {"fp": (t["t_fp_ns"], t["fp_overlap_exponent"]),
-             "l1": (t["t_l1_ns"], t["l1_overlap_exponent"])}
-    core = max(pairs, key=lambda k: pnorm(pairs[k][0], memory, pairs[k][1]))
-    t_core, expo = pairs[core]
-    worst = max(t_core, memory)
-    small = "memory" if memory < t_core else core
-    ps = 1000.0
-    text = (f"the overlap costs x{t['overlap_factor']:.2f}: {core.upper()} work "
-            f"({ps * t_core:.1f} ps per update) and the {mem_level} stream ({ps * memory:.1f} ps) "
-            f"overlap imperfectly (the smaller {min(t_core, memory) / worst:.2f} of the larger) "
-            f"and serialise in part "
-            f"(p-norm exponent {expo:.2f}, MODEL.md §11): {ps * t['t_update_ns']:.1f} ps "
-            f"instead of {ps * worst:.1f}")
-    ideal = _ideal_l1(p, kernel, m) if core == "l1" and kernel is not None else None
-    if ideal is not None and p.l1_cycles > 1.1 * ideal:
-        at = pnorm(t_core * ideal / p.l1_cycles, memory, expo)
-        text += (f"; at the ideal L1 count ({ideal:.1f} instead of {p.l1_cycles:.1f} cycles "
-                 f"per {words(m.vendor).warp}-update: a block at least "
-                 f"{_row_width(kernel, m)} wide in x, or a fold that merges repeated loads) "
-                 f"it would take {ps * at:.1f} ps")
-    elif small == "memory" and mem_level == "DRAM":
-        text += ("; less DRAM traffic per update (a block that keeps the layer conditions or "
-                 "merges partial stores) would hide it")
-    elif small == "memory":
-        text += ("; less L2 traffic per update (fewer L1 misses, a block footprint with less "
-                 "halo) would hide it")
-    elif core == "fp":
-        text += "; fewer FP instructions per update would hide it"
-    elif ideal is not None:
-        text += "; the L1 count is at its ideal already: only fewer loads per update hide it"
-    return (Hint("overlap", core if small == core else p.limiter, text),)
-
-
-def _launch_bound(p: Prediction, m: Machine) -> tuple[Hint, ...]:
-    """The launch overhead or the last partial wave binds (MODEL.md §11)."""
-    t = p.terms
-    if p.limiter == LAUNCH:
-        return (Hint(
-            "launch_bound", LAUNCH,
-            f"the launch overhead binds: {t['launch_us']:.2f} of the kernel's "
-            f"{t['kernel_time_us']:.2f} us go to launching it, more than any level's time for "
-            f"its {t['updates']:.3g} updates; more lattice updates per launch (a larger domain, "
-            "or several sweeps fused into one kernel) amortise it",
-        ),)
-    if p.limiter == PARTIAL_WAVE:
-        return (Hint(
-            "partial_wave", PARTIAL_WAVE,
-            f"the last partial wave binds: the grid fills {t['waves']:.3g} waves and the last "
-            f"one takes one block's own latency chain, {t['block_chain_us']:.2f} us (a DRAM "
-            f"round trip and the block's core work on one {words(m.vendor).sm}) of the kernel's "
-            f"{t['kernel_time_us']:.2f} us; a smaller block (a shorter chain) or more updates "
-            "per launch would help",
-        ),)
-    return ()
 
 
 def _fp(p: Prediction, kernel: Kernel | None) -> tuple[Hint, ...]:

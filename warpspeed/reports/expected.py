@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..model import Prediction
+from ..timing import timing_model
 
 #: The validation figures shipped with the package (``fits/accuracy_report.py``).
 ACCURACY_JSON = Path(__file__).resolve().parents[1] / "ACCURACY.json"
@@ -55,11 +56,13 @@ def _accuracy() -> dict:
 
 
 def set_figures(model: str, sets: tuple[str, ...]) -> tuple[SetFigure, ...]:
-    """The scores of ``sets`` for ``model`` (the paper model's, or the
-    default model's with the machine files' exponent); empty where
-    ``ACCURACY.json`` is missing or lacks them."""
+    """The scores of ``sets`` for ``model`` (its table of ``ACCURACY.json``,
+    :attr:`warpspeed.timing.base.Timing.accuracy_table`: the paper model's,
+    or the default model's with the machine files' exponent); empty where
+    ``ACCURACY.json`` is missing or lacks them, or the model was not
+    validated."""
     table = _accuracy().get("leave_one_set_out", {})
-    entries = table.get("paper" if model == "paper" else "shipped", [])
+    entries = table.get(timing_model(model).accuracy_table, [])
     out = []
     for e in entries:
         if e.get("dataset") in sets and e.get("median_ratio") is not None:
@@ -102,6 +105,9 @@ def expected_accuracy(p: Prediction) -> str | None:
         text = (f"on the {regime}-bound development sets this model "
                 f"predicts, in the median, {', '.join(_figure(f) for f in figures)} of the "
                 "measured GLup/s")
+    elif timing_model(p.model).accuracy_table is None:
+        text = (f"the {p.model} model was not validated (no table of warpspeed/ACCURACY.json "
+                "holds its scores), so no measurement backs this figure")
     else:
         text = (f"no development set is {regime}-bound, so this regime "
                 "has no measured evidence; the figures in warpspeed/ACCURACY.md are for "

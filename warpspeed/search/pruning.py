@@ -47,7 +47,7 @@ from ..input.expr import LinForm, SymForm, bind_all, global_terms
 from ..input.kernel import Access, Kernel
 from ..machine import Machine
 from ..model import BlockStage, finish
-from ..timing import DEFAULT_MODEL
+from ..timing import DEFAULT_MODEL, MODELS
 from ..volumes.capacity import CapacityFits, Gompertz
 from ..volumes.launch import Launch, wave_sets
 from ..volumes.levels import OVERSUBSCRIPTION_RANGE
@@ -333,23 +333,22 @@ def stage_limits(
 
 
 def peak_dram_bandwidth(m: Machine, model: str = DEFAULT_MODEL) -> float:
-    """The largest DRAM bandwidth ``model`` can assign to any kernel; a kernel
-    whose data fits in a last-level cache has every DRAM bandwidth scaled by
-    ``mall_bandwidth / dram_bandwidth`` (MODEL.md §15)."""
+    """The largest DRAM bandwidth ``model`` can assign to any kernel (the
+    model's own bound, :meth:`warpspeed.timing.base.Timing.peak_dram_bandwidth`);
+    a kernel whose data fits in a last-level cache has every DRAM bandwidth
+    scaled by ``mall_bandwidth / dram_bandwidth`` (MODEL.md §15)."""
     scale = max(1.0, m.mall_bandwidth / m.dram_bandwidth) if m.mall_bytes else 1.0
-    if model == "paper":
-        return m.dram_bandwidth * scale
-    return scale * max(v for v in (m.dram_bandwidth, m.dram_bw_read, m.dram_bw_copy,
-                                   m.dram_bw_write) if v is not None)
+    return scale * MODELS[model].peak_dram_bandwidth(m)
 
 
 def upper_bound(
     stage: BlockStage, dram_lb: float, curves: CapacityFits, model: str = DEFAULT_MODEL
 ) -> float:
     """An upper bound of the predicted GLup/s (see the module docstring).
-    Both models predict at most the smallest of their limits (the default
-    model's overlap and partial waves only add time), and no DRAM limit
-    exceeds the peak bandwidth over the lower bound of the volume."""
+    Every model predicts at most the smallest of its limits (the promise of
+    :class:`warpspeed.timing.base.Timing`: the default model's overlap and
+    partial waves only add time), and no DRAM limit exceeds the model's peak
+    bandwidth over the lower bound of the volume."""
     limits = [v for v in stage_limits(stage, curves, model).values() if v is not None]
     if dram_lb > 0:
         limits.append(peak_dram_bandwidth(stage.machine, model) / dram_lb)

@@ -47,8 +47,8 @@ from ..input.expr import bind_all
 from ..input.kernel import Kernel
 from ..machine import Machine, load_machine
 from ..model import Prediction
-from ..timing import DEFAULT_MODEL, MODELS
-from ..volumes.capacity import CapacityFits, load_fits
+from ..timing import DEFAULT_MODEL, timing_model
+from ..volumes.capacity import CapacityFits, curves_for
 from ..volumes.launch import Launch, make_launch
 from .design_space import (
     DEFAULT_FOLDS,
@@ -60,7 +60,7 @@ from .design_space import (
     canonical_block,
     trim_reason,
 )
-from .evaluate import Config, Excluded, evaluate
+from .evaluate import Config, Evaluation, Excluded, evaluate
 from .executor import Runner, no_collection
 from .merge_note import merge_note
 from .pruning import (
@@ -186,28 +186,63 @@ def rank(
         >>> print(r.excluded[0].reason)
         block y extent 128 is at least twice the domain's 64 threads: half of every block would idle
     """
-    if model not in MODELS:
-        raise LaunchError(f"unknown model {model!r}; the models are {', '.join(MODELS)}")
+    timing_model(model)
     m = load_machine(machine)
-    curves = fits if isinstance(fits, CapacityFits) else load_fits(fits or m.fits)
+    curves = curves_for(m, fits)
+    _check_top(top)
+    kernel_variants = variants(kernels, folds)
+    shapes = _asked_shapes(threads, blocks, all_shapes, m)
+    candidates, excluded, notes = _launchable(kernel_variants, shapes, m, trim=blocks is None)
+    classes, rep_variant = _equivalence_classes(candidates, kernel_variants)
+    if not classes:
+        raise empty_ranking(_reasons(excluded), m, kernel_variants)
+    ev = _evaluate_on_workers(kernel_variants, m, curves, classes, rep_variant, excluded, top,
+                              model, jobs, executor, progress)
+    if not ev.predictions:  # every class failed its block stage
+        raise empty_ranking(_reasons(excluded), m, kernel_variants)
+    return _ranking(m, kernel_variants, classes, excluded, ev, top, model, notes)
+
+
+# --------------------------------------------------------------------------
+# The phases of a ranking, in order
+
+Variants = list[tuple[Fold, Kernel]]
+#: Launches of one group (kernel variant, clipped block, blocks per SM): the
+#: candidates for one equivalence class (module docstring).
+Candidates = dict[object, list[tuple[int, Config, Launch]]]
+Classes = dict[object, list[tuple[Config, Launch]]]
+
+
+def _check_top(top: int | None) -> None:
+    """``top`` is None or a positive integer (bool is no count)."""
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
         raise LaunchError(f"top must be a positive integer, got {top!r}")
-    kernel_variants = variants(kernels, folds)
 
-    # The design space per variant, trimmed.
-    excluded: list[Excluded] = []
+
+def _asked_shapes(threads: int | Iterable[int] | None, blocks: Iterable[Block] | None,
+                  all_shapes: bool, m: Machine) -> list[Block]:
+    """The block shapes of the design space (MODEL.md §8): every shape of each
+    thread count, or the explicit ``blocks``; each once, in order."""
     if blocks is None:
         shapes: list[Block] = []
         for t in thread_counts(threads, m):
             shapes += block_shapes(t, all_shapes)
     else:
         shapes = [tuple(int(v) for v in b) for b in blocks]  # type: ignore[misc]
-    shapes = list(dict.fromkeys(shapes))
+    return list(dict.fromkeys(shapes))
 
-    # Equivalence classes of whole predictions (module docstring).
-    candidates: dict[object, list[tuple[int, Config, Launch]]] = {}
-    kernel_ids: dict[Kernel, int] = {}
+
+def _launchable(kernel_variants: Variants, shapes: list[Block], m: Machine, trim: bool
+                ) -> tuple[Candidates, list[Excluded], list[str]]:
+    """The launches of every variant, trimmed (module docstring; ``trim``:
+    the shapes were generated, not given), grouped by variant, clipped block
+    and blocks per SM; the configurations left out with the reason; and the
+    notes on variants whose block is fixed. Variants equal but for their
+    name share one kernel id."""
+    candidates: Candidates = {}
+    excluded: list[Excluded] = []
     notes: list[str] = []
+    kernel_ids: dict[Kernel, int] = {}
     for vi, (fold, k) in enumerate(kernel_variants):
         kid = kernel_ids.setdefault(replace(k, name=""), vi)
         own = shapes
@@ -218,20 +253,34 @@ def rank(
                 f"{k.fixed_block}; it is the only configuration ranked"
             )
         for b in own:
-            trim = blocks is None and k.fixed_block is None
-            reason = trim_reason(b, k.domain) if trim else None
-            if reason is None:
-                try:
-                    launch = make_launch(k, m, b)
-                except LaunchError as exc:
-                    reason = str(exc)
-            if reason is not None:
+            launch, reason = _launch(k, m, b, trim and k.fixed_block is None)
+            if launch is None:
                 excluded.append(Excluded(fold, b, reason))
                 continue
             canon = canonical_block(launch.block, k.domain)
             group = (kid, canon, launch.occupancy.blocks_per_sm)
             candidates.setdefault(group, []).append((kid, Config(fold, launch.block), launch))
-    classes: dict[object, list[tuple[Config, Launch]]] = {}
+    return candidates, excluded, notes
+
+
+def _launch(k: Kernel, m: Machine, b: Block, trim: bool) -> tuple[Launch | None, str]:
+    """The launch of block ``b``, or None and why it is left out (trimmed,
+    or it cannot launch)."""
+    reason = trim_reason(b, k.domain) if trim else None
+    if reason is not None:
+        return None, reason
+    try:
+        return make_launch(k, m, b), ""
+    except LaunchError as exc:
+        return None, str(exc)
+
+
+def _equivalence_classes(candidates: Candidates, kernel_variants: Variants
+                         ) -> tuple[Classes, dict[object, tuple[int, Block]]]:
+    """The classes of provably identical predictions (module docstring):
+    launches of one group whose forms are functions of the global thread
+    coordinates; and each class's representative (kernel id, block)."""
+    classes: Classes = {}
     rep_variant: dict[object, tuple[int, Block]] = {}
     for group, members in candidates.items():
         for kid, cfg, launch in members:
@@ -245,9 +294,18 @@ def rank(
                     key = (group, forms)
             classes.setdefault(key, []).append((cfg, launch))
             rep_variant.setdefault(key, (kid, cfg.block))
-    if not classes:
-        raise empty_ranking([(e.fold, e.block, e.reason) for e in excluded], m, kernel_variants)
+    return classes, rep_variant
 
+
+def _evaluate_on_workers(
+    kernel_variants: Variants, m: Machine, curves: CapacityFits, classes: Classes,
+    rep_variant: dict[object, tuple[int, Block]], excluded: list[Excluded], top: int | None,
+    model: str, jobs: int | None, executor: Executor | None,
+    progress: Callable[[int, int], None] | None,
+) -> Evaluation:
+    """:func:`warpspeed.search.evaluate.evaluate` on the caller's executor, or
+    on a pool of ``jobs`` workers of our own (shut down after), or inline
+    (module docstring)."""
     with no_collection():  # no walk of the caller's heap here or in the workers
         own_pool = executor is None and (jobs or os.cpu_count() or 1) > 1
         workers = jobs or os.cpu_count() or 1
@@ -258,13 +316,18 @@ def rank(
             ours = isinstance(pool, WorkerPool)  # not a caller's executor
             with worker_errors(workers) if ours else contextlib.nullcontext():
                 runner = Runner(pool, workers, progress)
-                ev = evaluate(kernel_variants, m, curves, classes, rep_variant, excluded,
-                              runner, top, model)
+                return evaluate(kernel_variants, m, curves, classes, rep_variant, excluded,
+                                runner, top, model)
         finally:
             if own_pool and pool is not None:
                 pool.shutdown(cancel_futures=True)
-    if not ev.predictions:  # every class failed its block stage
-        raise empty_ranking([(e.fold, e.block, e.reason) for e in excluded], m, kernel_variants)
+
+
+def _ranking(m: Machine, kernel_variants: Variants, classes: Classes,
+             excluded: list[Excluded], ev: Evaluation, top: int | None, model: str,
+             notes: list[str]) -> Ranking:
+    """The :class:`Ranking` of what was evaluated, with the notes on fixed
+    blocks, merged folds and leaders within the model's error."""
     predictions = tuple(p for p, _ in ev.predictions)
     return Ranking(
         machine=m.name,
@@ -282,6 +345,11 @@ def rank(
         notes=tuple(notes + merge_note(predictions, kernel_variants)
                     + [n for n in (leaders_note(predictions, complete=top is None),) if n]),
     )
+
+
+def _reasons(excluded: list[Excluded]) -> list[tuple[Fold, Block, str]]:
+    """Why each configuration was left out, for :func:`empty_ranking`."""
+    return [(e.fold, e.block, e.reason) for e in excluded]
 
 
 __all__ = [

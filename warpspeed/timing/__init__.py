@@ -14,90 +14,45 @@ roofline. A model also names the sector space its DRAM sets are counted in
   imperfect overlap of SM work with the memory stream, partial waves and
   the launch overhead
   (:mod:`warpspeed.timing.latency`).
+
+Each model is one object, :class:`~warpspeed.timing.base.Timing`
+(:mod:`warpspeed.timing.base` lists what it owns: switches, time, pruning
+bound, notes, advice), registered by name in :data:`MODELS`; the rest of the
+package asks the object and never tests a model's name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
+from ..errors import LaunchError
 from ..input.kernel import Kernel
 from ..machine import Machine
 from ..volumes.launch import Launch
 from ..volumes.levels import Volumes
 from ..volumes.waves import WaveVolumes
+from .base import Hint, Reading, Timing, TimingResult
+from .latency_model import LATENCY
+from .paper import PAPER
+
+#: Every timing model by name, the default first: the one place a model is
+#: registered (a new model is a module of ``timing/`` defining its
+#: :class:`~warpspeed.timing.base.Timing` and one entry here).
+MODELS: dict[str, Timing] = {t.name: t for t in (LATENCY, PAPER)}
+DEFAULT_MODEL = LATENCY.name
 
 
-@dataclass(frozen=True)
-class TimingResult:
-    """GLup/s, the binding limiter, the four roofline limits (GLup/s, None
-    where a level carries no work) and the model's own terms."""
-
-    glups: float
-    limiter: str
-    limits: dict[str, float | None]
-    terms: dict[str, float] = field(default_factory=dict)
+def timing_model(name: str) -> Timing:
+    """The model registered as ``name``; a :class:`LaunchError` naming the
+    models otherwise."""
+    if name not in MODELS:
+        raise LaunchError(f"unknown model {name!r}; the models are {', '.join(MODELS)}")
+    return MODELS[name]
 
 
-TimingFunction = Callable[[Kernel, Machine, Launch, float, Volumes, WaveVolumes], TimingResult]
-
-
-@dataclass(frozen=True)
-class Timing:
-    """A timing model: its name, sector space, what it adds, and its function."""
-
-    name: str
-    address: str
-    description: str
-    function: TimingFunction
-    merged_stores: bool = False
-    reread_evicts: bool = False
-    #: The L1 count charges whole warps (idle lanes of a partly active warp
-    #: included, MODEL.md §4); False: the paper's mean of the active half warps.
-    whole_warps: bool = False
-
-
-def _paper(k: Kernel, m: Machine, la: Launch, l1: float, v: Volumes, w: WaveVolumes
-           ) -> TimingResult:
-    from .paper import limits, roofline
-
-    lim = limits(k, m, l1, v)
-    glups, limiter = roofline(lim)
-    return TimingResult(glups, limiter, lim)
-
-
-def _latency(k: Kernel, m: Machine, la: Launch, l1: float, v: Volumes, w: WaveVolumes
-             ) -> TimingResult:
-    from .latency import predict_time
-
-    return predict_time(k, m, la, l1, v, w)
-
-
-MODELS: dict[str, Timing] = {
-    "latency": Timing(
-        "latency",
-        "linear",
-        "default: DRAM sectors in the linear, alignment-aware address space (arrays of "
-        "structures share sectors); time from bytes in flight and latency (Little's law, "
-        "calibrated on micro-benchmarks), DRAM bandwidth by load/store mix, FP work costed "
-        "per instruction class, imperfect overlap of FP and L1 work with the memory stream, "
-        "partial waves and launch overhead; "
-        "partial stores of one block merge in the L2 before eviction; L1 re-reads miss the L2 "
-        "at its capacity-miss fraction",
-        _latency,
-        merged_stores=True,
-        reread_evicts=True,
-        whole_warps=True,
-    ),
-    "paper": Timing(
-        "paper",
-        "paper",
-        "Ernst et al. (JPDC 2023) exactly: paper sector space, minimum of the FP, L1, L2 and "
-        "DRAM limits",
-        _paper,
-    ),
-}
-DEFAULT_MODEL = "latency"
+def listing() -> list[dict[str, object]]:
+    """One row per model, in registration order: ``name``, ``default``,
+    ``address`` and ``description`` (``warpspeed models``)."""
+    return [{"name": t.name, "default": t.name == DEFAULT_MODEL, "address": t.address,
+             "description": t.description} for t in MODELS.values()]
 
 
 def timing(
@@ -105,7 +60,8 @@ def timing(
     volumes: Volumes, wave: WaveVolumes,
 ) -> TimingResult:
     """Run the timing model ``model`` (a key of :data:`MODELS`)."""
-    return MODELS[model].function(kernel, machine, launch, l1_cycles, volumes, wave)
+    return MODELS[model].time(kernel, machine, launch, l1_cycles, volumes, wave)
 
 
-__all__ = ["DEFAULT_MODEL", "MODELS", "Timing", "TimingResult", "timing"]
+__all__ = ["DEFAULT_MODEL", "MODELS", "Hint", "Reading", "Timing", "TimingResult", "listing",
+           "timing", "timing_model"]

@@ -17,7 +17,7 @@ from ..input.atomics import limit
 from ..input.kernel import Kernel
 from ..machine import Machine
 from ..volumes.launch import Launch
-from . import TimingResult
+from .base import TimingResult
 
 
 def with_atomics(t: TimingResult, kernel: Kernel, machine: Machine, launch: Launch) -> TimingResult:

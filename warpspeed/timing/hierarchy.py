@@ -12,7 +12,8 @@ prediction carries where the model's terms have no counterpart on the machine.
   the L2 (§7) stand for the cache's, and the cache's latency is taken as the
   DRAM latency (no public pointer-chasing table isolates it).
 * :func:`architecture_notes`: a CUDA kernel on an AMD machine (or a HIP kernel
-  on an NVIDIA one), and the paper-model terms that are NVIDIA's.
+  on an NVIDIA one), and AMD's L1 count; a model's own notes (the paper
+  model's NVIDIA-fitted curves) are its :meth:`~warpspeed.timing.base.Timing.notes`.
 """
 
 from __future__ import annotations
@@ -80,8 +81,9 @@ def _scaled(machine: Machine, factor: float) -> Machine:
                    dram_bw_write=f(machine.dram_bw_write))
 
 
-def architecture_notes(kernel: Kernel, machine: Machine, model: str) -> tuple[str, ...]:
-    """Notes on terms without a counterpart on ``machine`` (MODEL.md §15)."""
+def architecture_notes(kernel: Kernel, machine: Machine) -> tuple[str, ...]:
+    """Notes on terms without a counterpart on ``machine`` (MODEL.md §15), for
+    every model; a model adds its own (:meth:`warpspeed.timing.base.Timing.notes`)."""
     notes = []
     target = getattr(kernel, "target", None)
     expected = VENDOR_TARGET.get(machine.vendor)
@@ -96,9 +98,4 @@ def architecture_notes(kernel: Kernel, machine: Machine, model: str) -> tuple[st
             "instruction (MODEL.md §15), not NVIDIA's half warps and banks (§4): AMD publishes "
             "no bank model of its vector L1; the line count misses the public L1 "
             "micro-benchmark by 0.5-1.9x on blocks at least 4 wide")
-    if machine.vendor == "AMD":
-        if model == "paper":
-            notes.append(
-                "the paper model's capacity curves (MODEL.md §7) were fitted on NVIDIA GPUs; "
-                "on AMD they are carried over (MODEL.md §15)")
     return tuple(notes)

@@ -70,7 +70,7 @@ from ..machine import LATENCY_PARAMETERS, Machine
 from ..volumes.launch import Launch
 from ..volumes.levels import Volumes
 from ..volumes.waves import WaveVolumes
-from . import TimingResult
+from .base import TimingResult
 from .memory import MemoryParams, achieved_bandwidth
 from .memory_systems import stream_efficiency
 

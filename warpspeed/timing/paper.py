@@ -5,13 +5,23 @@ smallest of them and the limiter is the level that sets it. Limits do not
 overlap or interfere, latency is hidden, every FP instruction costs one FMA
 slot. This is the baseline the default model (:mod:`warpspeed.timing.latency`)
 refines.
+
+:data:`PAPER` is the model as one object (:class:`warpspeed.timing.base.Timing`):
+its sector space is the paper's, its pruning bound the machine's DRAM
+bandwidth, its notes and advice say where the paper's assumptions stop.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from ..input.kernel import Kernel
 from ..machine import Machine
+from ..volumes.launch import Launch
 from ..volumes.levels import Volumes
+from ..volumes.waves import WaveVolumes
+from .base import Timing, TimingResult
 
 LIMITERS = ("fp", "l1", "l2", "dram")
 
@@ -45,4 +55,43 @@ def roofline(lim: dict[str, float | None]) -> tuple[float, str]:
     return finite[limiter], limiter
 
 
-__all__ = ["LIMITERS", "limits", "roofline"]
+@dataclass(frozen=True)
+class Paper(Timing):
+    """The paper's model (module docstring)."""
+
+    def time(self, kernel: Kernel, machine: Machine, launch: Launch, l1_cycles: float,
+             volumes: Volumes, wave: WaveVolumes) -> TimingResult:
+        """The smallest of the four limits (MODEL.md §8)."""
+        lim = limits(kernel, machine, l1_cycles, volumes)
+        glups, limiter = roofline(lim)
+        return TimingResult(glups, limiter, lim)
+
+    def peak_dram_bandwidth(self, machine: Machine) -> float:
+        """The machine's ``dram_bandwidth``: the DRAM limit's only bandwidth (MODEL.md §8)."""
+        return machine.dram_bandwidth
+
+    def notes(self, kernel: Kernel, machine: Machine) -> tuple[str, ...]:
+        """On AMD: the capacity curves were fitted on NVIDIA GPUs (MODEL.md §15)."""
+        if machine.vendor != "AMD":
+            return ()
+        return ("the paper model's capacity curves (MODEL.md §7) were fitted on NVIDIA GPUs; "
+                "on AMD they are carried over (MODEL.md §15)",)
+
+    def occupancy_note(self, terms: Mapping[str, float]) -> str:
+        """The paper model has no latency term (MODEL.md §10)."""
+        return (". The paper model has no latency term, so this prediction does not suffer, but "
+                "a real kernel with few bytes in flight may not reach its DRAM limit (MODEL.md "
+                "§10)")
+
+
+#: The paper's model, registered in :data:`warpspeed.timing.MODELS`.
+PAPER = Paper(
+    "paper",
+    "paper",
+    "Ernst et al. (JPDC 2023) exactly: paper sector space, minimum of the FP, L1, L2 and "
+    "DRAM limits",
+    accuracy_table="paper",
+)
+
+
+__all__ = ["LIMITERS", "PAPER", "Paper", "limits", "roofline"]

@@ -9,5 +9,4 @@ constants refitted from them (MODEL.md §9-§11).
 * ``pairing``: measured configurations paired with the model's predictions.
 * ``refit``: per-machine capacity curves refitted from measurements.
 * ``hit_fractions``: measured hit fractions of the capacity curves.
-* ``ncu``: Nsight Compute counters: the command that collects them, the CSV parser.
 """

@@ -111,45 +111,75 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
     if not (isinstance(dram_scale, (int, float)) and 0 < dram_scale < 100):
         raise CalibrationError(f"the DRAM scale must be a positive factor, got {dram_scale!r}")
     base_path = Path(base_path)
-    try:
-        base = tomllib.loads(base_path.read_text())
-    except OSError as exc:
-        raise CalibrationError(f"cannot read base file {base_path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise CalibrationError(f"base file {base_path} is not valid TOML: {exc}") from exc
+    base = _read_base(base_path)
     out = dict(base)
     if name:
         out["name"] = name
     l2_bytes = _base_value(base, "l2_bytes", base_path, "the L2 size, from the data sheet")
-    l2_mib = latency_l2_mib if latency_l2_mib else l2_bytes / 2**20
     tag = f"({cite})"
-
     if tables.latency is not None:
-        lat = mb.load_latency(tables.latency, l2_mib, latency_llc_mib)
-        t = _name(tables.latency)
-        llc = (f"{latency_llc_mib:g} MiB last-level cache" if latency_llc_mib
-               else f"{l2_mib:g} MiB L2")
-        out["dram_latency_ns"] = _entry(round(lat.dram_ns, 1), (
+        out.update(_latencies(tables.latency, latency_l2_mib or l2_bytes / 2**20,
+                              latency_llc_mib, tag))
+    out.update(_stream(out, base, base_path, tables.stream, tag, float(dram_scale),
+                       copy_from_triad))
+    out.update(_l2_bandwidth(tables.l2, l2_bytes, tag))
+    out.update(_scattered(tables, tag))
+    out.update(_fp_overlap(tables.roofline, tag))
+    out.update(_l1_overlap(out, base))
+    out.update(_launch_overhead(tables.small_kernels, tag))
+    out.update(_l1_size(out, base, base_path, tables.l1, tag))
+    out.update(_grounding(out, grounding))
+    _check_complete(out, base_path)
+    return out
+
+
+# --------------------------------------------------------------------------
+# The phases of a calibration, in order: each returns the entries it adds
+
+
+def _read_base(base_path: Path) -> dict:
+    """The base file's data (module docstring)."""
+    try:
+        return tomllib.loads(base_path.read_text())
+    except OSError as exc:
+        raise CalibrationError(f"cannot read base file {base_path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise CalibrationError(f"base file {base_path} is not valid TOML: {exc}") from exc
+
+
+def _latencies(table: Path, l2_mib: float, llc_mib: float | None, tag: str) -> dict:
+    """``dram_latency_ns`` and ``l2_latency_ns``: plateaus of the latency
+    table (MODEL.md §11)."""
+    lat = mb.load_latency(table, l2_mib, llc_mib)
+    t = _name(table)
+    llc = f"{llc_mib:g} MiB last-level cache" if llc_mib else f"{l2_mib:g} MiB L2"
+    return {
+        "dram_latency_ns": _entry(round(lat.dram_ns, 1), (
             f"{t} {tag}: median of latency_cycles / clock_MHz ({lat.clock_mhz:.0f} MHz) over "
             f"the {lat.dram_rows} rows with footprint >= 1.5 x the {llc}: the DRAM plateau; "
-            "not fitted"))
-        out["l2_latency_ns"] = _entry(round(lat.l2_ns, 1), (
-            f"{t} {tag}: median latency over footprints 1 MB .. L2 / 4: the (near) L2 plateau"))
+            "not fitted")),
+        "l2_latency_ns": _entry(round(lat.l2_ns, 1), (
+            f"{t} {tag}: median latency over footprints 1 MB .. L2 / 4: the (near) L2 plateau")),
+    }
+
+
+def _stream(out: dict, base: dict, base_path: Path, table: Path, tag: str, k: float,
+            copy_from_triad: bool) -> dict:
+    """The DRAM bandwidths, ``turnover_ns`` and the fitted ``memory_shape``
+    from the stream table and the latencies (MODEL.md §11), every bandwidth
+    times the DRAM scale ``k``."""
     dram_ns = _base_value(out, "dram_latency_ns", base_path,
                           "no --latency table: give the DRAM latency in the base")
     l2_ns = _base_value(out, "l2_latency_ns", base_path,
                         "no --latency table: give the L2 latency in the base")
-
-    s = mb.load_stream(tables.stream)
+    s = mb.load_stream(table)
     fit = mb.memory_fit(s, dram_ns, l2_ns, copy_from_triad)
     p: MemoryParams = fit.params
-    t = _name(tables.stream)
+    t = _name(table)
     sms = _base_value(base, "sms", base_path, "the SM / CU count, from the data sheet")
     sm_note = ("" if s.sms == sms else f"; the table's {s.sms} SMs (as the runtime reported "
                f"them) hold the same threads as this file's {sms:g}")
     pl = fit.plateaus
-    k = float(dram_scale)
-
     scaled = "" if k == 1 else f"; x {k:g}, the ratio of the data-sheet DRAM peaks"
 
     def reached(col: str) -> str:
@@ -160,80 +190,45 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
     via = (f"; the scale column still rises at full occupancy, so the larger triad_GBs "
            f"plateau ({pl['triad'][0]:.0f}) is taken: both are lower bounds, a triad thread "
            f"keeps 1.5x the bytes in flight" if triad else "")
-    out["dram_bandwidth"] = _entry(round(k * p.dram_bw_copy, 1), (
+    bandwidth = _entry(round(k * p.dram_bw_copy, 1), (
         f"{t} {tag}: scale_GBs plateau (one load per store, median of the values within 2 % "
         f"of the maximum): the attainable copy bandwidth{reached('scale')}{via}"))
     # the plateaus below were measured with this figure (machine.py: an edited
     # dram_bandwidth scales them)
-    out["dram_bandwidth"]["stream_reference"] = out["dram_bandwidth"]["value"]
-    out["dram_bw_read"] = _entry(round(k * p.dram_bw_read, 1), (
-        f"{t} {tag}: the larger of the read_GBs plateau ({pl['read'][0]:.0f}) and the init "
-        f"plateau: a pure load stream has no bus turnarounds, like a pure store stream"
-        f"{scaled}"))
-    out["dram_bw_copy"] = _entry(round(k * p.dram_bw_copy, 1), (
-        f"{t} {tag}: scale_GBs plateau (one load per store){reached('scale')}{via}"))
-    out["dram_bw_write"] = _entry(round(k * p.dram_bw_write, 1), (
-        f"{t} {tag}: init_GBs plateau (stores only){reached('init')}"))
-    out["turnover_ns"] = _entry(round(p.turnover_ns, 1), (
-        f"{t} {tag}: shortest init residence, threads in flight x 8 B / init_GBs, at block "
-        f"size {fit.t0_block}: a store-only thread slot's launch-issue-retire time{sm_note}"))
+    bandwidth["stream_reference"] = bandwidth["value"]
     worst = max(float(np.max(np.abs(mb.relative_errors(p, s, c)))) for c in mb.FITTED)
-    out["memory_shape"] = _entry(round(p.shape, 4), (
-        f"{t} {tag}: fitted (scipy, minimax over the read, scale and triad columns, with the "
-        f"latencies above): the latency-under-load coefficient; largest error on those "
-        f"columns {100 * worst:.0f} %"))
-
-    if tables.l2 is not None:
-        bw, n = mb.l2_bandwidth(tables.l2, int(l2_bytes))
-        out["l2_bandwidth"] = _entry(round(bw, 1), (
-            f"{_name(tables.l2)} {tag}: median bandwidth of the {n} data sets of at most half "
-            "the L2: the L2 plateau"))
-    _scattered(out, tables, tag)
-    if tables.roofline is not None:
-        o = mb.fp_overlap(tables.roofline)
-        out["fp_overlap_exponent"] = _entry(round(o.exponent, 2), (
-            f"{_name(tables.roofline)} {tag}: p-norm exponent of FP and memory time fitted on "
-            f"the {o.rows} transition rows (mean error {100 * o.mape:.1f} %)"))
-    if "overlap_exponent" not in base and "fp_overlap_exponent" in out:
-        out["overlap_exponent"] = _entry(out["fp_overlap_exponent"]["value"], (
-            "no kernel measurements on this GPU, so no kernel-fitted value: the FP/memory "
-            "exponent (fp_overlap_exponent) stands in for L1 work too"))
-    if tables.small_kernels is not None:
-        us = mb.launch_overhead_us(tables.small_kernels)
-        out["launch_overhead_us"] = _entry(round(us, 2), (
-            f"{_name(tables.small_kernels)} {tag}: median wall time per launch of back-to-back "
-            f"kernels of at most {mb.SMALL} elements"))
-    if tables.l1 is not None:
-        l1 = _base_value(base, "l1_bytes", base_path, "the L1 size, from the data sheet")
-        lo, hi = mb.l1_cliff_kb(tables.l1)
-        if not lo * 1024 / 2 <= l1 <= hi * 1024 * 2:
-            raise CalibrationError(
-                f"{tables.l1}: the L1 cliff lies between {lo:g} and {hi:g} kB, but the base "
-                f"says l1_bytes = {l1:g}: check the data sheet figure")
-        entry = dict(out["l1_bytes"])
-        entry["source"] = (f"{entry['source']}; {_name(tables.l1)} {tag} shows the cliff "
-                           f"between {lo:g} and {hi:g} kB")
-        out["l1_bytes"] = entry
-    if grounding not in ("micro-benchmarks", "datasheet"):
-        raise CalibrationError(f"grounding must be 'micro-benchmarks' or 'datasheet', got "
-                               f"{grounding!r}")
-    if out.get("grounding") != "kernels":
-        out["grounding"] = grounding
-    missing = [k for k in REQUIRED_PARAMETERS if k not in out]
-    if missing:
-        raise CalibrationError(
-            f"the machine file needs {missing}: give the tables that determine them (--l2: "
-            f"l2_bandwidth) or put them in the base file {base_path} with their sources")
-    missing = [k for k in LATENCY_PARAMETERS if k not in out]
-    if missing:
-        raise CalibrationError(
-            f"the default model needs {missing}: give the tables that determine them "
-            "(--roofline: fp_overlap_exponent, --small-kernels: launch_overhead_us) or put "
-            f"them in the base file {base_path} with their sources")
-    return out
+    return {
+        "dram_bandwidth": bandwidth,
+        "dram_bw_read": _entry(round(k * p.dram_bw_read, 1), (
+            f"{t} {tag}: the larger of the read_GBs plateau ({pl['read'][0]:.0f}) and the init "
+            f"plateau: a pure load stream has no bus turnarounds, like a pure store stream"
+            f"{scaled}")),
+        "dram_bw_copy": _entry(round(k * p.dram_bw_copy, 1), (
+            f"{t} {tag}: scale_GBs plateau (one load per store){reached('scale')}{via}")),
+        "dram_bw_write": _entry(round(k * p.dram_bw_write, 1), (
+            f"{t} {tag}: init_GBs plateau (stores only){reached('init')}")),
+        "turnover_ns": _entry(round(p.turnover_ns, 1), (
+            f"{t} {tag}: shortest init residence, threads in flight x 8 B / init_GBs, at block "
+            f"size {fit.t0_block}: a store-only thread slot's launch-issue-retire time"
+            f"{sm_note}")),
+        "memory_shape": _entry(round(p.shape, 4), (
+            f"{t} {tag}: fitted (scipy, minimax over the read, scale and triad columns, with "
+            f"the latencies above): the latency-under-load coefficient; largest error on those "
+            f"columns {100 * worst:.0f} %")),
+    }
 
 
-def _scattered(out: dict, tables: Tables, tag: str) -> None:
+def _l2_bandwidth(table: Path | None, l2_bytes: float, tag: str) -> dict:
+    """``l2_bandwidth``: the plateau of the ``l2_cache`` table below half the L2."""
+    if table is None:
+        return {}
+    bw, n = mb.l2_bandwidth(table, int(l2_bytes))
+    return {"l2_bandwidth": _entry(round(bw, 1), (
+        f"{_name(table)} {tag}: median bandwidth of the {n} data sets of at most half "
+        "the L2: the L2 plateau"))}
+
+
+def _scattered(tables: Tables, tag: str) -> dict:
     """``dram_scattered_fraction`` from an ``l2_cache`` table and the stream table
     of the same GPU (module docstring): ``tables.scattered`` with
     ``tables.scattered_stream``, else ``tables.l2`` with ``tables.stream``."""
@@ -245,13 +240,83 @@ def _scattered(out: dict, tables: Tables, tag: str) -> None:
     elif tables.l2 is not None and mb.reaches_dram(tables.l2):
         l2, stream = tables.l2, tables.stream
     else:  # no such measurement: the file gets no many-stream term (the CLI says so)
-        return
+        return {}
     sc = mb.scattered(l2, stream)
-    out["dram_scattered_fraction"] = _entry(round(sc.fraction, 3), (
+    return {"dram_scattered_fraction": _entry(round(sc.fraction, 3), (
         f"{_name(l2)} {tag}: median bandwidth of the {sc.rows} data sets of at least "
         f"{mb.SCATTERED_KB / 2**20:g} GiB ({sc.bandwidth:.0f} GB/s: every block streams its "
         f"own run, beyond every cache) over the read_GBs plateau of {_name(stream)} "
-        f"({sc.read:.0f} GB/s), capped at 1: DRAM with many concurrent streams against one"))
+        f"({sc.read:.0f} GB/s), capped at 1: DRAM with many concurrent streams against one"))}
+
+
+def _fp_overlap(table: Path | None, tag: str) -> dict:
+    """``fp_overlap_exponent``: fitted on the roofline table's transition (MODEL.md §11)."""
+    if table is None:
+        return {}
+    o = mb.fp_overlap(table)
+    return {"fp_overlap_exponent": _entry(round(o.exponent, 2), (
+        f"{_name(table)} {tag}: p-norm exponent of FP and memory time fitted on "
+        f"the {o.rows} transition rows (mean error {100 * o.mape:.1f} %)"))}
+
+
+def _l1_overlap(out: dict, base: dict) -> dict:
+    """``overlap_exponent`` from ``fp_overlap_exponent`` when the base has no
+    kernel-fitted one (MODEL.md §11)."""
+    if "overlap_exponent" in base or "fp_overlap_exponent" not in out:
+        return {}
+    return {"overlap_exponent": _entry(out["fp_overlap_exponent"]["value"], (
+        "no kernel measurements on this GPU, so no kernel-fitted value: the FP/memory "
+        "exponent (fp_overlap_exponent) stands in for L1 work too"))}
+
+
+def _launch_overhead(table: Path | None, tag: str) -> dict:
+    """``launch_overhead_us``: back-to-back launches of the small-kernels table."""
+    if table is None:
+        return {}
+    us = mb.launch_overhead_us(table)
+    return {"launch_overhead_us": _entry(round(us, 2), (
+        f"{_name(table)} {tag}: median wall time per launch of back-to-back "
+        f"kernels of at most {mb.SMALL} elements"))}
+
+
+def _l1_size(out: dict, base: dict, base_path: Path, table: Path | None, tag: str) -> dict:
+    """``l1_bytes`` confirmed by the L1 table's cliff (within a factor 2),
+    noted in its source."""
+    if table is None:
+        return {}
+    l1 = _base_value(base, "l1_bytes", base_path, "the L1 size, from the data sheet")
+    lo, hi = mb.l1_cliff_kb(table)
+    if not lo * 1024 / 2 <= l1 <= hi * 1024 * 2:
+        raise CalibrationError(
+            f"{table}: the L1 cliff lies between {lo:g} and {hi:g} kB, but the base "
+            f"says l1_bytes = {l1:g}: check the data sheet figure")
+    entry = dict(out["l1_bytes"])
+    entry["source"] = (f"{entry['source']}; {_name(table)} {tag} shows the cliff "
+                       f"between {lo:g} and {hi:g} kB")
+    return {"l1_bytes": entry}
+
+
+def _grounding(out: dict, grounding: str) -> dict:
+    """``grounding``: as asked, unless the base says "kernels" (module docstring)."""
+    if grounding not in ("micro-benchmarks", "datasheet"):
+        raise CalibrationError(f"grounding must be 'micro-benchmarks' or 'datasheet', got "
+                               f"{grounding!r}")
+    return {} if out.get("grounding") == "kernels" else {"grounding": grounding}
+
+
+def _check_complete(out: dict, base_path: Path) -> None:
+    """Every parameter a machine file and the default model need is there."""
+    missing = [k for k in REQUIRED_PARAMETERS if k not in out]
+    if missing:
+        raise CalibrationError(
+            f"the machine file needs {missing}: give the tables that determine them (--l2: "
+            f"l2_bandwidth) or put them in the base file {base_path} with their sources")
+    missing = [k for k in LATENCY_PARAMETERS if k not in out]
+    if missing:
+        raise CalibrationError(
+            f"the default model needs {missing}: give the tables that determine them "
+            "(--roofline: fp_overlap_exponent, --small-kernels: launch_overhead_us) or put "
+            f"them in the base file {base_path} with their sources")
 
 
 def _value(v: object) -> str:

@@ -55,21 +55,24 @@ class Band:
 
 
 def samples(sets: Sequence[object], predict: Predict,
-            left_out: Mapping[tuple[str, str], float] | None = None) -> list[Sample]:
+            left_out: Mapping[str, Mapping[tuple[str, str], float]] | None = None
+            ) -> list[Sample]:
     """The :class:`Sample` of every timed row of ``sets`` (objects with
     ``name``, ``machine`` and ``load()``, the development sets), both models.
-    ``left_out``: (GPU, storage) -> leave-one-GPU-out ratio of LBM rows."""
+    ``left_out``: per model, (GPU, storage) -> leave-one-GPU-out ratio of LBM
+    rows (the default model's memory-system constants, MODEL.md §11)."""
     out = []
     for dev in sets:
         data = [r for r in dev.load() if r.glups]  # type: ignore[attr-defined]
         gpu = dev.machine  # type: ignore[attr-defined]
         phrase = PHRASES.get(load_machine(gpu).grounding, "data sheet")
         for model in ("latency", "paper"):
+            ratios = (left_out or {}).get(model, {})
             for r, p in zip(data, predict(model, data, gpu)):
                 ratio = p.glups / float(r.glups)  # type: ignore[attr-defined, arg-type]
                 storage = dict(r.params).get("storage")
-                if model == "latency" and left_out and (gpu, storage) in left_out:
-                    ratio = left_out[(gpu, storage)]  # type: ignore[index]
+                if (gpu, storage) in ratios:
+                    ratio = ratios[(gpu, storage)]  # type: ignore[index]
                 out.append(Sample(model, phrase, kernel_class(p.limiter),  # type: ignore[attr-defined]
                                   gpu, dev.name, float(ratio)))  # type: ignore[attr-defined]
     return out

@@ -27,7 +27,7 @@ from ..input.kernel import Kernel
 from ..machine import Machine, load_machine
 from ..measure import Measurement, MeasurementError, format_triple, generate_variant
 from ..model import Prediction, predict
-from ..volumes.capacity import CapacityFits, load_fits
+from ..volumes.capacity import CapacityFits, curves_for
 
 SPLIT_METHOD = (
     "configurations sorted by (stencil, params, fold, block); even positions train, "
@@ -97,7 +97,7 @@ def pair_predictions(
     against the paper's balance equations (MODEL.md §7, §9), which the
     inversion in :mod:`warpspeed.validation.hit_fractions` assumes."""
     m = load_machine(machine)
-    curves = fits if isinstance(fits, CapacityFits) else load_fits(fits or m.fits)
+    curves = curves_for(m, fits)
     kernels: dict[tuple[str, str, tuple[int, int, int]], Kernel] = {}
     out = []
     for row in rows:

@@ -59,7 +59,7 @@ from ..errors import FitError, WarpspeedError
 from ..machine import load_machine
 from ..measure import Measurement, read_csv
 from ..model import Prediction
-from ..volumes.capacity import CURVES, CapacityFits, Gompertz, fit_gompertz, load_fits
+from ..volumes.capacity import CURVES, CapacityFits, Gompertz, curves_for, fit_gompertz
 from .hit_fractions import (
     Point,
     Samples,
@@ -303,7 +303,7 @@ def refit_csv(
     if not rows:
         raise FitError(f"{csv_path} holds no measurements")
     m = load_machine(machine or infer_machine(rows))
-    prior_fits = prior if isinstance(prior, CapacityFits) else load_fits(prior or m.fits)
+    prior_fits = curves_for(m, prior)
     pairs = (predictor or pair_predictions)(rows, m, prior_fits)
     source = f"refitted from measurements on {rows[0].machine} ({Path(csv_path).name})"
     result = refit(pairs, prior_fits, split=split, dram_model=dram_model, source=source)

@@ -228,7 +228,7 @@ def reference_validation(as_json: bool = False) -> str:
     memory = leave_one_gpu_out(gpu_rows)
     memory_joint = fit_all(gpu_rows)
     left = {(r.gpu, s): x for r in memory if r.ratios for s, x in zip(r.storages, r.ratios)}
-    found = bands(samples(DEV_SETS, predict, left))
+    found = bands(samples(DEV_SETS, predict, {"latency": left}))
     grounds = groundings(DEV_SETS)
     outcomes = [run(c) for c in CASES + TINY]
     if as_json:

@@ -47,7 +47,7 @@ from pathlib import Path
 from ..machine import Machine, load_machine
 from ..measure import Measurement, MeasurementError, format_triple, read_csv
 from ..model import Prediction
-from ..volumes.capacity import load_fits
+from ..volumes.capacity import curves_for
 from .pairing import (
     config_key,
     infer_machine,
@@ -260,7 +260,7 @@ def validate_command(
     if not rows:
         raise MeasurementError(f"{csv_path} holds no measurements")
     m = load_machine(machine or infer_machine(rows))
-    curves = load_fits(fits or m.fits)
+    curves = curves_for(m, fits)
     pairs = (pair_predictions(rows, m, curves, model=model) if predictor is None
              else predictor(rows, m, curves))
     fits_name = Path(curves.path).stem if curves.path else str(fits or m.fits)

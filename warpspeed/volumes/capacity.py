@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FitError
+from ..machine import Machine
 
 CURVES = ("m1", "h_xy", "h_z", "s", "m2")
 
@@ -86,6 +87,14 @@ def load_fits(name_or_path: str | Path) -> CapacityFits:
                 f"capacity fits file {path}: [{name}] needs numbers a, b, c (and optional x0)"
             ) from exc
     return CapacityFits(source=str(data.get("source", "")), path=str(path), **curves)
+
+
+def curves_for(machine: Machine, fits: str | Path | CapacityFits | None = None
+               ) -> CapacityFits:
+    """The capacity curves a prediction of ``machine`` uses (MODEL.md §7):
+    ``fits`` when given (curves, a name of ``fits/`` or a path), else the
+    machine file's ``fits``."""
+    return fits if isinstance(fits, CapacityFits) else load_fits(fits or machine.fits)
 
 
 def fit_gompertz(

@@ -1,0 +1,134 @@
+"""The one interface of a timing model (MODEL.md §8, §11, §14): what the rest
+of the package may ask a model, so that nothing outside ``timing/`` tests a
+model's name.
+
+A model is one frozen :class:`Timing` object, registered by name in
+:data:`warpspeed.timing.MODELS`. It owns
+
+* its **switches** of the shared stages: the sector space its DRAM sets are
+  counted in (``address``, §6), whether partial stores merge before eviction
+  (``merged_stores``), whether L1 re-reads miss the L2 (``reread_evicts``) and
+  whether the L1 count charges whole warps (``whole_warps``, §4);
+* its **time** (:meth:`Timing.time`): GLup/s, the binding limiter, the four
+  limits and its own terms from the shared inputs;
+* its **pruning bound** (:meth:`Timing.peak_dram_bandwidth`): the largest DRAM
+  bandwidth it can assign on a machine. With the promise that it never
+  predicts more than its smallest limit, the ranking's top-k pruning (§8)
+  holds for it;
+* its **notes** (:meth:`Timing.notes`): what it assumes on a machine (§15);
+* its **advice** (§8): limits beside the four levels' (:meth:`Timing.limits_beyond_levels`),
+  its hints (:meth:`Timing.hints`), its sentence on an occupancy-limited
+  configuration (:meth:`Timing.occupancy_note`) and its lines of ``warpspeed
+  explain`` (:meth:`Timing.explanation`);
+* the table of ``ACCURACY.json`` that holds its validation scores
+  (``accuracy_table``, §9; None: not validated).
+
+The advice reads a prediction through a :class:`Reading`, because a
+:class:`~warpspeed.model.Prediction` belongs to a later stage.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..input.kernel import Kernel
+from ..machine import Machine
+from ..volumes.launch import Launch
+from ..volumes.levels import Volumes
+from ..volumes.waves import WaveVolumes
+
+
+@dataclass(frozen=True)
+class TimingResult:
+    """GLup/s, the binding limiter, the four roofline limits (GLup/s, None
+    where a level carries no work) and the model's own terms."""
+
+    glups: float
+    limiter: str
+    limits: dict[str, float | None]
+    terms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One finding of the advice (MODEL.md §8): a tag, the limiter it
+    concerns, and a sentence with numbers."""
+
+    kind: str
+    limiter: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a model's advice reads of one prediction (MODEL.md §8): its
+    binding limiter, terms and L1 cycles per warp and update, the vendor's
+    words for the multiprocessor and the warp (§15), and, when the kernel is
+    known, the L1 cycles of conflict-free unit-stride accesses
+    (``ideal_l1``) and the block width in x from which a block's rows stop
+    splitting the L1's units (``row_width``)."""
+
+    limiter: str
+    terms: Mapping[str, float]
+    l1_cycles: float
+    sm: str = "SM"
+    warp: str = "warp"
+    ideal_l1: float | None = None
+    row_width: int | None = None
+
+
+@dataclass(frozen=True)
+class Timing(ABC):
+    """A timing model (module docstring): its name, sector space, what it
+    adds (``description``, ``warpspeed models``) and its switches; a model
+    implements :meth:`time` and :meth:`peak_dram_bandwidth` and may add
+    notes and advice."""
+
+    name: str
+    address: str
+    description: str
+    merged_stores: bool = False
+    reread_evicts: bool = False
+    #: The L1 count charges whole warps (idle lanes of a partly active warp
+    #: included, MODEL.md §4); False: the paper's mean of the active half warps.
+    whole_warps: bool = False
+    #: The table of ``ACCURACY.json``'s ``leave_one_set_out`` with this
+    #: model's scores (MODEL.md §9); None: the model was not validated.
+    accuracy_table: str | None = None
+
+    @abstractmethod
+    def time(self, kernel: Kernel, machine: Machine, launch: Launch, l1_cycles: float,
+             volumes: Volumes, wave: WaveVolumes) -> TimingResult:
+        """GLup/s, limiter, the four limits and the terms of one configuration."""
+
+    @abstractmethod
+    def peak_dram_bandwidth(self, machine: Machine) -> float:
+        """The largest DRAM bandwidth (GB/s) this model assigns to any kernel
+        on ``machine`` (MODEL.md §8, top-k pruning)."""
+
+    def notes(self, kernel: Kernel, machine: Machine) -> tuple[str, ...]:
+        """What the prediction assumes on ``machine`` (MODEL.md §15)."""
+        return ()
+
+    def limits_beyond_levels(self, terms: Mapping[str, float]) -> dict[str, float]:
+        """Limits in GLup/s beside the four levels' that the advice weighs
+        (MODEL.md §8, headroom)."""
+        return {}
+
+    def hints(self, r: Reading) -> tuple[Hint, ...]:
+        """This model's own hints (MODEL.md §8, advice)."""
+        return ()
+
+    def occupancy_note(self, terms: Mapping[str, float]) -> str:
+        """What this model adds to the occupancy hint (a sentence starting
+        with ``. ``, or nothing)."""
+        return ""
+
+    def explanation(self, r: Reading) -> tuple[str, ...]:
+        """This model's lines of ``warpspeed explain`` from its terms (MODEL.md §14)."""
+        return ()
+
+
+__all__ = ["Hint", "Reading", "Timing", "TimingResult"]
