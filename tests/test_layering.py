@@ -25,12 +25,6 @@ RANK = {"errors": 0, "fpclasses": 0, "closed_pipe": 0, "machine": 0, "input": 1,
         "measure": 7, "validation": 8, "cli_calibrate": 9, "web": 9, "cli": 10}
 #: Lazy imports known to close a cycle, each with its reason; the test fails
 #: once an entry is no longer there, so the list only shrinks.
-KNOWN_CYCLE_EDGES = {
-    # serve() imports the app, whose modules import FieldError from the
-    # package: left to the web page's restructuring (issue 36, front end).
-    ("warpspeed.web", "warpspeed.web.app"),
-}
-
 
 def _name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
@@ -149,10 +143,8 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _import_graph() -> dict[str, set[str]]:
-    """Every module's run-time imports of other modules, lazy ones included,
-    without the known cycle edges."""
-    return {m: {t for t in imports(m)[2] if t in MODULES and t != m
-                and (m, t) not in KNOWN_CYCLE_EDGES} for m in MODULES}
+    """Every module's run-time imports of other modules, lazy ones included."""
+    return {m: {t for t in imports(m)[2] if t in MODULES and t != m} for m in MODULES}
 
 
 def test_no_import_cycle_between_modules_lazy_imports_included() -> None:
@@ -168,12 +160,6 @@ def test_no_import_cycle_between_folders() -> None:
         graph[_stage(m)] |= {_stage(t) for t in targets} - {_stage(m)}
     cycles = find_cycles(graph)
     assert not cycles, f"import cycles between folders: {cycles}"
-
-
-@pytest.mark.parametrize("edge", sorted(KNOWN_CYCLE_EDGES))
-def test_a_known_cycle_edge_is_still_there(edge: tuple[str, str]) -> None:
-    source, target = edge
-    assert target in imports(source)[2], f"{edge} is gone: remove it from KNOWN_CYCLE_EDGES"
 
 
 #: Folders (and top-level modules) whose imports form no cycle at all, counting

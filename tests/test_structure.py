@@ -80,9 +80,6 @@ def test_no_function_in_the_split_folders_is_over_100_lines():
     assert not offenders(paths)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "issue 36: search/rank.py::rank and validation/calibrate.py::calibrate are split by "
-    "the timing-model part (branch issue36-models); remove this mark once it is merged"))
 def test_no_function_in_the_package_is_over_100_lines():
     assert not offenders(sorted(PACKAGE.rglob("*.py")))
 

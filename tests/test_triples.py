@@ -75,8 +75,8 @@ def test_each_front_end_reads_through_it():
     front end's error class."""
     from warpspeed.measure import MeasurementError
     from warpspeed.measure import parse_triple as measure_triple
+    from warpspeed.measure.ncu import parse_csv
     from warpspeed.pystencils import fold_assignments
-    from warpspeed.validation.ncu import parse_csv
     from warpspeed.web.state import FieldError
     from warpspeed.web.state import parse_ints as web_ints
 
