@@ -144,3 +144,26 @@ def test_the_readme_example_runs_as_written(tmp_path, monkeypatch):
         words = shlex.split(line)
         assert words[0].endswith("warpspeed")
         assert main(words[1:]) == 0, line
+
+
+def test_the_hook_takes_a_data_sheet_file_and_says_how_grounded_it_is(tmp_path):
+    """``wps.create_kernel(machine="FILE.toml")`` ranks on a file written by
+    ``machines new``; its best prediction names the grounding "data sheet"."""
+    import pystencils as ps
+
+    import warpspeed.pystencils as wps
+
+    code, out = _new(tmp_path, "--like", "A40", "--sms", "48", "--clock-ghz", "1.56",
+                     "--dram-gbs", "448", "--l2-mib", "4", "--ecc", "off")
+    assert code == 0
+    src, dst = ps.fields("src, dst: double[3D]", layout="fzyx")
+    update = ps.Assignment(dst.center, (src[1, 0, 0] + src[-1, 0, 0]) / 2)
+    cfg = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)
+    _, ranking = wps.create_kernel([update], cfg, machine=str(out), threads=[128],
+                                   folds=[(1, 1, 1)], jobs=1,
+                                   options=wps.ExtractOptions(shape=(66, 34, 34),
+                                                              registers="estimate"))
+    best = ranking[0]
+    assert best.machine == "MYGPU" and best.grounding == "datasheet"
+    assert best.evidence.grounding == "data sheet"
+    assert "grounding: data sheet" in best.evidence.phrase
