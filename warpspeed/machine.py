@@ -2,6 +2,7 @@
 
 A machine file holds one table per parameter with its value and its source::
 
+    format_version = 1        # the file's format (optional: a file without it is 1)
     name = "A100"
     validated = true
     description = "NVIDIA A100 SXM4 40GB"
@@ -116,8 +117,8 @@ class Machine:
 _TEXT = ("name", "description", "validated", "fits", "arch", "sources", "path",
          "vendor", "architecture", "grounding", "l1_model", "memory", "ecc")
 #: Plain keys of a machine file (MODEL.md §12).
-PLAIN_KEYS = ("name", "description", "validated", "fits", "arch", "vendor", "architecture",
-              "grounding", "l1_model")
+PLAIN_KEYS = ("format_version", "name", "description", "validated", "fits", "arch", "vendor",
+              "architecture", "grounding", "l1_model")
 #: The L1 counts a file may name (MODEL.md §4, §15).
 L1_MODELS = ("halfwarp", "lines")
 VENDORS = ("NVIDIA", "AMD")
@@ -131,6 +132,11 @@ NVIDIA_ARCHITECTURES = {
     "sm_86": "Ampere", "sm_87": "Ampere", "sm_89": "Ada", "sm_90": "Hopper",
     "sm_100": "Blackwell", "sm_120": "Blackwell",
 }
+#: The versions of the machine-file format this loader reads (MODEL.md §12); a file
+#: without ``format_version`` (written before the key existed) is read as version 1.
+FORMAT_VERSIONS = (1,)
+#: The version the writers write (``warpspeed machines calibrate`` and ``new``).
+FORMAT_VERSION = FORMAT_VERSIONS[-1]
 _COSTS = ("fp64_cost", "fp32_cost")
 #: Optional parameters: of single constructs (atomics: warpspeed.input.atomics) and of
 #: many concurrent DRAM streams (MODEL.md §11); a file without them gets no such term.
@@ -174,6 +180,7 @@ def _parse(path: Path) -> Machine:
         raise MachineError(f"cannot read machine file {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise MachineError(f"machine file {path} is not valid TOML: {exc}") from exc
+    check_format_version(path, data)
     for key in ("name", "fits"):
         if not isinstance(data.get(key), str):
             raise MachineError(f"machine file {path}: '{key}' must be a string")
@@ -234,6 +241,15 @@ def _parse(path: Path) -> Machine:
         **labels,
         **values,  # type: ignore[arg-type]
     )
+
+
+def check_format_version(path: Path, data: dict[str, object]) -> None:
+    """Refuse a machine file of a format this loader does not read (MODEL.md §12);
+    a file without ``format_version`` is version 1."""
+    version = data.get("format_version", 1)
+    if type(version) is not int or version not in FORMAT_VERSIONS:
+        raise MachineError(f"machine file {path}: format_version {version!r} is not one this "
+                           f"warpspeed reads (it reads {', '.join(map(str, FORMAT_VERSIONS))})")
 
 
 def _memory_system(path: Path, data: dict) -> list[tuple[str, object, str]]:
