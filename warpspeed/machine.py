@@ -26,6 +26,7 @@ import math
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any, TypedDict
 
 from .errors import MachineError
 from .fpclasses import FP_CLASSES
@@ -171,6 +172,10 @@ _NUMERIC = {
 
 #: Parameters every machine file needs (the paper model's), with their types.
 REQUIRED_PARAMETERS = dict(_NUMERIC)
+#: The numbers, costs and memory system read from a file, by field of
+#: :class:`Machine`: each value has its field's type, checked against the tables
+#: above as it is read, so the type depends on the key (not expressible here).
+_Values = dict[str, Any]
 
 
 def _parse(path: Path) -> Machine:
@@ -185,7 +190,7 @@ def _parse(path: Path) -> Machine:
         if not isinstance(data.get(key), str):
             raise MachineError(f"machine file {path}: '{key}' must be a string")
     labels = _labels(path, data)
-    values: dict[str, object] = {}
+    values: _Values = {}
     sources = []
     for key, typ in {**_NUMERIC, **LATENCY_PARAMETERS, **OPTIONAL_PARAMETERS,
                      **ARCH_PARAMETERS}.items():
@@ -239,7 +244,7 @@ def _parse(path: Path) -> Machine:
         sources=tuple(sources),
         path=str(path),
         **labels,
-        **values,  # type: ignore[arg-type]
+        **values,
     )
 
 
@@ -274,7 +279,7 @@ def _memory_system(path: Path, data: dict) -> list[tuple[str, object, str]]:
     return out
 
 
-def _scale_stream(path: Path, entry: object, values: dict[str, object]) -> None:
+def _scale_stream(path: Path, entry: object, values: _Values) -> None:
     """One DRAM figure for both models (MODEL.md §12): the paper model reads
     ``dram_bandwidth``, the default model the stream plateaus
     ``dram_bw_read/copy/write``. ``[dram_bandwidth] stream_reference`` is the
@@ -287,17 +292,17 @@ def _scale_stream(path: Path, entry: object, values: dict[str, object]) -> None:
     if isinstance(ref, bool) or not isinstance(ref, (int, float)) or ref <= 0:
         raise MachineError(f"machine file {path}: [dram_bandwidth] stream_reference must be a "
                            f"positive number (GB/s), got {ref!r}")
-    k = float(values["dram_bandwidth"]) / float(ref)  # type: ignore[arg-type]
+    k = float(values["dram_bandwidth"]) / float(ref)
     for key in ("dram_bw_read", "dram_bw_copy", "dram_bw_write"):
         if key in values:
-            values[key] = float(values[key]) * k  # type: ignore[arg-type]
+            values[key] = float(values[key]) * k
 
 
-def _check_granules(path: Path, values: dict[str, object]) -> None:
+def _check_granules(path: Path, values: _Values) -> None:
     """The L1 sector divides the line and both are powers of two; a last-level
     cache has both its size and its bandwidth (MODEL.md §15)."""
-    sector = int(values.get("l1_sector_bytes", 32))  # type: ignore[call-overload]
-    line = int(values.get("l1_line_bytes", 128))  # type: ignore[call-overload]
+    sector = int(values.get("l1_sector_bytes", 32))
+    line = int(values.get("l1_line_bytes", 128))
     if sector & (sector - 1) or line & (line - 1) or line % sector:
         raise MachineError(f"machine file {path}: [l1_sector_bytes] ({sector}) and "
                            f"[l1_line_bytes] ({line}) must be powers of two, the sector "
@@ -309,7 +314,16 @@ def _check_granules(path: Path, values: dict[str, object]) -> None:
                            "and bandwidth)")
 
 
-def _labels(path: Path, data: dict) -> dict[str, str]:
+class _Labels(TypedDict):
+    """The labels of a file (:func:`_labels`), as :class:`Machine` takes them."""
+
+    vendor: str
+    architecture: str
+    grounding: str
+    l1_model: str
+
+
+def _labels(path: Path, data: dict[str, Any]) -> _Labels:
     """``vendor``, ``architecture`` and ``grounding`` of a file (MODEL.md §12),
     with the defaults of files written before they existed: NVIDIA, the
     architecture of ``arch``, and "kernels" if ``validated`` else "datasheet"."""

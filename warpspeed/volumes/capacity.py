@@ -131,6 +131,7 @@ def fit_gompertz(
         params, _ = curve_fit(g, xs, target, p0=guess, maxfev=20000)
     except RuntimeError as exc:
         raise FitError(f"the Gompertz fit did not converge: {exc}") from exc
-    curve = Gompertz(*(float(p) for p in params), x0=x0, complement=complement)
+    a, b, c = (float(p) for p in params)
+    curve = Gompertz(a, b, c, x0=x0, complement=complement)
     rms = float(np.sqrt(np.mean((np.array([curve(v) for v in xs]) - ys) ** 2)))
     return curve, rms
