@@ -16,6 +16,7 @@ import pytest
 
 import warpspeed as ws
 import warpspeed.pystencils as wps
+from tests.slow import slow
 from warpspeed.machine import PLAIN_KEYS, Machine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,6 +80,7 @@ def references() -> list[tuple[str, str]]:
     return out
 
 
+@slow
 def test_model_md_has_the_sections_the_code_cites():
     sections = model_sections()
     assert {str(n) for n in range(1, 11)} <= sections
@@ -210,6 +212,7 @@ def test_accuracy_fingerprint_text_is_the_tree_without_positions_or_empty_fields
     )
 
 
+@slow
 def test_accuracy_fingerprint_is_the_same_under_every_python():
     """ast.dump writes a tree differently under 3.12 and 3.13: the
     fingerprint must not follow it (every Python >= 3.12 of .ci/pythons)."""
