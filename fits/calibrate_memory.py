@@ -143,6 +143,7 @@ def toml_text(cals: list[Calibration]) -> str:
     out = [
         "# Memory-concurrency parameters of warpspeed.timing.memory, one table per GPU of the",
         "# data set. Written by `python fits/calibrate_memory.py`; do not edit by hand.",
+        "format_version = 1  # the format of the files of fits/ (MODEL.md §7)",
         f'source = {_toml_value(SOURCE)}',
         "",
         *_table("model", {

@@ -5,12 +5,14 @@ warpspeed frontend (MODEL.md §1)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import pystencils as ps
+from pystencils.types import PsIeeeFloatType
 
 import warpspeed as ws
 from warpspeed.input.stencil_spec import UsageError
+from warpspeed.input.triples import Triple
 from warpspeed.pystencils import ExtractOptions, generate, kernel_from_pystencils
 
 INTERIOR = "interior"
@@ -103,13 +105,15 @@ def build(
 ) -> tuple[ws.Kernel, Any]:
     """The warpspeed kernel and the pystencils kernel of ``assignments``
     folded by ``fold``, generated for ``target`` ("cuda" or "hip")."""
-    itemsize = int(fields[0].dtype.itemsize) if fields else 8
+    # the stencils' fields are floating point (pystencils types a field's dtype
+    # PsType | DynamicType)
+    itemsize = int(cast(PsIeeeFloatType, fields[0].dtype).itemsize) if fields else 8
     dtype = "float32" if itemsize == 4 else "float64"
     kernel_function = generate(assignments, config(ghost, dtype, target), tuple(fold))
     kernel = kernel_from_pystencils(
         kernel_function,
         ExtractOptions(base_offsets=base_offsets(fields, ghost, alignment, itemsize)),
         name=name,
-        fold=tuple(fold) + (1,) * (3 - len(tuple(fold))),
+        fold=cast(Triple, tuple(fold) + (1,) * (3 - len(tuple(fold)))),  # 1-3 factors, padded
     )
     return kernel, kernel_function

@@ -106,9 +106,8 @@ def kernel(
     key = str(guards).strip().lower()
     if key not in _GUARDS:
         raise ws.KernelError(f"guards must be 'auto', 'each' or 'none', got {guards!r}")
-    output_guards = _GUARDS[key]
-    if output_guards is None:
-        output_guards = (nx, ny)
+    given = _GUARDS[key]
+    output_guards: bool | tuple[int, int] = (nx, ny) if given is None else given
     item = bits // 8
     inp = ws.Field("input", shape=(nx + fs - 1, ny + fs - 1), itemsize=item)
     out = ws.Field("output", shape=(nx, ny), itemsize=item)

@@ -15,6 +15,7 @@ import pytest
 import sympy as sp
 
 import warpspeed as ws
+from tests.slow import slow
 from warpspeed.machine import MACHINE_DIR, load_machine
 from warpspeed.model import block_stage
 from warpspeed.pystencils import create_kernel, extract
@@ -195,6 +196,7 @@ def test_hip_star_dram_volume_is_the_hand_count(hip_star, machine, model):
 
 
 @pytest.mark.parametrize("machine", ["MI210", "MI100", "A100"])
+@slow
 def test_hip_d3q19_dram_volume_is_the_hand_count(hip_d3q19, machine):
     # by hand: 19 pdfs of every cell of the 66^3 array read once, 19 of the
     # 64^3 interior written once, 8 B each
@@ -241,6 +243,7 @@ def test_hook_ranks_a_hip_star_like_a_cuda_one(machine):
     assert all(a.glups >= b.glups * (1 - 1e-5) for a, b in zip(ranking, ranking[1:]))
 
 
+@slow
 @pytest.mark.parametrize("machine", ["MI210", "A100"])
 def test_hook_ranks_an_lbmpy_d3q19_hip_kernel(machine):
     from stencils.lbm_d3q19 import update_rule

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import warpspeed as ws
+from tests.slow import fast_first, slow
 from warpspeed.cli import main as cli
 from warpspeed.machine import GROUNDINGS, LATENCY_PARAMETERS, machine_files
 from warpspeed.timing.memory import MemoryParams, achieved_bandwidth
@@ -207,6 +208,7 @@ def test_a_table_without_its_columns_is_refused_by_name(tmp_path: Path) -> None:
         mb.load_stream(tmp_path / "missing.csv")
 
 
+@slow
 def test_the_cli_reports_a_bad_table_in_one_line_and_exits_2(tmp_path: Path) -> None:
     (tmp_path / "s.csv").write_text("block_size\n32\n")
     proc = subprocess.run(
@@ -228,7 +230,7 @@ def test_write_machine_refuses_an_out_of_range_value(tmp_path: Path) -> None:
 # ------------------------------------------------ the shipped files, rebuilt
 
 @needs_tables
-@pytest.mark.parametrize("name", sorted(CALIBRATED))
+@pytest.mark.parametrize("name", fast_first(sorted(CALIBRATED)))
 def test_shipped_file_is_rebuilt_from_its_tables(name: str, tmp_path: Path) -> None:
     build = _build_script()
     out = tmp_path / f"{name}.toml"
@@ -257,6 +259,7 @@ def test_mi210_dram_figures_are_its_stream_plateaus() -> None:
 
 # ------------------------------------------------------------ the listing
 
+@slow
 def test_machines_json_shows_vendor_architecture_and_grounding() -> None:
     proc = subprocess.run([sys.executable, "-m", "warpspeed.cli", "machines", "--json"],
                           capture_output=True, text=True, cwd=ROOT,

@@ -14,6 +14,7 @@ import pytest
 
 import warpspeed as ws
 from stencils import star3d_by_hand
+from tests.slow import fast_first, slow
 
 SCRIPT = Path(sys.executable).with_name("warpspeed")
 SMALL = ["--set", "radius=1", "--set", "shape=64,64,32"]
@@ -44,6 +45,7 @@ def one_line_error(res: subprocess.CompletedProcess, text: str) -> None:
     assert len(lines) == 1 and text in lines[0], res.stderr
 
 
+@slow
 def test_machines_lists_every_builtin_gpu_as_json():
     rows = json.loads(run("machines", "--json").stdout)
     assert {r["name"] for r in rows} >= {"A100", "V100"}
@@ -63,6 +65,7 @@ def test_predict_json_equals_the_library_with_fold_and_registers():
                             "--block", "32,4,2").stdout
 
 
+@slow
 def test_rank_json_is_sorted_best_first_over_all_folds_and_thread_counts():
     res = run("rank", "star3d_by_hand", *SMALL, "--machine", "V100", "--threads", "256",
               "--threads", "512", "--jobs", "2", "--json")
@@ -75,6 +78,7 @@ def test_rank_json_is_sorted_best_first_over_all_folds_and_thread_counts():
     assert res.stderr == ""  # no progress bar when stderr is not a terminal
 
 
+@slow
 def test_rank_top_k_csv_and_table_agree_with_the_json():
     args = ["rank", "star3d_by_hand", *SMALL, "--machine", "A100", "--fold", "1,1,1",
             "--top", "3", "--jobs", "1"]
@@ -88,6 +92,7 @@ def test_rank_top_k_csv_and_table_agree_with_the_json():
     assert "skipped by the bound" in out and rows[0]["limiter"] in out
 
 
+@slow
 def test_rank_registers_change_the_occupancy():
     args = ["rank", "star3d_by_hand", *SMALL, "--machine", "A100", "--fold", "1,1,1",
             "--threads", "256", "--jobs", "1", "--json"]
@@ -104,6 +109,7 @@ def test_explain_names_the_limiter_the_headroom_and_hints():
     assert "[narrow_block_x]" in out and "[layer_condition_z]" in out
 
 
+@slow
 def test_explain_of_a_launch_bound_star_names_the_launch_and_the_headroom_from_it():
     from stencils.star3d import kernel as star_ps
 
@@ -126,6 +132,7 @@ def _notes(*args: str) -> list[str]:
     return json.loads(run("predict", *args, "--block", "64,2,1", "--json").stdout)["notes"]
 
 
+@slow
 def test_shipped_stencils_are_generated_for_the_machines_vendor_unless_told():
     vendor_note = "the kernel was generated for"
     # pystencils stencils: HIP on an AMD machine, CUDA on an NVIDIA one, no note either way
@@ -149,6 +156,7 @@ def test_shipped_stencils_are_generated_for_the_machines_vendor_unless_told():
                        "--set", "target=hip", ok=False), "--target cuda|hip")
 
 
+@slow
 def test_explain_prints_the_notes_that_predict_prints():
     args = ("star3d", *SMALL, "--machine", "MI210", "--block", "64,2,1", "--model", "paper")
     notes = json.loads(run("predict", *args, "--json").stdout)["notes"]
@@ -158,6 +166,7 @@ def test_explain_prints_the_notes_that_predict_prints():
     assert all(" ".join(f"note: {n}".split()) in explain for n in notes)
 
 
+@slow
 def test_amd_output_says_cu_and_wavefront(monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")  # no wrapped lines
     words = re.compile(r"\b(SMs?|warps?|half warps?)\b")
@@ -178,6 +187,7 @@ def test_amd_output_says_cu_and_wavefront(monkeypatch):
     assert "104 CUs" in rows["MI210"] and "108 SMs" in rows["A100"]
 
 
+@slow
 def test_stencil_without_fold_parameter_runs_unfolded_and_rejects_a_fold(tmp_path):
     path = tmp_path / "copy1d.py"
     path.write_text(NO_FOLD)
@@ -190,7 +200,7 @@ def test_stencil_without_fold_parameter_runs_unfolded_and_rejects_a_fold(tmp_pat
                        "--fold", "2,1,1", ok=False), "no fold parameter")
 
 
-@pytest.mark.parametrize("args, text", [
+@pytest.mark.parametrize("args, text", fast_first([
     (["predict", "star3d_by_hand", "--machine", "A100", "--block", "32,4"], "three integers"),
     (["predict", "nosuchstencil", "--machine", "A100", "--block", "32,4,1"], "unknown stencil"),
     (["predict", "star3d_by_hand", "--machine", "Z80", "--block", "32,4,1"], "unknown machine"),
@@ -204,11 +214,12 @@ def test_stencil_without_fold_parameter_runs_unfolded_and_rejects_a_fold(tmp_pat
     (["rank", "star3d_by_hand", "--machine", "A100", "--registers", "300"], "registers"),
     (["explain", "star3d_by_hand", "--machine", "A100", "--block", "64,64,1"], "1024"),
     (["rank", "star3d_by_hand", "--machine", "A100", "--set", "fold=1,2,1"], "--fold"),
-])
+], unpack=True))
 def test_bad_arguments_end_in_one_line_and_exit_code_2(args, text):
     one_line_error(run(*args, ok=False), text)
 
 
+@slow
 def test_validate_without_the_reference_data_says_where_they_come_from(tmp_path, monkeypatch):
     monkeypatch.setenv("WARPSPEED_SHARED", str(tmp_path / "nowhere"))
     r = subprocess.run([str(SCRIPT), "validate", "--v100"], capture_output=True, text=True)
@@ -223,7 +234,7 @@ RANK_SMALL = ["rank", "star3d_by_hand", *SMALL, "--machine", "A100", "--threads"
               "--fold", "1,1,1", "--jobs", "1"]
 
 
-@pytest.mark.parametrize("args", [
+@pytest.mark.parametrize("args", fast_first([
     [*RANK_SMALL, "--csv"],
     [*RANK_SMALL, "--json"],
     RANK_SMALL,
@@ -232,7 +243,7 @@ RANK_SMALL = ["rank", "star3d_by_hand", *SMALL, "--machine", "A100", "--threads"
     ["explain", "star3d_by_hand", *SMALL, "--machine", "A100", "--block", "32,4,2"],
     ["machines"],
     ["models", "--json"],
-])
+]))
 def test_output_into_a_closed_pipe_ends_quietly(args):
     """The reader of the output is gone before anything is written (as
     ``| head -0``): every write fails, and the command stops without a word."""
@@ -245,6 +256,7 @@ def test_output_into_a_closed_pipe_ends_quietly(args):
     assert err == ""
 
 
+@slow
 def test_rank_csv_into_head_ends_quietly():
     """The command of the issue: 600 rows, far more than a pipe holds, so
     ``head`` closes it while the command still writes."""

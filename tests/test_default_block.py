@@ -37,7 +37,7 @@ def _same(rebuilt, generated):
 @pytest.mark.parametrize("name, fold", [
     ("fd3d_jacobi_7pt_f64", (1, 2, 1)),
     ("fd3d_jacobi_7pt_symbolic_f64", (1, 1, 1)),  # sizes are kernel parameters
-    ("lbm_d2q9_srt_simple_constant_force_f64", (1, 2, 1)),
+    pytest.param("lbm_d2q9_srt_simple_constant_force_f64", (1, 2, 1), marks=pytest.mark.slow),
     ("strided_x2_axpy_3d_f64", (1, 1, 1)),  # a strided iteration slice
 ])
 def test_rebuilt_kernel_is_the_kernel_generated_with_the_block(name, fold):

@@ -16,6 +16,7 @@ from pystencils.sympyextensions.integer_functions import int_rem
 import warpspeed as ws
 import warpspeed.pystencils as wps
 from stencils import star3d, star3d_by_hand
+from tests.slow import slow
 from warpspeed.pystencils import hook
 
 
@@ -60,6 +61,7 @@ def test_fold_that_does_not_divide_the_interior_is_rejected():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@slow
 def test_folded_cuda_code_compiles_with_nvcc(folded_stars, tmp_path):
     _, kf = folded_stars[(1, 1, 2)]
     include = os.path.join(os.path.dirname(ps.__file__), "include")
@@ -94,6 +96,7 @@ def test_create_kernel_returns_best_folding_with_best_block_applied():
     assert again.glups == pytest.approx(best.glups)
 
 
+@slow
 def test_lbmpy_kernels_with_numbered_subexpressions_fold():
     """lbmpy names subexpressions xi_N; folded copies need fresh numbers."""
     from stencils.allen_cahn_d3q15 import kernel
@@ -114,6 +117,7 @@ def _jacobi(shape):
 CFG = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)
 
 
+@slow
 def test_hook_skips_a_fold_that_does_not_divide_the_interior_and_keeps_the_best_valid():
     # interior 64 x 32 x 31: folding z by 2 leaves a thread with one invalid point
     *_, asm = _jacobi((66, 34, 33))
@@ -163,6 +167,7 @@ def test_folding_keeps_pystencils_independence_check_of_the_unfolded_kernel():
         wps.generate(asm, CFG, (1, 2, 1))
 
 
+@slow
 def test_blockwise4d_kernels_are_ranked_with_their_fixed_block_only():
     *_, asm = _jacobi((34, 18, 18))
     cfg = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)
@@ -172,6 +177,7 @@ def test_blockwise4d_kernels_are_ranked_with_their_fixed_block_only():
     assert tuple(kernel.get_launch_configuration().evaluate()[0]) == (32, 1, 1)
 
 
+@slow
 def test_symbolic_sizes_are_ranked_with_the_given_shape():
     src, dst = ps.fields("src, dst: double[3D]", layout="fzyx")
     asm = [ps.Assignment(dst.center, (src[1, 0, 0] + src[0, 0, -1]) / 2)]

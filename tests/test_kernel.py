@@ -142,3 +142,15 @@ def test_indices_of_the_thread_index_alone_are_not_checked():
     # depends on the block's own thread index: a function of the block size, not checked
     C = ws.Field("C", shape=(32,))
     ws.Kernel(loads=[C[ws.threadIdx.x]], stores=[B[x, y, z]], domain=(64, 64, 64))
+
+
+@pytest.mark.parametrize("cls", [ws.Kernel, ws.Field])
+def test_the_constructor_takes_every_field_the_dataclass_declares(cls):
+    # Kernel and Field write their own __init__ (they take lists, 1 to 3
+    # extents, a mapping of FP work, strides or None); a field added without a
+    # parameter would never be set
+    import dataclasses
+    import inspect
+
+    params = list(inspect.signature(cls.__init__).parameters)[1:]
+    assert params == [f.name for f in dataclasses.fields(cls) if f.init]

@@ -15,6 +15,7 @@ import pytest
 
 import warpspeed as ws
 from stencils import copy3d
+from tests.slow import fast_first, slow
 from warpspeed.reports.tables import MACHINE_COLUMNS, PREDICTION_COLUMNS, Column, fitted_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,16 +41,16 @@ def _cli(args: list[str], columns: int) -> str:
     return res.stdout
 
 
-@pytest.mark.parametrize("name", sorted(COMMANDS))
-@pytest.mark.parametrize("columns", [60, 80])
+@pytest.mark.parametrize("name, columns", fast_first(
+    [(name, columns) for columns in (80, 60) for name in sorted(COMMANDS)], unpack=True))
 def test_no_line_is_wider_than_the_terminal(name: str, columns: int) -> None:
     out = _cli(COMMANDS[name], columns)
     widest = max(out.splitlines(), key=len)
     assert len(widest) <= columns, widest
 
 
-@pytest.mark.parametrize("name, columns", [("predict", PREDICTION_COLUMNS),
-                                           ("machines", MACHINE_COLUMNS)])
+@pytest.mark.parametrize("name, columns", fast_first([("predict", PREDICTION_COLUMNS),
+                                                      ("machines", MACHINE_COLUMNS)], unpack=True))
 def test_a_wide_terminal_shows_every_column_with_its_unit(name, columns) -> None:
     out = _cli(COMMANDS[name], 400)
     assert "left out" not in out
@@ -85,6 +86,7 @@ def _with_dram(tmp_path: Path, value: float) -> ws.Machine:
     return ws.load_machine(out)
 
 
+@slow
 def test_the_dram_figure_a_user_edits_moves_both_models(tmp_path: Path) -> None:
     k = copy3d.kernel(shape=(512, 512, 256))
     base, slow = ws.load_machine("A100"), _with_dram(tmp_path, 1120)

@@ -15,6 +15,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 import warpspeed as ws
+from tests.slow import slow
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -60,6 +61,7 @@ def test_lbmpy_is_an_extra_because_the_package_never_imports_it():
     assert "warpspeed[lbm]" in extras["dev"]
 
 
+@slow
 def test_an_lbmpy_stencil_without_lbmpy_names_the_extra_in_one_line():
     code = ("import sys; sys.modules['lbmpy'] = None; from warpspeed.cli import main; "
             "sys.exit(main(['predict', 'lbm_d3q19', '--machine', 'A100', '--block', '64,2,1']))")

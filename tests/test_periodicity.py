@@ -15,6 +15,7 @@ from lbmpy import LBMConfig, LBMOptimisation, LBStencil, Stencil, create_lb_upda
 
 import warpspeed as ws
 import warpspeed.pystencils as wps
+from tests.slow import slow
 from tests.test_simulation_constructs import cells
 
 CUDA = dict(target=ps.Target.CUDA, jit=ps.no_jit)
@@ -71,7 +72,7 @@ def _sector_bytes(stencil: Stencil, n: int, periodic: tuple[bool, ...]) -> tuple
     "stencil, n, periodic, block",
     [
         (Stencil.D2Q9, 20, (True, True), (32, 8, 1)),
-        (Stencil.D3Q19, 16, (True, False, True), (16, 4, 16)),
+        pytest.param(Stencil.D3Q19, 16, (True, False, True), (16, 4, 16), marks=slow),
     ],
 )
 def test_builtin_periodicity_pulls_from_the_other_side(stencil, n, periodic, block):

@@ -19,6 +19,7 @@ from matplotlib.colors import to_rgb  # noqa: E402
 
 import warpspeed as ws  # noqa: E402
 from stencils import star3d_by_hand  # noqa: E402
+from tests.slow import slow  # noqa: E402
 from warpspeed.reports import plot  # noqa: E402
 
 BLOCKS = [(256, 2, 2), (32, 2, 16), (1, 1024, 1), (1024, 1, 1), (8, 8, 16)]
@@ -198,6 +199,7 @@ def test_missing_matplotlib(monkeypatch: pytest.MonkeyPatch, preds: list[ws.Pred
         plot.ranking_bars(preds)
 
 
+@slow
 def test_no_pyplot_state() -> None:
     code = (
         "import sys, warpspeed as ws; from warpspeed.reports import plot\n"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.slow import slow
 from warpspeed.validation.provenance import SOURCES, missing_message, source_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +25,7 @@ cc = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(cc)
 
 
+@slow
 def test_validate_without_data_names_every_repository_and_commit(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("warpspeed")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "warpspeed.cli"]

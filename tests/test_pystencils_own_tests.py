@@ -16,6 +16,9 @@ import warpspeed.pystencils as wps
 from tests.corpus import LOWER, UPPER
 from tests.corpus.pstests import CASES, generate
 
+# a corpus, like tests/corpus: every kernel of pystencils' own tests
+pytestmark = pytest.mark.slow
+
 #: Cases refused by design, with the words their refusal must contain.
 REFUSED = {"triangle_pattern": "not a box"}
 

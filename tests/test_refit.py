@@ -163,6 +163,7 @@ def test_fits_file_round_trips_through_load_fits(stages, tmp_path):
     import tomllib
 
     doc = tomllib.loads(text)
+    assert doc["format_version"] == 1  # the format load_fits reads (MODEL.md §7)
     assert doc["data"] == "synthetic.csv"
     assert doc["split"]["train"] == list(result.train)
     assert doc["split"]["test"] == list(result.test)

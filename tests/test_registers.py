@@ -15,6 +15,7 @@ import pytest
 import warpspeed as ws
 import warpspeed.pystencils as wps
 from stencils import box3d, lbm_d3q19, star3d
+from tests.slow import fast_first, slow
 from tests.test_cli import run
 from warpspeed.pystencils import registers as regs
 from warpspeed.pystencils.nvcc import RegisterCount
@@ -53,14 +54,14 @@ def test_estimate_of_the_float64_d3q19_is_not_below_nvccs_68():
 
 
 @pytest.mark.skipif(not NVCC, reason="nvcc not installed")
-@pytest.mark.parametrize("make", [
+@pytest.mark.parametrize("make", fast_first([
     lambda: lbm_d3q19.generate(shape=(32, 32, 32)),
     lambda: lbm_d3q19.generate(shape=(32, 32, 32), fold=(1, 1, 2)),
     lambda: star3d.generate(radius=4, shape=(64, 64, 64)),
     lambda: box3d.generate(shape=(64, 64, 64)),
     lambda: _from_corpus("shan_chen_force_d2q9_f64"),
     lambda: _from_corpus("lbm_d3q27_cumulant_pull_f64"),
-], ids=["d3q19", "d3q19_fold_z2", "star3d_r4", "box3d", "shan_chen_exp", "d3q27_cumulant"])
+]), ids=["d3q19", "d3q19_fold_z2", "star3d_r4", "box3d", "shan_chen_exp", "d3q27_cumulant"])
 def test_estimate_is_at_least_nvccs_count(make):
     kernel, kf = make()
     count = regs.nvcc_registers(kf, "sm_80")
@@ -177,6 +178,7 @@ def test_hook_estimate_is_named_in_the_notes():
     assert any("conservative estimate" in n for n in ranked.notes)
 
 
+@slow
 def test_cli_rank_of_the_d3q19_with_default_threads_names_the_registers():
     res = run("rank", "lbm_d3q19", "--machine", "A100", "--set", "shape=32,32,32",
               "--fold", "1,1,1", "--top", "3", "--jobs", "1")
@@ -192,6 +194,7 @@ def test_cli_rank_of_the_d3q19_with_default_threads_names_the_registers():
     assert "registers per thread: 40 (user)" in explain
 
 
+@slow
 def test_the_cli_says_why_the_register_count_is_an_estimate(monkeypatch):
     est = regs.estimate_registers(*reversed(star3d.generate(radius=1, shape=(64, 64, 32))))
     args = ("predict", "star3d", "--set", "radius=1", "--set", "shape=64,64,32",

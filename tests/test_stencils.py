@@ -8,6 +8,7 @@ import pytest
 
 import warpspeed as ws
 from stencils import allen_cahn_d3q15, box3d, copy3d, lbm_d3q19, star2d, star3d
+from tests.slow import slow
 
 SMALL = (32, 16, 16)
 
@@ -43,6 +44,7 @@ def test_lbm_d3q19_pulls_19_populations_and_stores_19(lbm):
     assert len(offsets) == 19
 
 
+@slow
 def test_allen_cahn_d3q15_accesses_match_the_module_docstring(allen_cahn):
     assert _per_field(allen_cahn) == allen_cahn_d3q15.ACCESSES
     assert (len(allen_cahn.loads), len(allen_cahn.stores)) == (25, 16)
@@ -83,7 +85,7 @@ def test_stencil_parameters_are_simple_annotated_keywords(module):
 
 
 @pytest.mark.parametrize(
-    "module", [star3d, star2d, box3d, copy3d, lbm_d3q19, allen_cahn_d3q15]
+    "module", [star3d, star2d, box3d, copy3d, lbm_d3q19, pytest.param(allen_cahn_d3q15, marks=slow)]
 )
 def test_pystencils_stencils_are_generated_for_the_target_they_are_given(module):
     shape = SMALL[:2] if module is star2d else (16, 8, 8)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import warpspeed as ws
+from tests.slow import slow
 from warpspeed.errors import MachineError
 from warpspeed.measure import Measurement, MeasurementError, params_json, write_csv
 from warpspeed.validation.validate import (
@@ -182,6 +183,7 @@ def test_validation_notebook_says_there_is_no_data_and_stops_cleanly(monkeypatch
     assert not any(o.get("output_type") == "error" for o in outputs)
 
 
+@slow
 def test_validate_command_line_prints_the_report_and_fails_cleanly(predictions, tmp_path):
     import subprocess
 

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 import warpspeed as ws
+from tests.slow import slow
 from warpspeed import cli
 from warpspeed.web import state
 
@@ -76,6 +77,7 @@ def test_page_predicts_the_form(page: object) -> None:
     assert p.sections["hand"].visible and not p.sections["stencil"].visible
 
 
+@slow
 def test_page_shows_errors_next_to_fields(page: object) -> None:
     p = page  # type: ignore[assignment]
     p.w["mode"].value = "hand"
@@ -90,6 +92,7 @@ def test_page_shows_errors_next_to_fields(page: object) -> None:
     assert p.err["block"].visible and "at most 1024" in p.err["block"].object
 
 
+@slow
 def test_page_ranks_and_a_click_shows_the_row(page: object) -> None:
     p = page  # type: ignore[assignment]
     p.w["params"].value = "radius=1 shape=128,128,128"
@@ -116,6 +119,7 @@ def test_page_draws_the_layer_conditions(page: object) -> None:
     assert "predictions in" in p.lc_status.object
 
 
+@slow
 def test_page_upload_and_stencil_switch(page: object) -> None:
     from warpspeed.machine import machine_files
 

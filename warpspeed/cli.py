@@ -31,6 +31,9 @@ from .search.variants import thread_counts
 from .timing import DEFAULT_MODEL, MODELS, listing
 from .timing.hierarchy import VENDOR_TARGET
 
+if typing.TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (exit 2) instead of usage + error."""
@@ -45,7 +48,7 @@ def load_kernel_function(spec: str) -> Callable[..., Kernel]:
     func = getattr(load_stencil(spec), "kernel", None)
     if not callable(func):
         raise UsageError(f"{spec} defines no function kernel(**params) returning a ws.Kernel")
-    return func  # type: ignore[no-any-return]
+    return func
 
 
 def build_kernel(spec: str, items: Sequence[str]) -> Kernel:
@@ -103,7 +106,8 @@ def build_variants(
     if "target" in params:
         raise UsageError("give the target with --target cuda|hip, not --set target=...")
     generate = getattr(module, "generate", None)
-    use_generate = registers is None and callable(generate)
+    if registers is not None or not callable(generate):
+        generate = None
 
     kernels: dict[tuple[int, int, int], Kernel] = {}
     sources: dict[tuple[int, int, int], object] = {}
@@ -118,8 +122,8 @@ def build_variants(
                 f"{spec} has no fold parameter; it cannot be folded {','.join(map(str, fold))}"
             )
         try:
-            if use_generate:
-                kernel, sources[fold] = generate(**kwargs)  # type: ignore[misc]
+            if generate is not None:
+                kernel, sources[fold] = generate(**kwargs)
             else:
                 kernel = module_func(**kwargs)
         except WarpspeedError:
@@ -248,24 +252,24 @@ class _ProgressBar:
 
     def __init__(self) -> None:
         self.start = time.monotonic()
-        self.bar: object = None
-        self.task: object = None
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
 
     def __call__(self, done: int, total: int) -> None:
-        if self.bar is None:
+        if self.bar is None or self.task is None:  # set together, below
             if time.monotonic() - self.start < 1.0 or done >= total:
                 return
             from rich.console import Console
             from rich.progress import Progress
 
             self.bar = Progress(console=Console(stderr=True), transient=True)
-            self.bar.start()  # type: ignore[attr-defined]
-            self.task = self.bar.add_task("ranking", total=total)  # type: ignore[attr-defined]
-        self.bar.update(self.task, completed=done, total=total)  # type: ignore[attr-defined]
+            self.bar.start()
+            self.task = self.bar.add_task("ranking", total=total)
+        self.bar.update(self.task, completed=done, total=total)
 
     def close(self) -> None:
         if self.bar is not None:
-            self.bar.stop()  # type: ignore[attr-defined]
+            self.bar.stop()
 
 
 def _positive(text: str) -> int:

@@ -2,6 +2,7 @@
 
 A machine file holds one table per parameter with its value and its source::
 
+    format_version = 1        # the file's format (optional: a file without it is 1)
     name = "A100"
     validated = true
     description = "NVIDIA A100 SXM4 40GB"
@@ -25,6 +26,7 @@ import math
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any, TypedDict
 
 from .errors import MachineError
 from .fpclasses import FP_CLASSES
@@ -116,8 +118,8 @@ class Machine:
 _TEXT = ("name", "description", "validated", "fits", "arch", "sources", "path",
          "vendor", "architecture", "grounding", "l1_model", "memory", "ecc")
 #: Plain keys of a machine file (MODEL.md §12).
-PLAIN_KEYS = ("name", "description", "validated", "fits", "arch", "vendor", "architecture",
-              "grounding", "l1_model")
+PLAIN_KEYS = ("format_version", "name", "description", "validated", "fits", "arch", "vendor",
+              "architecture", "grounding", "l1_model")
 #: The L1 counts a file may name (MODEL.md §4, §15).
 L1_MODELS = ("halfwarp", "lines")
 VENDORS = ("NVIDIA", "AMD")
@@ -131,6 +133,11 @@ NVIDIA_ARCHITECTURES = {
     "sm_86": "Ampere", "sm_87": "Ampere", "sm_89": "Ada", "sm_90": "Hopper",
     "sm_100": "Blackwell", "sm_120": "Blackwell",
 }
+#: The versions of the machine-file format this loader reads (MODEL.md §12); a file
+#: without ``format_version`` (written before the key existed) is read as version 1.
+FORMAT_VERSIONS = (1,)
+#: The version the writers write (``warpspeed machines calibrate`` and ``new``).
+FORMAT_VERSION = FORMAT_VERSIONS[-1]
 _COSTS = ("fp64_cost", "fp32_cost")
 #: Optional parameters: of single constructs (atomics: warpspeed.input.atomics) and of
 #: many concurrent DRAM streams (MODEL.md §11); a file without them gets no such term.
@@ -165,6 +172,10 @@ _NUMERIC = {
 
 #: Parameters every machine file needs (the paper model's), with their types.
 REQUIRED_PARAMETERS = dict(_NUMERIC)
+#: The numbers, costs and memory system read from a file, by field of
+#: :class:`Machine`: each value has its field's type, checked against the tables
+#: above as it is read, so the type depends on the key (not expressible here).
+_Values = dict[str, Any]
 
 
 def _parse(path: Path) -> Machine:
@@ -174,11 +185,12 @@ def _parse(path: Path) -> Machine:
         raise MachineError(f"cannot read machine file {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise MachineError(f"machine file {path} is not valid TOML: {exc}") from exc
+    check_format_version(path, data)
     for key in ("name", "fits"):
         if not isinstance(data.get(key), str):
             raise MachineError(f"machine file {path}: '{key}' must be a string")
     labels = _labels(path, data)
-    values: dict[str, object] = {}
+    values: _Values = {}
     sources = []
     for key, typ in {**_NUMERIC, **LATENCY_PARAMETERS, **OPTIONAL_PARAMETERS,
                      **ARCH_PARAMETERS}.items():
@@ -232,8 +244,17 @@ def _parse(path: Path) -> Machine:
         sources=tuple(sources),
         path=str(path),
         **labels,
-        **values,  # type: ignore[arg-type]
+        **values,
     )
+
+
+def check_format_version(path: Path, data: dict[str, object]) -> None:
+    """Refuse a machine file of a format this loader does not read (MODEL.md §12);
+    a file without ``format_version`` is version 1."""
+    version = data.get("format_version", 1)
+    if type(version) is not int or version not in FORMAT_VERSIONS:
+        raise MachineError(f"machine file {path}: format_version {version!r} is not one this "
+                           f"warpspeed reads (it reads {', '.join(map(str, FORMAT_VERSIONS))})")
 
 
 def _memory_system(path: Path, data: dict) -> list[tuple[str, object, str]]:
@@ -258,7 +279,7 @@ def _memory_system(path: Path, data: dict) -> list[tuple[str, object, str]]:
     return out
 
 
-def _scale_stream(path: Path, entry: object, values: dict[str, object]) -> None:
+def _scale_stream(path: Path, entry: object, values: _Values) -> None:
     """One DRAM figure for both models (MODEL.md §12): the paper model reads
     ``dram_bandwidth``, the default model the stream plateaus
     ``dram_bw_read/copy/write``. ``[dram_bandwidth] stream_reference`` is the
@@ -271,17 +292,17 @@ def _scale_stream(path: Path, entry: object, values: dict[str, object]) -> None:
     if isinstance(ref, bool) or not isinstance(ref, (int, float)) or ref <= 0:
         raise MachineError(f"machine file {path}: [dram_bandwidth] stream_reference must be a "
                            f"positive number (GB/s), got {ref!r}")
-    k = float(values["dram_bandwidth"]) / float(ref)  # type: ignore[arg-type]
+    k = float(values["dram_bandwidth"]) / float(ref)
     for key in ("dram_bw_read", "dram_bw_copy", "dram_bw_write"):
         if key in values:
-            values[key] = float(values[key]) * k  # type: ignore[arg-type]
+            values[key] = float(values[key]) * k
 
 
-def _check_granules(path: Path, values: dict[str, object]) -> None:
+def _check_granules(path: Path, values: _Values) -> None:
     """The L1 sector divides the line and both are powers of two; a last-level
     cache has both its size and its bandwidth (MODEL.md §15)."""
-    sector = int(values.get("l1_sector_bytes", 32))  # type: ignore[call-overload]
-    line = int(values.get("l1_line_bytes", 128))  # type: ignore[call-overload]
+    sector = int(values.get("l1_sector_bytes", 32))
+    line = int(values.get("l1_line_bytes", 128))
     if sector & (sector - 1) or line & (line - 1) or line % sector:
         raise MachineError(f"machine file {path}: [l1_sector_bytes] ({sector}) and "
                            f"[l1_line_bytes] ({line}) must be powers of two, the sector "
@@ -293,7 +314,16 @@ def _check_granules(path: Path, values: dict[str, object]) -> None:
                            "and bandwidth)")
 
 
-def _labels(path: Path, data: dict) -> dict[str, str]:
+class _Labels(TypedDict):
+    """The labels of a file (:func:`_labels`), as :class:`Machine` takes them."""
+
+    vendor: str
+    architecture: str
+    grounding: str
+    l1_model: str
+
+
+def _labels(path: Path, data: dict[str, Any]) -> _Labels:
     """``vendor``, ``architecture`` and ``grounding`` of a file (MODEL.md §12),
     with the defaults of files written before they existed: NVIDIA, the
     architecture of ``arch``, and "kernels" if ``validated`` else "datasheet"."""

@@ -158,7 +158,7 @@ class BlockStage:
 def predict(
     kernel: Kernel,
     machine: str | Path | Machine,
-    block: tuple[int, int, int],
+    block: Sequence[int],
     fits: str | Path | CapacityFits | None = None,
     model: str = DEFAULT_MODEL,
 ) -> Prediction:
@@ -193,7 +193,7 @@ def predict(
     return finish(stage, wave, curves, model)
 
 
-def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> BlockStage:
+def block_stage(kernel: Kernel, machine: Machine, block: Sequence[int]) -> BlockStage:
     """Occupancy, L1 cycles and block footprints (MODEL.md §3-§5) of the
     accesses a thread issues once the block is bound
     (:func:`warpspeed.input.addresses.thread_accesses`: repeats count once unless
@@ -209,7 +209,7 @@ def block_stage(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -
 STACK_LIMIT = 1 << 21
 
 
-def block_stages(kernel: Kernel, machine: Machine, blocks: Sequence[tuple[int, int, int]]
+def block_stages(kernel: Kernel, machine: Machine, blocks: Sequence[Sequence[int]]
                  ) -> list[BlockStage | LaunchError]:
     """:func:`block_stage` of every block of ``blocks``, or the
     :class:`LaunchError` that makes one impossible, in order. Launches
@@ -249,7 +249,9 @@ def block_stages(kernel: Kernel, machine: Machine, blocks: Sequence[tuple[int, i
             batch.append(i)
             size += slots
         _count_stacked(kernel, machine, [(j, *ready[j]) for j in batch], out)
-    return out  # type: ignore[return-value]
+    done = [x for x in out if x is not None]
+    assert len(done) == len(out)  # every block is counted or refused
+    return done
 
 
 def _count_stacked(
@@ -298,7 +300,7 @@ def finish(
     def levels(machine: Machine) -> LevelVolumes:
         lv = level_volumes(kernel, machine, launch, stage.footprint, wave, curves,
                            merged_stores=spec.merged_stores, reread_evicts=spec.reread_evicts)
-        if kernel.gathers:  # indexed accesses, counted apart (warpspeed.volumes.gathers)
+        if gv is not None:  # indexed accesses, counted apart (warpspeed.volumes.gathers)
             lv = replace(lv, volumes=with_gathers(lv.volumes, gv))
         return lv
 

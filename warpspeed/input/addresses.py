@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -48,10 +49,11 @@ def linear_address(
     (form, byte stride) term for the next access of the same batch."""
     f = acc.field
     const = f.base_offset
-    coef = (0, 0, 0, 0, 0, 0)
+    coef: tuple[int, ...] = (0, 0, 0, 0, 0, 0)
     for form, stride in zip(acc.forms, f.strides or ()):
         key = (form, f.itemsize * stride)
-        term = cache.get(key, False) if cache is not None else False
+        term: tuple[int, tuple[int, ...]] | None | Literal[False] = (
+            cache.get(key, False) if cache is not None else False)
         if term is False:
             b = bound[form]
             term = None if b.floors or b.div != 1 else (
@@ -162,21 +164,21 @@ def merge_repeated(
     one: the result is kept per access tuple and reused for other blocks."""
     if not accesses:
         return ()
-    return per_tuple(  # type: ignore[return-value]
+    return per_tuple(
         _MERGED, accesses, lambda: _merge(accesses, bound),
         keep=lambda: isinstance(accesses, tuple) and all(
             global_terms(f) is not None for a in accesses for f in a.forms))
 
 
 #: Block-independent merges of :func:`merge_repeated`, per access tuple.
-_MERGED: dict[int, tuple[object, object]] = {}
+_MERGED: dict[int, tuple[object, tuple[Access, ...]]] = {}
 
 #: Access tuples a :func:`per_tuple` cache holds at most.
 TUPLE_CACHE_LIMIT = 4096
 
 
-def per_tuple(cache: dict[int, tuple[object, object]], accesses: object,
-              compute: Callable[[], object], keep: Callable[[], bool] | None = None) -> object:
+def per_tuple[V](cache: dict[int, tuple[object, V]], accesses: object,
+                 compute: Callable[[], V], keep: Callable[[], bool] | None = None) -> V:
     """``compute()`` kept in ``cache`` per access tuple: looked up by
     identity, with the tuple held so that its id stays its own, for at most
     :data:`TUPLE_CACHE_LIMIT` tuples; ``keep`` (asked on a miss only) says
@@ -201,7 +203,7 @@ def _merge(accesses: Sequence[Access], bound: Mapping[SymForm, LinForm]
         keep[aff[first_occurrences(keys)[0]]] = True
     seen: set[tuple[object, ...]] = set()
     for k in np.flatnonzero(~affine):
-        key = address_key(accesses[k], bound)
+        key = address_key(accesses[int(k)], bound)
         if key not in seen:
             seen.add(key)
             keep[k] = True
@@ -222,7 +224,7 @@ def guarded_separately(kernel: Kernel, block: tuple[int, int, int] | None) -> bo
     if block is None:
         raise ValueError(f"kernel {kernel.name}: its output guards depend on the block; "
                          "pass the block")
-    return any(n % (b * f) for n, b, f in zip(g, block, kernel.fold))  # type: ignore[arg-type]
+    return any(n % (b * f) for n, b, f in zip(g, block, kernel.fold))
 
 
 def _merged_per_guard(loads: Sequence[Access], bound: Mapping[SymForm, LinForm],

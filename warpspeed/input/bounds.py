@@ -100,22 +100,23 @@ def check_access(acc: Access, domain: Sequence[int], store: bool) -> None:
     """Raise :class:`OutOfBoundsError` if ``acc`` leaves its field's
     allocation for a thread of ``domain`` (module docstring)."""
     fld = acc.field
-    lins = [_per_global(f) for f in acc.forms]
-    if any(lin is None for lin in lins):
+    forms = [_per_global(f) for f in acc.forms]
+    lins = [lin for lin in forms if lin is not None]
+    if len(lins) < len(forms):
         return
     strides = fld.strides
-    lo_alloc = sum(min(0, s * (n - 1)) for s, n in zip(strides, fld.shape))  # type: ignore[arg-type]
-    hi_alloc = sum(max(0, s * (n - 1)) for s, n in zip(strides, fld.shape))  # type: ignore[arg-type]
-    exact = [_range(lin, domain) for lin in lins]  # type: ignore[arg-type]
+    lo_alloc = sum(min(0, s * (n - 1)) for s, n in zip(strides, fld.shape))
+    hi_alloc = sum(max(0, s * (n - 1)) for s, n in zip(strides, fld.shape))
+    exact = [_range(lin, domain) for lin in lins]
     if all(r is not None for r in exact):
         # the flat offset is affine too: its exact range over the box
-        const = sum(s * lin.const for s, lin in zip(strides, lins))  # type: ignore[union-attr, arg-type]
-        coef = [sum(s * lin.coef[d] for s, lin in zip(strides, lins))  # type: ignore[union-attr, arg-type]
+        const = sum(s * lin.const for s, lin in zip(strides, lins))
+        coef = [sum(s * lin.coef[d] for s, lin in zip(strides, lins))
                 for d in range(3)]
         flat = _range(LinForm(const, tuple(coef) + (0, 0, 0), (), 1), domain)
     else:
         v = _points(domain)
-        values = sum(s * lin.evaluate(v) for s, lin in zip(strides, lins))  # type: ignore[union-attr, arg-type]
+        values = sum(s * lin.evaluate(v) for s, lin in zip(strides, lins))
         flat = (int(np.min(values)), int(np.max(values)))
     assert flat is not None
     # per index only where the range is exact: the corners of a floor / mod form

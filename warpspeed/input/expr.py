@@ -15,6 +15,7 @@ with integer coefficients, which NumPy evaluates and isl takes as an ``Aff``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import SimpleNamespace
@@ -80,6 +81,14 @@ class SymFloor:
     inner: SymForm
 
 
+#: A term of a :class:`SymForm`: None for the constant, an index into
+#: :data:`THREAD_VARS`, or a floor.
+Atom = int | SymFloor | None
+#: A form's terms: each atom with its coefficient, a polynomial in ``blockDim``
+#: as sorted (exponents, coefficient) pairs.
+Terms = tuple[tuple[Atom, tuple[tuple[tuple[int, int, int], Fraction], ...]], ...]
+
+
 @dataclass(frozen=True)
 class SymForm:
     """A quasi-affine form before the block size is known.
@@ -89,7 +98,7 @@ class SymForm:
     polynomial in ``blockDim``, stored as sorted tuples to stay hashable.
     """
 
-    terms: tuple[tuple[object, tuple[tuple[tuple[int, int, int], Fraction], ...]], ...]
+    terms: Terms
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -112,7 +121,7 @@ class SymForm:
         return (_interned, (self.terms,))
 
     @staticmethod
-    def _make(d: dict[object, Poly]) -> SymForm:
+    def _make(d: dict[Atom, Poly]) -> SymForm:
         items = []
         for atom, poly in d.items():
             poly = {e: c for e, c in poly.items() if c != 0}
@@ -120,7 +129,7 @@ class SymForm:
                 items.append((atom, tuple(sorted(poly.items()))))
         return SymForm(tuple(sorted(items, key=lambda t: repr(t[0]))))
 
-    def as_dict(self) -> dict[object, Poly]:
+    def as_dict(self) -> dict[Atom, Poly]:
         return {atom: dict(poly) for atom, poly in self.terms}
 
     def is_launch_constant(self) -> bool:
@@ -181,7 +190,7 @@ def global_terms(form: SymForm) -> tuple[int, tuple[int, int, int]] | None:
     return const, (thread[0], thread[1], thread[2])
 
 
-IntTerms = tuple[tuple[object, tuple[tuple[tuple[int, int, int], int], ...]], ...]
+IntTerms = tuple[tuple[int | None, tuple[tuple[tuple[int, int, int], int], ...]], ...]
 _INTEGER_TERMS: dict[SymForm, IntTerms | None] = {}
 
 
@@ -191,27 +200,30 @@ def _integer_terms(form: SymForm) -> IntTerms | None:
     with fractions); kept per form (up to :data:`_BOUND_LIMIT` forms)."""
     if form in _INTEGER_TERMS:
         return _INTEGER_TERMS[form]
-    ok = all(not isinstance(atom, SymFloor) and all(c.denominator == 1 for _, c in poly)
-             for atom, poly in form.terms)
-    out = tuple((atom, tuple((e, int(c)) for e, c in poly))
-                for atom, poly in form.terms) if ok else None
+    terms = []
+    for atom, poly in form.terms:
+        if isinstance(atom, SymFloor) or not all(c.denominator == 1 for _, c in poly):
+            break
+        terms.append((atom, tuple((e, int(c)) for e, c in poly)))
+    out = tuple(terms) if len(terms) == len(form.terms) else None
     if len(_INTEGER_TERMS) < _BOUND_LIMIT:
         _INTEGER_TERMS[form] = out
     return out
 
 
-def bind_all(forms: object, block: tuple[int, int, int]) -> dict[SymForm, LinForm]:
+def bind_all(forms: Iterable[Iterable[SymForm]], block: tuple[int, int, int]
+             ) -> dict[SymForm, LinForm]:
     """Bind every distinct form of an iterable of accesses' ``forms`` once
     (and each form for each block once per process: a ranking binds the
     same forms for many launches)."""
     out: dict[SymForm, LinForm] = {}
-    blk = tuple(int(b) for b in block)
-    for acc_forms in forms:  # type: ignore[attr-defined]
+    blk = (int(block[0]), int(block[1]), int(block[2]))
+    for acc_forms in forms:
         for f in acc_forms:
             if f not in out:
                 b = _BOUND.get((f, blk))
                 if b is None:
-                    b = f.bind(blk)  # type: ignore[arg-type]
+                    b = f.bind(blk)
                     if len(_BOUND) < _BOUND_LIMIT:
                         _BOUND[(f, blk)] = b
                 out[f] = b
@@ -350,8 +362,8 @@ def parse(expr: object, what: str) -> SymForm:
 #: objects make the per-launch tables keyed by form cheap to look up (a dict
 #: compares keys by identity first). Bounded: beyond the limit, forms are
 #: parsed again but still interned.
-def _interned(terms: tuple[object, ...]) -> SymForm:
-    form = SymForm(terms)  # type: ignore[arg-type]
+def _interned(terms: Terms) -> SymForm:
+    form = SymForm(terms)
     canonical = _INTERNED.get(form)
     if canonical is None:
         if len(_INTERNED) >= _PARSED_LIMIT:
@@ -372,9 +384,8 @@ def _parse(e: sp.Expr, what: str) -> SymForm:
         if e in _VAR_INDEX:
             return SymForm._make({_VAR_INDEX[e]: {_ONE: Fraction(1)}})
         if e in _DIM_INDEX:
-            exps = [0, 0, 0]
-            exps[_DIM_INDEX[e]] = 1
-            return SymForm._make({None: {tuple(exps): Fraction(1)}})
+            d = _DIM_INDEX[e]
+            return SymForm._make({None: {(int(d == 0), int(d == 1), int(d == 2)): Fraction(1)}})
         raise NonAffineError(
             f"{what}: unknown symbol {e} in the index; only the CUDA builtins "
             "threadIdx/blockIdx/blockDim.{x,y,z} (or ws.tidx/tidy/tidz) and integer "

@@ -6,8 +6,11 @@ accesses. Validated on construction, as everything in :mod:`warpspeed.input`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, cast
 
 from ..errors import KernelError, NonAffineError
 from .expr import SymForm, parse
@@ -15,8 +18,9 @@ from .expr import SymForm, parse
 ITEMSIZES = (1, 2, 4, 8, 16)
 
 def _positive_ints(value: object, what: str) -> tuple[int, ...]:
+    # whatever the caller gave: one value, or values checked one by one below
     try:
-        items = tuple(value)  # type: ignore[call-overload]
+        items: tuple[Any, ...] = tuple(cast(Iterable[Any], value))
     except TypeError:
         items = (value,)
     out = []
@@ -32,7 +36,7 @@ def _positive_ints(value: object, what: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Field:
     """An array in global memory.
 
@@ -60,8 +64,20 @@ class Field:
     name: str
     shape: tuple[int, ...]
     itemsize: int = 8
-    strides: tuple[int, ...] | None = None
+    #: In elements; given or computed by the constructor (its default None: dimension 0
+    #: contiguous), so never the default written here.
+    strides: tuple[int, ...] = ()
     base_offset: int = 0
+
+    def __init__(self, name: str, shape: Iterable[int], itemsize: int = 8,
+                 strides: Iterable[int] | None = None, base_offset: int = 0) -> None:
+        # What the generated __init__ of a frozen dataclass does, with the types a
+        # field is given in: __post_init__ checks them and stores the tuples
+        given = {"name": name, "shape": shape, "itemsize": itemsize, "strides": strides,
+                 "base_offset": base_offset}
+        for key, value in given.items():
+            object.__setattr__(self, key, value)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -112,9 +128,9 @@ class Access:
     """
 
     field: Field
-    index: tuple[object, ...] = field(compare=False)
-    forms: tuple[SymForm, ...] = field(init=False, repr=False)
-    _hash: int = field(init=False, repr=False, compare=False)
+    index: tuple[object, ...] = dataclasses.field(compare=False)
+    forms: tuple[SymForm, ...] = dataclasses.field(init=False, repr=False)
+    _hash: int = dataclasses.field(init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         return self._hash

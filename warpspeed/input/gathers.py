@@ -32,7 +32,8 @@ the access; its volumes and L1 cycles are counted in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class Gather:
     field: Field
     store: bool = False
     length: int = 0
-    positions: np.ndarray | None = field(default=None, repr=False)
+    positions: np.ndarray | None = dataclasses.field(default=None, repr=False)
     order: str = "sorted"
 
     def __post_init__(self) -> None:

@@ -9,7 +9,7 @@ where it is written and not deep inside NumPy or islpy.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
 from ..errors import KernelError
@@ -79,7 +79,7 @@ def _fp_ops(ops: object) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(out.items()))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Kernel:
     """A GPU kernel as the model sees it (MODEL.md §1).
 
@@ -163,7 +163,7 @@ class Kernel:
     registers: int = 32
     shared_memory: int = 0
     name: str = "kernel"
-    fp_ops: Mapping[str, float] | tuple[tuple[str, float], ...] | None = None
+    fp_ops: tuple[tuple[str, float], ...] | None = None
     precision: int = 64
     fixed_block: tuple[int, int, int] | None = None
     reload_repeated: bool = False
@@ -177,12 +177,48 @@ class Kernel:
     unbounded: tuple[str, ...] = ()
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
+    def __init__(
+        self,
+        loads: Iterable[Access],
+        stores: Iterable[Access],
+        domain: Sequence[int],
+        fold: Sequence[int] = (1, 1, 1),
+        fp_instructions: float | None = None,
+        registers: int = 32,
+        shared_memory: int = 0,
+        name: str = "kernel",
+        fp_ops: Mapping[str, float] | tuple[tuple[str, float], ...] | None = None,
+        precision: int = 64,
+        fixed_block: Sequence[int] | None = None,
+        reload_repeated: bool = False,
+        output_guards: bool | Sequence[int] = False,
+        atomics: Atomics | None = None,
+        gathers: Iterable[Gather] = (),
+        target: str | None = None,
+        registers_source: str = "kernel",
+        unbounded: Iterable[str] = (),
+    ) -> None:
+        # What the generated __init__ of a frozen dataclass does, with the types
+        # a kernel is given in (lists, 1 to 3 extents, a mapping of FP work):
+        # __post_init__ checks them and stores the tuples of the fields above.
+        given = {"loads": loads, "stores": stores, "domain": domain, "fold": fold,
+                 "fp_instructions": fp_instructions, "registers": registers,
+                 "shared_memory": shared_memory, "name": name, "fp_ops": fp_ops,
+                 "precision": precision, "fixed_block": fixed_block,
+                 "reload_repeated": reload_repeated, "output_guards": output_guards,
+                 "atomics": atomics, "gathers": gathers, "target": target,
+                 "registers_source": registers_source, "unbounded": unbounded, "_hash": None}
+        for key, value in given.items():
+            object.__setattr__(self, key, value)
+        self.__post_init__()
+
     def __hash__(self) -> int:
         # computed once: rankings key their wave tables by kernel
-        if self._hash is None:
-            object.__setattr__(self, "_hash", hash(tuple(
-                getattr(self, f.name) for f in fields(self) if f.compare)))
-        return self._hash  # type: ignore[return-value]
+        if self._hash is not None:
+            return self._hash
+        h = hash(tuple(getattr(self, f.name) for f in fields(self) if f.compare))
+        object.__setattr__(self, "_hash", h)
+        return h
 
     def __getstate__(self) -> dict[str, object]:
         # string hashes differ between processes: a worker recomputes its own
@@ -274,7 +310,7 @@ class Kernel:
         """FP work per thread by class: ``fp_ops``, or ``fp_instructions``
         counted as plain FMA-class instructions when no classes are given."""
         if self.fp_ops is not None:
-            return dict(self.fp_ops)  # type: ignore[arg-type]
+            return dict(self.fp_ops)
         return {"fma": float(self.fp_instructions)} if self.fp_instructions else {}
 
     @property

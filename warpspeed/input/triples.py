@@ -25,7 +25,8 @@ end, ...); the default is :class:`ValueError`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 Triple = tuple[int, int, int]
 ErrorClass = Callable[[str], Exception]
@@ -49,6 +50,14 @@ def _expected(count: int | None, pad: bool, text: bool) -> str:
     if count is None:
         return "integers like 256,1,2" if text else "a sequence of integers"
     return f"{'up to ' if pad else ''}{count} integers"
+
+
+def as_triple(values: Iterable[int]) -> Triple:
+    """Three integers x, y, z, e.g. counted by :func:`parse_ints` or computed
+    axis by axis from other triples, as a :data:`Triple` (a ValueError if
+    they are not three)."""
+    x, y, z = values
+    return x, y, z
 
 
 def _bounds(low: int, high: int | None) -> str:
@@ -97,8 +106,7 @@ def parse_triple(text: str, what: str, *, pad: bool = False, high: int | None = 
                  error: ErrorClass = ValueError) -> Triple:
     """Three positive integers x, y, z from ``text`` (with ``pad``, one to
     three padded with 1s), each at most ``high``."""
-    out = parse_ints(text, what, count=3, pad=pad, high=high, error=error)
-    return out  # type: ignore[return-value]
+    return as_triple(parse_ints(text, what, count=3, pad=pad, high=high, error=error))
 
 
 def triple_or_none(text: str | None) -> Triple | None:
@@ -115,7 +123,9 @@ def ints_of(values: object, what: str, *, count: int | None = None, pad: bool = 
     """Positive integers from a sequence (module docstring), counted as
     :func:`parse_ints` counts them."""
     try:
-        items = () if isinstance(values, (str, bytes)) else tuple(values)  # type: ignore[call-overload]
+        # whatever the caller gave: a value that is not a sequence of numbers
+        # raises one of the errors caught here
+        items = () if isinstance(values, (str, bytes)) else tuple(cast(Iterable[Any], values))
         ints = tuple(int(v) for v in items)
     except (TypeError, ValueError, OverflowError):
         items, ints = (), ()
@@ -126,8 +136,8 @@ def ints_of(values: object, what: str, *, count: int | None = None, pad: bool = 
 
 def triple_of(values: object, what: str, *, error: ErrorClass = ValueError) -> Triple:
     """One to three positive integers x, y, z from a sequence, padded with 1s."""
-    return ints_of(values, what, count=3, pad=True, error=error)  # type: ignore[return-value]
+    return as_triple(ints_of(values, what, count=3, pad=True, error=error))
 
 
-__all__ = ["MAX_DIGITS", "Triple", "ints_of", "parse_ints", "parse_triple", "triple_of",
-           "triple_or_none"]
+__all__ = ["MAX_DIGITS", "Triple", "as_triple", "ints_of", "parse_ints", "parse_triple",
+           "triple_of", "triple_or_none"]

@@ -8,8 +8,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping
+from typing import TypedDict
 
 from ..input.kernel import Kernel
+from ..input.triples import as_triple
 from . import ncu as ncu_mod
 from .schema import MeasurementError, Triple
 
@@ -22,10 +24,26 @@ def lups_per_launch(kernel: Kernel) -> int:
 def interior(kernel: Kernel) -> Triple:
     """Interior points per axis: the thread domain times the fold."""
     dom = tuple(kernel.domain) + (1,) * (3 - len(kernel.domain))
-    return tuple(d * f for d, f in zip(dom, kernel.fold))  # type: ignore[return-value]
+    return as_triple(d * f for d, f in zip(dom, kernel.fold))
 
 
-def normalise(values: Mapping[str, float | None], lups: int) -> dict[str, float | None]:
+class Counters(TypedDict):
+    """The counter columns of :data:`SCHEMA` per lattice update (volumes in bytes,
+    L1 wavefronts) and per launch (ncu's time, clock and occupancy); None where
+    ncu printed ``n/a``."""
+
+    dram_load: float | None
+    dram_store: float | None
+    l2_load: float | None
+    l2_store: float | None
+    l1_load: float | None
+    l1_wavefronts: float | None
+    ncu_time_s: float | None
+    ncu_sm_clock_mhz: float | None
+    achieved_occupancy: float | None
+
+
+def normalise(values: Mapping[str, float | None], lups: int) -> Counters:
     """Counters of one launch (base units, :mod:`warpspeed.measure.ncu` names) as
     the per-lattice-update columns of :data:`SCHEMA` (MODEL.md §9)."""
     if lups <= 0:

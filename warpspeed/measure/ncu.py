@@ -58,6 +58,7 @@ import io
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 from ..errors import WarpspeedError
 from ..input.triples import triple_or_none
@@ -201,11 +202,21 @@ def _cell(row: Sequence[str], col: Mapping[str, int], name: str) -> str:
     return row[i] if i is not None and i < len(row) else ""
 
 
+class _Launch(TypedDict):
+    """One launch's rows of a long-format CSV as they are read (:class:`KernelMetrics`)."""
+
+    kernel: str
+    block: tuple[int, int, int] | None
+    grid: tuple[int, int, int] | None
+    values: dict[str, float | None]
+    units: dict[str, str]
+
+
 def _parse_long(rows: list[list[str]], col: dict[str, int]) -> list[KernelMetrics]:
     for need in ("ID", "Metric Unit", "Metric Value"):
         if need not in col:
             raise NcuError(f"ncu CSV header lacks the column {need!r}")
-    launches: dict[int, dict[str, object]] = {}
+    launches: dict[int, _Launch] = {}
     for row in rows:
         try:
             lid = int(_cell(row, col, "ID").replace(",", ""))
@@ -222,15 +233,14 @@ def _parse_long(rows: list[list[str]], col: dict[str, int]) -> list[KernelMetric
             },
         )
         name = _cell(row, col, "Metric Name").strip()
-        values: dict[str, float | None] = entry["values"]  # type: ignore[assignment]
-        units: dict[str, str] = entry["units"]  # type: ignore[assignment]
+        values, units = entry["values"], entry["units"]
         if not name or name in values:  # a metric shown in two sections: keep the first
             continue
         unit = _cell(row, col, "Metric Unit")
         values[name] = parse_value(_cell(row, col, "Metric Value"), unit)
         units[name] = unit_scale(unit)[1]
     return [
-        KernelMetrics(id=lid, **e)  # type: ignore[arg-type]
+        KernelMetrics(id=lid, **e)
         for lid, e in sorted(launches.items())
     ]
 

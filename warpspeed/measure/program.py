@@ -15,6 +15,7 @@ from ..errors import WarpspeedError
 from ..input.kernel import Kernel
 from ..input.stencil_spec import UsageError, load_stencil
 from ..input.stencil_spec import parse_params as parse_typed
+from ..input.triples import as_triple
 from .counters import lups_per_launch
 from .schema import MeasurementError, Triple
 
@@ -34,7 +35,7 @@ def load_generator(spec: str) -> Callable[..., tuple[Kernel, Any]]:
             f"{spec} defines no generate(**params, fold=...) returning (ws.Kernel, pystencils "
             "kernel)"
         )
-    return gen  # type: ignore[no-any-return]
+    return gen
 
 
 def parse_params(items: Sequence[str], func: Callable[..., Any] | None = None) -> dict[str, Any]:
@@ -130,7 +131,7 @@ def cuda_source(code: str, old_name: str, new_name: str, headers: Iterable[str])
 def grid_for(domain: Sequence[int], block: Sequence[int]) -> Triple:
     """Blocks per axis covering the thread domain (MODEL.md §3)."""
     d = tuple(domain) + (1,) * (3 - len(domain))
-    return tuple(-(-n // b) for n, b in zip(d, block))  # type: ignore[return-value]
+    return as_triple(-(-n // b) for n, b in zip(d, block))
 
 
 def program_for(
@@ -154,9 +155,12 @@ def program_for(
                     "stride arguments)"
                 )
             f = ptr[0].field
-            shape = [int(s) for s in f.shape]
-            strides = [int(s) for s in f.strides]
-            dtype = f.dtype.numpy_dtype
+            # pystencils types the field as Field | IField, a protocol without them
+            shape = [int(s) for s in f.shape]  # type: ignore[union-attr]
+            strides = [int(s) for s in f.strides]  # type: ignore[union-attr]
+            dtype = f.dtype.numpy_dtype  # type: ignore[union-attr]
+            if dtype is None:
+                raise MeasurementError(f"field {f.name} of type {f.dtype} is not supported")
             args.append(
                 Buffer(
                     name=f.name,
@@ -181,7 +185,7 @@ def program_for(
         ),
         function=name,
         args=tuple(args),
-        domain=tuple(kernel.domain),  # type: ignore[arg-type]
+        domain=kernel.domain,
         lups=lups_per_launch(kernel),
         options=("-w", "-std=c++17", "-I" + get_pystencils_include_path()),
     )
@@ -195,4 +199,4 @@ def design_blocks(threads: int | Iterable[int], kernel: Kernel) -> list[Triple]:
     from warpspeed.search.variants import thread_counts
 
     return [b for t in thread_counts(threads, None)
-            for b in blocks(t, tuple(kernel.domain))]  # type: ignore[arg-type]
+            for b in blocks(t, kernel.domain)]

@@ -310,7 +310,7 @@ def measure_fold(
                 kernel=kernel.name,
                 domain=interior(kernel),
                 block=t.block,
-                fold=tuple(kernel.fold),  # type: ignore[arg-type]
+                fold=kernel.fold,
                 lups=program.lups,
                 registers=int(reg) if reg is not None else t.registers,
                 time_s=t.median,
@@ -321,9 +321,10 @@ def measure_fold(
                 mem_clock_mhz=mem_mhz,
                 date=date,
                 note="; ".join(x for x in (note, ncu_note) if x),
-                **{k: v for k, v in vols.items()},
-                **{k: info.get(k, "") for k in
-                   ("driver", "cuda", "ncu", "cupy", "pystencils", "warpspeed")},
+                **vols,
+                driver=info.get("driver", ""), cuda=info.get("cuda", ""),
+                ncu=info.get("ncu", ""), cupy=info.get("cupy", ""),
+                pystencils=info.get("pystencils", ""), warpspeed=info.get("warpspeed", ""),
             )
         )
     return rows, warnings

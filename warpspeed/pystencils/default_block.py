@@ -29,11 +29,13 @@ from typing import Any
 
 import pystencils as ps
 
+from ..input.triples import as_triple
+
 try:  # the launch configuration of the linear indexing schemes (pystencils 2.x)
     from pystencils.codegen.gpu_indexing import DynamicBlockSizeLaunchConfiguration
     from pystencils.codegen.kernel import GpuKernel
 except ImportError:  # pragma: no cover - another pystencils: generate again
-    DynamicBlockSizeLaunchConfiguration = GpuKernel = None  # type: ignore[assignment,misc]
+    DynamicBlockSizeLaunchConfiguration = GpuKernel = None  # type: ignore[assignment, misc]
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def with_default_block(
         return None
     work_items, hardware = parts.launch.num_work_items, parts.launch.hardware_properties
     aligned = bool(cfg.gpu.get_option("assume_warp_aligned_block_size"))
-    default = tuple(int(b) for b in block)
+    default = as_triple(int(b) for b in block)
 
     def factory() -> Any:
         return DynamicBlockSizeLaunchConfiguration(work_items, hardware, aligned, default)

@@ -39,7 +39,7 @@ from ..errors import KernelError
 from ..input.atomics import Atomics
 from ..input.gathers import Gather
 from ..input.kernel import Access, Field, Kernel
-from ..input.triples import Triple
+from ..input.triples import Triple, as_triple
 from .indexlists import (
     ListSpec,
     fixed_length,
@@ -215,7 +215,7 @@ def read(
     work, bits = walker.fp.work()
     lists = _lists(walker, memory, frame, fields, options)
     atomics, fixed_block, atomic_notes = _atomics(walker, work, space.fixed_block)
-    accesses = _Accesses(fields, frame.layouts, frame.strides, space.wraps)  # type: ignore[arg-type]
+    accesses = _Accesses(fields, frame.resolved, frame.strides, space.wraps)
     kernel = Kernel(
         loads=[accesses(p, off) for p, off in space.loads] + lists.loads,
         stores=[accesses(p, off) for p, off in space.stores],
@@ -225,7 +225,7 @@ def read(
         fp_instructions=float(sum(work.values())),
         precision=_precision(bits, fields.values()),
         registers=registers,
-        name=name or getattr(kernel_function, "name", "kernel"),
+        name=str(name or getattr(kernel_function, "name", "kernel")),
         fixed_block=fixed_block,
         atomics=atomics,
         gathers=lists.gathers,
@@ -274,6 +274,12 @@ class _Frame:
     def missing(self) -> list[Any]:
         """The fields of symbolic size that no shape fixes."""
         return [self.fields[p] for p, lay in self.layouts.items() if lay is None]
+
+    @property
+    def resolved(self) -> dict[str, FieldLayout]:
+        """The layouts of the fields, every one resolved once :attr:`missing`
+        is empty (:func:`_check_complete`)."""
+        return {p: lay for p, lay in self.layouts.items() if lay is not None}
 
 
 def _frame(kernel_function: Any, options: ExtractOptions) -> _Frame:
@@ -352,8 +358,9 @@ def _ws_fields(frame: _Frame, walker: Walker, options: ExtractOptions) -> dict[s
     """Phase 6: the warpspeed field of every accessed base pointer, with
     its base offset (:meth:`.layouts.FieldLayout.ws_field`)."""
     offsets = options.base_offsets or {}
+    layouts = frame.resolved
     return {
-        p: frame.layouts[p].ws_field(  # type: ignore[union-attr]
+        p: layouts[p].ws_field(
             walker.itemsizes[p], offsets.get(frame.fields[p].name, 0))
         for p in walker.itemsizes
     }
@@ -379,8 +386,8 @@ def _thread_space(walker: Walker, memory: _Memory, fold: Triple | None,
                   options: ExtractOptions) -> _Space:
     """Phase 7: the guard as the domain (:mod:`.launch`), periodic wraps
     (:mod:`.wraps`) and grid-stride loops (:func:`_grid_stride`)."""
-    box, fixed_block, notes = domain(walker.guards)
-    notes = list(notes)
+    box, fixed_block, found = domain(walker.guards)
+    notes = list(found)
     wraps = resolve_wraps(walker.selectors, box) if walker.selectors else {}
     if wraps:
         notes.append(
@@ -444,13 +451,13 @@ def _lists(walker: Walker, memory: _Memory, frame: _Frame, fields: Mapping[str, 
     return _Lists(loads, tuple(found), (note,))
 
 
-def _atomics(walker: Walker, work: Mapping[str, float], fixed_block: Triple | None
+def _atomics(walker: Walker, work: dict[str, float], fixed_block: Triple | None
              ) -> tuple[Atomics | None, Triple | None, list[str]]:
     """Phase 9: the reductions' write-back as atomics (:mod:`.reductions`),
     which may fix the block (a CUB block reduction)."""
     if not walker.reductions:
         return None, fixed_block, []
-    return atomics_of(walker.reductions, work, fixed_block)  # type: ignore[arg-type]
+    return atomics_of(walker.reductions, work, fixed_block)
 
 
 def _unbounded(frame: _Frame, walker: Walker) -> tuple[str, ...]:
@@ -472,8 +479,8 @@ class _Accesses:
     def __init__(
         self,
         fields: dict[str, Field],
-        layouts: dict[str, FieldLayout],
-        strides: dict[str, dict[str, int]],
+        layouts: Mapping[str, FieldLayout],
+        strides: Mapping[str, Mapping[str, int]],
         wraps: Mapping[sp.Symbol, tuple[IntPoly, int]] | None = None,
     ) -> None:
         self.wraps = dict(wraps or {})
@@ -494,7 +501,7 @@ class _Accesses:
                 hints = {s: lay.order.index(a) for s, (_, a) in self.wraps.items()
                          if a in lay.order}
                 values = {s: v for s, (v, _) in self.wraps.items()}
-                index = split(shifted, f.strides, f.name, hints, values)  # type: ignore[arg-type]
+                index = split(shifted, f.strides, f.name, hints, values)
             if self.wraps:
                 values = {s: v for s, (v, _) in self.wraps.items()}
                 index = [substitute(p, values) for p in index]
@@ -530,9 +537,9 @@ def _grid_stride(
                 f"no grid-stride loop along {'xyz'[a]}; its loops stride along "
                 f"{', '.join('xyz'[b] for b in sorted(spans))}"
             )
-    threads = tuple(-(-box[a] // points[a]) for a in range(3))
-    new_fold = tuple(fold[a] * points[a] for a in range(3))
-    return threads, new_fold, {s: threads[a] for a, s in spans.items()}  # type: ignore[return-value]
+    threads = as_triple(-(-box[a] // points[a]) for a in range(3))
+    new_fold = as_triple(fold[a] * points[a] for a in range(3))
+    return threads, new_fold, {s: threads[a] for a, s in spans.items()}
 
 
 def _precision(bits: set[int], fields: Any) -> int:

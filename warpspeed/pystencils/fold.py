@@ -33,7 +33,7 @@ from pystencils.grids.tensor_field import TensorFieldAccess
 from pystencils.sympyextensions import TypedSymbol
 
 from ..errors import KernelError
-from ..input.triples import triple_of
+from ..input.triples import as_triple, triple_of
 from .layouts import ShapeSpec, field_shape
 
 Fold = tuple[int, int, int]
@@ -258,7 +258,7 @@ def generate(
     ``extract(generate(a, cfg, f), fold=f)``."""
     cfg = folded_config(assignments, config, fold, shape)
     if block is not None:
-        cfg.gpu.default_block_size = tuple(int(b) for b in block)
+        cfg.gpu.default_block_size = as_triple(int(b) for b in block)
     return ps.create_kernel(fold_assignments(assignments, fold), cfg)
 
 

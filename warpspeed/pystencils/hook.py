@@ -88,7 +88,7 @@ def blocks(
                           "two, e.g. 256")
     cap = tuple(min(lim, 1 << max(0, math.ceil(math.log2(d))))
                 for lim, d in zip(MAX_BLOCK_DIMS, domain))
-    out = list(block_shapes(int(threads), max_dims=cap))  # type: ignore[arg-type]
+    out = list(block_shapes(int(threads), max_dims=cap))
     if not out:
         raise LaunchError(f"no block of {threads} threads fits the domain {domain}")
     return out
@@ -139,7 +139,7 @@ def predict(
             f"this kernel's indexing scheme fixes the block to {fixed}; got {b}: predict "
             f"with block={fixed}"
         )
-    return ws_predict(kernel, m, b, fits=opts.fits, model=opts.model)  # type: ignore[arg-type]
+    return ws_predict(kernel, m, b, fits=opts.fits, model=opts.model)
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,8 @@ class Ranked:
 
 
 def rank(
-    extractions: Iterable[tuple[Fold, Extraction]] | Mapping[Fold, Kernel],
+    extractions: (Iterable[tuple[Fold, Extraction | Kernel]]
+                  | Mapping[Fold, Extraction | Kernel]),
     machine: str | Path | Machine,
     threads: int | Sequence[int] | None = None,
     *,

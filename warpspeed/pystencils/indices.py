@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import sympy as sp
 from pystencils.backend.ast.expressions import (
@@ -43,7 +43,7 @@ from pystencils.backend.ast.expressions import (
     PsTernary,
 )
 from pystencils.backend.emission.c_printer import emit_code
-from pystencils.types import PsIeeeFloatType, PsIntegerType
+from pystencils.types import PsIeeeFloatType, PsIntegerType, PsPointerType, PsType
 
 from .launch import BUILTINS
 from .poly import IntPoly
@@ -51,6 +51,19 @@ from .unsupported import GridStridedLoopError, MissingParameterError, Unsupporte
 from .wraps import Selector
 
 _TEXT = 160
+
+
+def element_size(pointer: PsType | None) -> int:
+    """Bytes of the element a pointer type points to. pystencils types a cast's
+    target and a symbol's type ``PsType | None`` and a size ``int | None``; a
+    pointer that reaches a memory access has a sized element type, else this
+    is refused."""
+    target = cast(PsPointerType, pointer)  # a cast of an address, a field's base pointer
+    size = target.base_type.itemsize
+    if size is None:
+        raise UnsupportedConstructError(f"a memory access through {target}, whose element "
+                                        "has no size")
+    return int(size)
 
 
 def short(node: Any) -> str:
@@ -257,10 +270,10 @@ class IndexReader:
         if name not in self.list_pointers:
             return None
         offset = self.index(inner.offset) + self.index(node.offset) * IntPoly.const(
-            int(ptr.target_type.base_type.itemsize))
+            element_size(ptr.target_type))
         key = (name, offset)
         if key not in self.list_loads:
-            width = int(ptr.target_type.base_type.itemsize)
+            width = element_size(ptr.target_type)
             atom = sp.Symbol(f"__entry_{len(self.list_loads)}", integer=True)
             self.list_loads[key] = (atom, width)
         return self.list_loads[key][0]
@@ -272,7 +285,7 @@ class IndexReader:
             raise NotAnIndex(Opaque("data", f"the array element {short(node)}"))
         idx = self.index(node.index[0])
         if not idx.is_const and all(isinstance(i, IntPoly) and i.is_const for i in items):
-            values = tuple(i.constant for i in items)  # type: ignore[union-attr]
+            values = tuple(i.constant for i in items)
             atom = next((a for a, t in self.tables.items() if t == (values, idx)), None)
             if atom is None:
                 atom = sp.Symbol(f"__table_{len(self.tables)}", integer=True)

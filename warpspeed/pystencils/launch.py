@@ -21,6 +21,7 @@ import math
 import sympy as sp
 
 from ..input.expr import blockDim, blockIdx, threadIdx
+from ..input.triples import as_triple
 from .poly import IntPoly
 from .unsupported import GuardError
 
@@ -160,7 +161,7 @@ def _global_domain(guards: list[tuple[sp.Expr, str]], notes: list[str]) -> tuple
                 f"the guard {text} does not follow from the box of valid threads "
                 f"{tuple(int(x) for x in ext)}; the domain is not a box"
             )
-    return tuple(int(x) for x in ext)  # type: ignore[return-value]
+    return as_triple(int(x) for x in ext)
 
 
 def _blockwise_domain(

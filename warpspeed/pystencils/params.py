@@ -104,7 +104,8 @@ def stride_values(
     for name, owners in strides.items():
         values = {}
         for f, d in owners.items():
-            lay = layouts.get(pointer_of(fields, f))  # type: ignore[arg-type]
+            ptr = pointer_of(fields, f)
+            lay = layouts.get(ptr) if ptr is not None else None
             if lay is not None:
                 values[f] = int(lay.strides[d])
         if len(set(values.values())) > 1:

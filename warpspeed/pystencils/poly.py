@@ -23,7 +23,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-Atom = sp.Expr
+type Atom = sp.Expr  # a sympy expression (sympy ships no types)
 Monomial = tuple[Atom, ...]
 ONE: Monomial = ()
 

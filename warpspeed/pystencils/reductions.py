@@ -32,6 +32,7 @@ from pystencils.backend.ast.expressions import PsCall, PsSymbolExpr
 from pystencils.backend.ast.structural import PsBlock, PsConditional, PsStatement
 
 from ..input.atomics import Atomics
+from ..input.triples import as_triple
 from .indices import short
 from .unsupported import UnsupportedKernelError
 
@@ -85,9 +86,9 @@ def read_reduction(node: PsBlock, warp_size: int = 32) -> Reduction | None:
     if any("block_reduce" in n for n in names):
         text = " ".join(short(s) for s in stmts[:-1])
         m = _BLOCK_REDUCE.search(text) or _BLOCK_REDUCE.search(" ".join(names))
-        block = tuple(int(v) for v in m.groups()) if m else None
+        block = as_triple(int(v) for v in m.groups()) if m else None
         return Reduction(target, atomic, "block", warp_size.bit_length() - 1,
-                         block)  # type: ignore[arg-type]
+                         block)
     if shuffles:
         return Reduction(target, atomic, "warp", shuffles)
     return Reduction(target, atomic, "thread", 0)

@@ -67,7 +67,16 @@ from pystencils.backend.ast.structural import (
 )
 
 from .fpcount import FMA, FpCounter, call_work
-from .indices import IndexReader, NotAnIndex, Opaque, bits, is_float, is_int, short
+from .indices import (
+    IndexReader,
+    NotAnIndex,
+    Opaque,
+    bits,
+    element_size,
+    is_float,
+    is_int,
+    short,
+)
 from .poly import IntPoly
 from .reductions import Reduction, read_reduction
 from .unsupported import (
@@ -393,7 +402,7 @@ class Walker(IndexReader):
                 f"the memory access {short(node)} in `{self._statement}` goes through "
                 f"{ptr.symbol.name}, which is not a field's base pointer"
             )
-        self.itemsizes.setdefault(ptr.symbol.name, int(ptr.symbol.dtype.base_type.itemsize))
+        self.itemsizes.setdefault(ptr.symbol.name, element_size(ptr.symbol.dtype))
         try:
             offset = self.index(node.offset)
         except NotAnIndex as exc:
@@ -424,8 +433,8 @@ class Walker(IndexReader):
         """The field (or pointer) whose struct member ``node`` accesses
         through a cast address, ``((T *) &base[i])[j]``; None otherwise."""
         ptr = node.pointer
-        cast = isinstance(ptr, PsCast) and isinstance(ptr.operand, PsAddressOf)
-        inner = ptr.operand.operand if cast else None
+        inner = (ptr.operand.operand
+                 if isinstance(ptr, PsCast) and isinstance(ptr.operand, PsAddressOf) else None)
         if not (isinstance(inner, PsMemAcc) and isinstance(inner.pointer, PsSymbolExpr)):
             return None
         field = self.pointers.get(inner.pointer.symbol.name)

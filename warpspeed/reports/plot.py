@@ -320,8 +320,8 @@ def limits_chart(predictions: Any, *, title: str | None = None) -> Figure:
     ax.bar(xs, [p.glups for p in preds], color=[block_color(p.block) for p in preds],
            edgecolor="0.35", linewidth=0.5)
     for lim in LIMITERS:
-        pts = [(i, p.limits.get(lim)) for i, p in enumerate(preds)]
-        pts = [(i, v) for i, v in pts if v is not None]
+        given = [(i, p.limits.get(lim)) for i, p in enumerate(preds)]
+        pts = [(i, v) for i, v in given if v is not None]
         if pts:
             ax.scatter([i for i, _ in pts], [v for _, v in pts], marker=LIMITER_MARKER[lim],
                        color=LIMITER_COLOR[lim], s=22, zorder=3,

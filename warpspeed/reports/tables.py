@@ -13,11 +13,15 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..machine import Machine
 from ..model import Prediction
 from .words import NVIDIA, Words, words
+
+if TYPE_CHECKING:
+    from rich.console import Console, JustifyMethod
+    from rich.table import Table
 
 #: Width when the output is not a terminal and ``COLUMNS`` is unset.
 DEFAULT_WIDTH = 120
@@ -33,7 +37,7 @@ class Column:
     name: str
     unit: str = ""
     drop: int = 0
-    justify: str = "right"
+    justify: JustifyMethod = "right"
 
     @property
     def header(self) -> str:
@@ -45,7 +49,7 @@ def terminal_width() -> int:
     return max(MIN_WIDTH, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
 
 
-def console(width: int | None = None) -> Any:
+def console(width: int | None = None) -> Console:
     """A ``rich`` console that wraps at ``width`` (default: the terminal's)."""
     from rich.console import Console
 
@@ -66,7 +70,7 @@ def _needed(columns: Sequence[Column], rows: Sequence[Sequence[str]], keep: list
 
 
 def fitted_table(columns: Sequence[Column], rows: Sequence[Sequence[str]],
-                 width: int | None = None) -> Any:
+                 width: int | None = None) -> Table:
     """A ``rich`` table of ``rows`` that fits ``width`` characters: columns
     are left out, highest ``drop`` first, until the rest fits; a caption
     names them. Columns with ``drop`` 0 always stay (``rich`` wraps their
@@ -87,7 +91,7 @@ def fitted_table(columns: Sequence[Column], rows: Sequence[Sequence[str]],
                "--json shows everything") if dropped else None
     table = Table(caption=caption, caption_justify="left")
     for i in keep:
-        table.add_column(columns[i].header, justify=columns[i].justify)  # type: ignore[arg-type]
+        table.add_column(columns[i].header, justify=columns[i].justify)
     for r in rows:
         table.add_row(*(r[i] for i in keep))
     return table
@@ -122,17 +126,16 @@ PREDICTION_COLUMNS = prediction_columns()
 
 
 def prediction_table(preds: Sequence[Prediction], width: int | None = None,
-                     vendor: str = "NVIDIA") -> Any:
+                     vendor: str = "NVIDIA") -> Table:
     """Predictions, one row each (:func:`prediction_columns` in ``vendor``'s
     words)."""
     rows = []
     for p in preds:
-        d = p.to_dict()
-        v, lim = d["volumes"], d["limits"]
+        v, lim = p.volumes, p.limits
         rows.append([
             ",".join(map(str, p.block)), ",".join(map(str, p.fold)), str(p.blocks_per_sm),
-            _fmt(p.l1_cycles), _fmt(v["l1_load"]), _fmt(v["l2_load"]), _fmt(v["l2_store"]),
-            _fmt(v["dram_load"]), _fmt(v["dram_store"]), _fmt(lim["fp"]), _fmt(lim["l1"]),
+            _fmt(p.l1_cycles), _fmt(v.l1_load), _fmt(v.l2_load), _fmt(v.l2_store),
+            _fmt(v.dram_load), _fmt(v.dram_store), _fmt(lim["fp"]), _fmt(lim["l1"]),
             _fmt(lim["l2"]), _fmt(lim["dram"]),
             _fmt(p.terms.get("roofline_glups", p.glups)), _fmt(p.glups), p.limiter,
         ])
@@ -158,7 +161,7 @@ MACHINE_COLUMNS = (
 )
 
 
-def machine_table(rows: Sequence[dict[str, Any]], width: int | None = None) -> Any:
+def machine_table(rows: Sequence[dict[str, Any]], width: int | None = None) -> Table:
     """The built-in machines (``warpspeed machines``): one row per
     :func:`machine_row`."""
     cells = [[r["name"], r["vendor"], r["architecture"],

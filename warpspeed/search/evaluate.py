@@ -15,8 +15,9 @@ then block, so the order in which results arrive does not matter.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 from ..errors import LaunchError
 from ..input.addresses import kernel_forms
@@ -105,6 +106,17 @@ def _wave_chunk(kernel: Kernel, launches: list[Launch], address: str
     return out
 
 
+def _stage_results(results: Sequence[object]) -> Sequence[_StageResult | str]:
+    """The results of a chunk of :func:`_stage_chunk` as the runner returns them
+    (it runs chunks of both kinds, so it types them ``object``)."""
+    return cast(Sequence[_StageResult | str], results)
+
+
+def _wave_results(results: Sequence[object]) -> Sequence[WaveVolumes | Exception]:
+    """The results of a chunk of :func:`_wave_chunk` (as :func:`_stage_results`)."""
+    return cast(Sequence[WaveVolumes | Exception], results)
+
+
 def _wave_work(todo: dict[object, tuple[Kernel, Launch]], workers: int, address: str
                ) -> tuple[list[Work], list[list[object]]]:
     """Chunks of wave computations for the distinct wave keys of ``todo``
@@ -191,7 +203,7 @@ def evaluate(
     else:
         stage_of: dict[object, tuple[BlockStage, _StageResult]] = {}
         for i, results in runner.gather(runner.start(work)):
-            for key, res in zip(owners[i], results):
+            for key, res in zip(owners[i], _stage_results(results)):
                 if isinstance(res, str):
                     failed[key] = res
                 else:
@@ -247,7 +259,7 @@ def _pipelined(
     found: list[tuple[Prediction, Config]] = []
     for i, results in runner.gather(started):
         if i < len(work):
-            for key, res in zip(owners[i], results):
+            for key, res in zip(owners[i], _stage_results(results)):
                 if isinstance(res, str):
                     failed[key] = res
                     continue
@@ -259,7 +271,7 @@ def _pipelined(
                 else:
                     waiting.setdefault(wk, []).append(key)
         else:
-            for wk, wv in zip(wave_owners[i - len(work)], results):
+            for wk, wv in zip(wave_owners[i - len(work)], _wave_results(results)):
                 waves[wk] = wv
                 for key in waiting.pop(wk, []):
                     found += copies(key, finish(stages[key], _wave_result(wv), curves, model))
@@ -324,5 +336,5 @@ def _compute_waves(
         return
     work, owners = _wave_work(todo, runner.workers, address)
     for i, results in runner.gather(runner.start(work)):
-        for wk, wv in zip(owners[i], results):
-            waves[wk] = _wave_result(wv)  # type: ignore[arg-type]
+        for wk, wv in zip(owners[i], _wave_results(results)):
+            waves[wk] = _wave_result(wv)

@@ -9,16 +9,16 @@ import contextlib
 import gc
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 
 from .workers import WorkerPool
 
 #: A chunk of work: the function, its arguments and how many items it covers.
-Work = tuple[Callable[..., list[object]], tuple[object, ...], int]
+Work = tuple[Callable[..., Sequence[object]], tuple[object, ...], int]
 #: Work submitted to an executor (its future), or held back to run inline or
 #: later (None).
-Started = tuple["Future[list[object]] | None", Work]
+Started = tuple["Future[Sequence[object]] | None", Work]
 
 
 class Runner:
@@ -49,10 +49,10 @@ class Runner:
         if self.progress is not None:
             self.progress(self.done, self.total)
 
-    def map(self, fn: Callable[..., list[object]], tasks: list[tuple[object, ...]],
-            sizes: list[int]) -> list[list[object]]:
+    def map(self, fn: Callable[..., Sequence[object]], tasks: list[tuple[object, ...]],
+            sizes: list[int]) -> list[Sequence[object]]:
         """``fn(*args)`` of every task, in the order of ``tasks``."""
-        results: list[list[object]] = [[] for _ in tasks]
+        results: list[Sequence[object]] = [[] for _ in tasks]
         for i, result in self.gather(self.start([(fn, args, n) for args, n in zip(tasks, sizes)])):
             results[i] = result
         return results
@@ -64,7 +64,7 @@ class Runner:
         """Whether submitting now would not wait for workers to start."""
         return not isinstance(self.executor, WorkerPool) or self.executor.ready.is_set()
 
-    def _submit(self, work: Work) -> Future[list[object]]:
+    def _submit(self, work: Work) -> Future[Sequence[object]]:
         assert self.executor is not None
         return self.executor.submit(work[0], *work[1])
 
@@ -76,7 +76,7 @@ class Runner:
             return [(None, w) for w in work]
         return [(self._submit(w), w) for w in work]
 
-    def _run(self, work: Work, left: int = 0) -> list[object]:
+    def _run(self, work: Work, left: int = 0) -> Sequence[object]:
         """``work`` run here; on our pool whose workers are not up, with
         ``left`` pieces waiting for them (:meth:`WorkerPool.worked_alone`)."""
         t0 = time.perf_counter()
@@ -87,7 +87,7 @@ class Runner:
         self._report()
         return result
 
-    def gather(self, started: list[Started]) -> Iterator[tuple[int, list[object]]]:
+    def gather(self, started: list[Started]) -> Iterator[tuple[int, Sequence[object]]]:
         """``(index, result)`` of everything :meth:`start`-ed (indices into
         the concatenation of the lists given), each as it completes: the
         caller uses early results while the pool works on the rest."""
@@ -103,9 +103,9 @@ class Runner:
                 held = []
             done = sorted(i for i, fut in futures.items() if fut.done())
             if not done:
-                i = held.pop() if held else self._taken_back(futures)
-                if i is not None:
-                    yield i, self._run(started[i][1], len(held))
+                nxt = held.pop() if held else self._taken_back(futures)
+                if nxt is not None:
+                    yield nxt, self._run(started[nxt][1], len(held))
                     continue
                 wait(futures.values(), return_when=FIRST_COMPLETED)
                 continue
@@ -115,7 +115,7 @@ class Runner:
                 self._report()
                 yield i, result
 
-    def _taken_back(self, futures: dict[int, Future[list[object]]]) -> int | None:
+    def _taken_back(self, futures: dict[int, Future[Sequence[object]]]) -> int | None:
         """The last chunk on our pool that no worker has taken, cancelled
         there for this process to run, or None."""
         if not self._ours():

@@ -40,11 +40,10 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
-from typing import Any
 
 from ..input.addresses import kernel_forms, per_tuple
 from ..input.expr import LinForm, SymForm, bind_all, global_terms
-from ..input.kernel import Access, Kernel
+from ..input.kernel import Access, Field, Kernel
 from ..machine import Machine
 from ..model import BlockStage, finish
 from ..timing import DEFAULT_MODEL, MODELS
@@ -54,13 +53,20 @@ from ..volumes.levels import OVERSUBSCRIPTION_RANGE
 from ..volumes.waves import WaveVolumes, global_box
 
 Block = tuple[int, int, int]
+#: A bound form as a function of the global thread coordinates
+#: (:func:`global_function`): constant, coefficients, floors ``(c, inner, div)``, divisor.
+type GlobalFunction = tuple[int, tuple[int, ...], tuple[tuple[int, GlobalFunction, int], ...],
+                            int]
+#: Every access's field and the global functions of its index forms (None where a
+#: form is no such function).
+type AccessFunctions = tuple[tuple[Field, tuple[GlobalFunction | None, ...]], ...]
 
 
 # --------------------------------------------------------------------------
 # Forms as functions of the global thread coordinates
 
 
-def global_function(form: LinForm, block: Block) -> tuple[object, ...] | None:
+def global_function(form: LinForm, block: Block) -> GlobalFunction | None:
     """``form`` as a function of the global coordinates ``b * B + t``, or
     None when it depends on the block and thread indices separately.
 
@@ -71,7 +77,7 @@ def global_function(form: LinForm, block: Block) -> tuple[object, ...] | None:
     """
     if any(form.coef[d] != block[d] * form.coef[3 + d] for d in range(3)):
         return None
-    floors = []
+    floors: list[tuple[int, GlobalFunction, int]] = []
     for c, inner, d in form.floors:
         g = global_function(inner, block)
         if g is None:
@@ -80,7 +86,7 @@ def global_function(form: LinForm, block: Block) -> tuple[object, ...] | None:
     return (form.const, tuple(form.coef[3:]), tuple(floors), form.div)
 
 
-def static_global(form: SymForm) -> tuple[object, ...] | None:
+def static_global(form: SymForm) -> GlobalFunction | None:
     """:func:`global_function` of ``form`` bound to any block, when the form
     shows it is the same for every block (:func:`warpspeed.input.expr.global_terms`:
     ``const + sum_d c_d * (b_d * B_d + t_d)``); None otherwise (then it is
@@ -91,16 +97,16 @@ def static_global(form: SymForm) -> tuple[object, ...] | None:
 
 #: :func:`static_global` of every access of an access tuple, or None (kept
 #: per tuple).
-_STATIC: dict[int, tuple[object, object]] = {}
+_STATIC: dict[int, tuple[object, AccessFunctions | None]] = {}
 
 
-def _static_accesses(accesses: tuple[Access, ...]) -> tuple[object, ...] | None:
-    def compute() -> tuple[object, ...] | None:
+def _static_accesses(accesses: tuple[Access, ...]) -> AccessFunctions | None:
+    def compute() -> AccessFunctions | None:
         out = tuple((acc.field, tuple(static_global(f) for f in acc.forms))
                     for acc in accesses)
         return None if any(g is None for _, forms in out for g in forms) else out
 
-    return per_tuple(_STATIC, accesses, compute)  # type: ignore[return-value]
+    return per_tuple(_STATIC, accesses, compute)
 
 
 def global_accesses(
@@ -118,7 +124,7 @@ def global_accesses(
 
 
 def _at_block(accesses: tuple[Access, ...], bound: dict[SymForm, LinForm], block: Block
-              ) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
+              ) -> AccessFunctions:
     """Every access's field and :func:`global_function` of each bound form
     (None where a form is no such function)."""
     return tuple((acc.field, tuple(global_function(bound[f], block) for f in acc.forms))
@@ -174,7 +180,7 @@ def _solve(rows: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | 
 
 
 def _injective_affine(
-    forms: tuple[tuple[object, ...] | None, ...], active: tuple[int, ...]
+    forms: tuple[GlobalFunction | None, ...], active: tuple[int, ...]
 ) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]] | None:
     """(matrix on the active global coordinates, constants) of an access
     whose index forms (as :func:`global_function` tuples) are affine in the
@@ -183,12 +189,12 @@ def _injective_affine(
     for g in forms:
         if g is None or g[2] or g[3] != 1:
             return None
-        rows.append(tuple(g[1][d] for d in active))  # type: ignore[index]
+        rows.append(tuple(g[1][d] for d in active))
         consts.append(g[0])
     matrix = tuple(rows)
     if active and not _injective(matrix):
         return None
-    return matrix, tuple(consts)  # type: ignore[return-value]
+    return matrix, tuple(consts)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -240,22 +246,22 @@ def compulsory_bytes(
         return _bytes_of(_at_block(accesses, bound, block), active, extents)
     found = per_tuple(_BYTES, accesses, dict)
     key = (active, extents)
-    if key not in found:  # type: ignore[operator]
-        found[key] = _bytes_of(static, active, extents)  # type: ignore[index]
-    return found[key]  # type: ignore[index]
+    if key not in found:
+        found[key] = _bytes_of(static, active, extents)
+    return found[key]
 
 
 #: :func:`compulsory_bytes` of access tuples whose forms are the same at
 #: every block (:func:`static_global`), per active axes and extents.
-_BYTES: dict[int, tuple[object, object]] = {}
+_BYTES: dict[int, tuple[object, dict[tuple[tuple[int, ...], tuple[int, ...]], float]]] = {}
 
 
-def _bytes_of(per_access: tuple[tuple[Any, tuple[Any, ...]], ...], active: tuple[int, ...],
+def _bytes_of(per_access: AccessFunctions, active: tuple[int, ...],
               extents: tuple[int, ...]) -> float:
     """:func:`compulsory_bytes` of accesses given as (field, global
     functions of the index forms)."""
     total = 0.0
-    by_field: dict[str, list[tuple[Any, tuple[Any, ...]]]] = {}
+    by_field: dict[str, list[tuple[Field, tuple[GlobalFunction | None, ...]]]] = {}
     for field, forms in per_access:
         by_field.setdefault(field.name, []).append((field, forms))
     for accs in by_field.values():

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import cast
 
 from ..errors import LaunchError
 from ..input.expr import bind_all
@@ -228,7 +229,8 @@ def _asked_shapes(threads: int | Iterable[int] | None, blocks: Iterable[Block] |
         for t in thread_counts(threads, m):
             shapes += block_shapes(t, all_shapes)
     else:
-        shapes = [tuple(int(v) for v in b) for b in blocks]  # type: ignore[misc]
+        # a Block as typed (each checked when launched): tuple() keeps its length
+        shapes = [cast(Block, tuple(int(v) for v in b)) for b in blocks]
     return list(dict.fromkeys(shapes))
 
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import cast
 
 from ..errors import EmptyRankingError, LaunchError
 from ..input.kernel import Kernel
+from ..input.triples import as_triple
 from ..machine import Machine
 from .design_space import DEFAULT_FOLDS, Block, Fold
 
@@ -66,8 +68,11 @@ def thread_counts(threads: int | Iterable[int] | None, machine: Machine | None,
             raise LaunchError(f"{label} needs a machine to take its limit from; "
                               + THREADS_FORMS)
         return default_threads(machine)
-    many = isinstance(threads, Iterable) and not isinstance(threads, (str, bytes))
-    items = tuple(threads) if many else (threads,)  # type: ignore[arg-type]
+    items: tuple[object, ...]  # each checked by thread_count
+    if isinstance(threads, Iterable) and not isinstance(threads, (str, bytes)):
+        items = tuple(threads)
+    else:
+        items = (threads,)
     if not items:
         raise LaunchError(f"{label} names no thread count; " + THREADS_FORMS)
     return tuple(dict.fromkeys(thread_count(t, label, machine) for t in items))
@@ -85,20 +90,24 @@ def variants(kernels: KernelSource, folds: Sequence[Fold] | None) -> list[tuple[
     if isinstance(kernels, Mapping):
         if folds is not None:
             raise LaunchError("give folds either as the mapping's keys or as folds=, not both")
-        out = [(tuple(f), k) for f, k in kernels.items()]
+        given = [(tuple(f), k) for f, k in kernels.items()]
     elif callable(kernels):
-        out = [(tuple(f), kernels(tuple(f))) for f in (folds or DEFAULT_FOLDS)]
+        # a fold given as a list reaches the factory as a tuple (three factors as
+        # typed; any other length is refused below)
+        given = [(tuple(f), kernels(cast(Fold, tuple(f)))) for f in (folds or DEFAULT_FOLDS)]
     else:
         raise TypeError(
             f"rank() needs a Kernel, a mapping fold -> Kernel or a factory, got "
             f"{type(kernels).__name__}"
         )
-    for f, k in out:
+    out: list[tuple[Fold, Kernel]] = []
+    for f, k in given:
         if not isinstance(k, Kernel):
             raise TypeError(f"the kernel for fold {f} is a {type(k).__name__}, not a ws.Kernel")
         if len(f) != 3:
             raise LaunchError(f"folds are three factors (x, y, z), got {f}")
-    return out  # type: ignore[return-value]
+        out.append((as_triple(f), k))
+    return out
 
 
 def empty_ranking(

@@ -34,12 +34,15 @@ from concurrent.futures.process import BrokenProcessPool
 
 from ..errors import WorkerError
 
+#: The contexts :func:`mp_context` gives.
+MpContext = multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext
+
 #: The modules the ranking's workers need: the fork server imports them
 #: once (its preload), so that workers start with them.
 PRELOAD = ("warpspeed",)
 
 
-def mp_context(preload: Sequence[str] = PRELOAD) -> multiprocessing.context.BaseContext:
+def mp_context(preload: Sequence[str] = PRELOAD) -> MpContext:
     """The fork server's context (module docstring), which imports
     ``preload`` when it starts (the first pool of the process decides);
     spawn where there is none."""
@@ -91,7 +94,7 @@ class WorkerPool(ProcessPoolExecutor):
 
     def _probe(self) -> None:
         try:
-            probe = self._context.Process(target=int, daemon=True)  # type: ignore[attr-defined]
+            probe = self._context.Process(target=int, daemon=True)
             probe.start()
             probe.join()
             _server_up.set()

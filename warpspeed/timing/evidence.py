@@ -29,6 +29,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TypedDict, cast
 
 #: The recorded validation (``fits/accuracy_report.py`` writes it).
 ACCURACY = Path(__file__).resolve().parents[1] / "ACCURACY.json"
@@ -87,14 +88,31 @@ class Evidence:
 
 
 @lru_cache(maxsize=1)
-def _recorded() -> tuple[dict[str, object], ...]:
+class _Band(TypedDict, total=False):
+    """A band as ``ACCURACY.json`` records it
+    (:func:`warpspeed.validation.evidence.as_records`)."""
+
+    model: str
+    grounding: str
+    kernel_class: str
+    rows: int
+    gpus: list[str]
+    datasets: list[str]
+    low: float
+    high: float
+    median: float
+    mape: float
+
+
+def _recorded() -> tuple[_Band, ...]:
     """The bands of ``ACCURACY.json`` (empty when it is missing or older)."""
     try:
         data = json.loads(ACCURACY.read_text())
     except (OSError, ValueError):
         return ()
     bands = data.get("validation", {}).get("evidence", [])
-    return tuple(b for b in bands if isinstance(b, dict))
+    # JSON: the records as_records wrote, typed by what they hold
+    return tuple(cast(_Band, b) for b in bands if isinstance(b, dict))
 
 
 @lru_cache(maxsize=256)
@@ -105,10 +123,10 @@ def evidence(grounding: str, limiter: str, model: str) -> Evidence:
     cls = kernel_class(limiter)
     for b in _recorded():
         if (b.get("grounding"), b.get("kernel_class"), b.get("model")) == (phrase, cls, model):
-            return Evidence(phrase, cls, model, int(b["rows"]),  # type: ignore[call-overload]
-                            tuple(b.get("gpus", ())),  # type: ignore[arg-type]
-                            b.get("low"), b.get("high"), b.get("median"),  # type: ignore[arg-type]
-                            b.get("mape"))  # type: ignore[arg-type]
+            return Evidence(phrase, cls, model, int(b["rows"]),
+                            tuple(b.get("gpus", ())),
+                            b.get("low"), b.get("high"), b.get("median"),
+                            b.get("mape"))
     return Evidence(phrase, cls, model)
 
 

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..errors import MachineError
 from ..input.addresses import guarded_separately
@@ -75,9 +76,27 @@ from .memory import MemoryParams, achieved_bandwidth
 from .memory_systems import stream_efficiency
 
 
-def require(m: Machine) -> None:
-    """Raise a :class:`MachineError` naming every parameter of the default
-    model that the machine file lacks."""
+@dataclass(frozen=True)
+class DefaultModelParameters:
+    """The machine parameters only the default model reads (MODEL.md §11, §12),
+    every one present: :func:`require` gives them."""
+
+    fp32_fma_per_sm_cycle: int
+    dram_latency_ns: float
+    l2_latency_ns: float
+    dram_bw_read: float
+    dram_bw_copy: float
+    dram_bw_write: float
+    memory_shape: float
+    turnover_ns: float
+    overlap_exponent: float
+    fp_overlap_exponent: float
+    launch_overhead_us: float
+
+
+def require(m: Machine) -> DefaultModelParameters:
+    """The parameters of the default model, or a :class:`MachineError` naming
+    every parameter of the default model that the machine file lacks."""
     missing = [k for k in LATENCY_PARAMETERS if getattr(m, k) is None]
     if not m.fp64_cost:
         missing.append("fp64_cost")
@@ -87,19 +106,21 @@ def require(m: Machine) -> None:
             "'latency' model; add them as in warpspeed/machines/V100.toml, or predict with "
             "model='paper' (--model paper)"
         )
+    return DefaultModelParameters(**{k: getattr(m, k) for k in LATENCY_PARAMETERS})
 
 
 def memory_params(m: Machine, efficiency: float = 1.0) -> MemoryParams:
     """The machine's calibrated memory parameters, the saturated plateaus
     scaled by ``efficiency`` (:func:`warpspeed.timing.memory_systems.stream_efficiency`)."""
+    p = require(m)
     return MemoryParams(
-        dram_latency_ns=float(m.dram_latency_ns),  # type: ignore[arg-type]
-        l2_latency_ns=float(m.l2_latency_ns),  # type: ignore[arg-type]
-        turnover_ns=float(m.turnover_ns),  # type: ignore[arg-type]
-        dram_bw_read=efficiency * float(m.dram_bw_read),  # type: ignore[arg-type]
-        dram_bw_copy=efficiency * float(m.dram_bw_copy),  # type: ignore[arg-type]
-        dram_bw_write=efficiency * float(m.dram_bw_write),  # type: ignore[arg-type]
-        shape=float(m.memory_shape),  # type: ignore[arg-type]
+        dram_latency_ns=float(p.dram_latency_ns),
+        l2_latency_ns=float(p.l2_latency_ns),
+        turnover_ns=float(p.turnover_ns),
+        dram_bw_read=efficiency * float(p.dram_bw_read),
+        dram_bw_copy=efficiency * float(p.dram_bw_copy),
+        dram_bw_write=efficiency * float(p.dram_bw_write),
+        shape=float(p.memory_shape),
     )
 
 
@@ -187,7 +208,7 @@ def guarded_l1_ns(kernel: Kernel, m: Machine, launch: Launch, loads_per_lup: flo
     if m.vendor != "AMD" or not guarded_separately(kernel, launch.block):
         return 0.0
     resident = launch.occupancy.blocks_per_sm * math.prod(launch.block)
-    return loads_per_lup * float(m.l2_latency_ns) / (resident * m.sms)  # type: ignore[arg-type]
+    return loads_per_lup * float(require(m).l2_latency_ns) / (resident * m.sms)
 
 
 #: The limiters of the whole kernel's time beside the four levels (MODEL.md §11).
@@ -251,21 +272,21 @@ def predict_time(
 ) -> TimingResult:
     """GLup/s, limiter, limits and terms of the default model (module
     docstring)."""
-    require(m)
+    p = require(m)
     efficiency = stream_efficiency(v.dram_streams, m, v.dram_access_bytes)
     mem = memory_params(m, efficiency)
     lups = kernel.lups_per_thread
     threads = resident_threads(kernel, launch)
 
-    rate = m.fp32_fma_per_sm_cycle if kernel.precision == 32 else m.fp64_fma_per_sm_cycle
+    rate = p.fp32_fma_per_sm_cycle if kernel.precision == 32 else m.fp64_fma_per_sm_cycle
     slots = fp_slots(kernel, m) / lups
-    t_fp = slots / (m.sms * m.clock_ghz * rate)  # type: ignore[operator]
+    t_fp = slots / (m.sms * m.clock_ghz * rate)
     t_l1_guarded = guarded_l1_ns(kernel, m, launch, v.loads_per_lup)
     t_l1 = max(l1_cycles / (m.sms * m.clock_ghz * m.warp_size), t_l1_guarded)
 
     l2_bytes = v.l2_load + v.l2_store
     l2_flight = threads * l2_bytes * lups
-    l2_lat = float(m.l2_latency_ns)  # type: ignore[arg-type]
+    l2_lat = float(p.l2_latency_ns)
     l2_bw = min(m.l2_bandwidth, l2_flight / l2_lat) if l2_flight else m.l2_bandwidth
     t_l2 = l2_bytes / l2_bw
 
@@ -277,7 +298,7 @@ def predict_time(
 
     times = {"fp": t_fp, "l1": t_l1, "l2": t_l2, "dram": t_dram}
     core, memory = max(t_fp, t_l1), max(t_l2, t_dram)
-    p_fp, p_l1 = float(m.fp_overlap_exponent), float(m.overlap_exponent)  # type: ignore[arg-type]
+    p_fp, p_l1 = float(p.fp_overlap_exponent), float(p.overlap_exponent)
     t_update = update_time(t_fp, t_l1, memory, p_fp, p_l1)
     worst = max(times.values())
 
@@ -285,8 +306,8 @@ def predict_time(
     n_waves = waves(launch)
     # a block's working threads: threads beyond a small domain stay idle
     block_lups = math.prod(min(b, d) for b, d in zip(launch.block, kernel.domain)) * lups
-    chain = float(m.dram_latency_ns) + core * m.sms * block_lups  # type: ignore[arg-type]
-    launch_ns = 1000.0 * float(m.launch_overhead_us)  # type: ignore[arg-type]
+    chain = float(p.dram_latency_ns) + core * m.sms * block_lups
+    launch_ns = 1000.0 * float(p.launch_overhead_us)
     total_ns = kernel_time_ns(t_update, total_lups, n_waves, chain, launch_ns)
     limiter = max(times, key=times.__getitem__)
     limits = {k: (1.0 / t if t > 0 else None) for k, t in times.items()}
@@ -320,7 +341,7 @@ def predict_time(
                         limits=limits, terms=terms)
 
 
-__all__ = ["LAUNCH", "PARTIAL_WAVE", "binding_limiter", "fp_slots", "glups_from_terms",
-           "glups_with_efficiency", "guarded_l1_ns", "kernel_time_ns", "launch_limits",
-           "memory_params", "overlap", "predict_time", "require", "resident_threads",
-           "update_time", "wave_efficiency", "waves"]
+__all__ = ["LAUNCH", "PARTIAL_WAVE", "DefaultModelParameters", "binding_limiter", "fp_slots",
+           "glups_from_terms", "glups_with_efficiency", "guarded_l1_ns", "kernel_time_ns",
+           "launch_limits", "memory_params", "overlap", "predict_time", "require",
+           "resident_threads", "update_time", "wave_efficiency", "waves"]

@@ -40,10 +40,12 @@ from pathlib import Path
 import numpy as np
 
 from ..machine import (
+    FORMAT_VERSION,
     LATENCY_PARAMETERS,
     PLAIN_KEYS,
     REQUIRED_PARAMETERS,
     Machine,
+    check_format_version,
     load_machine,
 )
 from ..timing.memory import MemoryParams
@@ -138,13 +140,15 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
 
 
 def _read_base(base_path: Path) -> dict:
-    """The base file's data (module docstring)."""
+    """The base file's data (module docstring), of a format the loader reads."""
     try:
-        return tomllib.loads(base_path.read_text())
+        data = tomllib.loads(base_path.read_text())
     except OSError as exc:
         raise CalibrationError(f"cannot read base file {base_path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise CalibrationError(f"base file {base_path} is not valid TOML: {exc}") from exc
+    check_format_version(base_path, data)
+    return data
 
 
 def _latencies(table: Path, l2_mib: float, llc_mib: float | None, tag: str) -> dict:
@@ -332,8 +336,10 @@ def _value(v: object) -> str:
 
 
 def toml_text(data: dict, header: str = "") -> str:
-    """A machine file's text: plain keys, then the tables in the order of
+    """A machine file's text: the format version this warpspeed writes and the
+    other plain keys, then the tables in the order of
     :class:`~warpspeed.machine.Machine`, then any other table of the base."""
+    data = {**data, "format_version": FORMAT_VERSION}
     lines = [f"# {x}" for x in header.splitlines()] + ([""] if header else [])
     plain = [k for k in data if not isinstance(data[k], dict)]
     for k in sorted(plain, key=lambda k: (PLAIN_KEYS.index(k) if k in PLAIN_KEYS else 99, k)):

@@ -187,7 +187,8 @@ def _given(k: Machine, s: DataSheet) -> dict:
 def _scaled(k: Machine, s: DataSheet, data: dict) -> dict:
     """The numbers derived from KNOWN's by the rules of the module docstring."""
     out: dict = {}
-    dram = float(s.dram_gbs) / float(k.dram_peak)  # type: ignore[arg-type]
+    assert k.dram_peak is not None  # _check refused a known GPU without it
+    dram = float(s.dram_gbs) / float(k.dram_peak)
     rule = (f"{k.name}'s value x {dram:.4g}, the ratio of the DRAM peaks ({s.dram_gbs:g} / "
             f"{k.dram_peak:g} GB/s): the share of its peak {k.name}'s memory system reaches, "
             "carried over")

@@ -14,16 +14,14 @@ ones: those sets are their evidence).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from ..machine import load_machine
 from ..timing.evidence import PHRASES, kernel_class
-from .reference import Row
-
-Predict = Callable[[str, Sequence[Row], str], list[object]]
+from .reference import DevelopmentSet, Predict
 
 
 @dataclass(frozen=True)
@@ -54,7 +52,7 @@ class Band:
     mape: float
 
 
-def samples(sets: Sequence[object], predict: Predict,
+def samples(sets: Sequence[DevelopmentSet], predict: Predict,
             left_out: Mapping[str, Mapping[tuple[str, str], float]] | None = None
             ) -> list[Sample]:
     """The :class:`Sample` of every timed row of ``sets`` (objects with
@@ -63,18 +61,18 @@ def samples(sets: Sequence[object], predict: Predict,
     rows (the default model's memory-system constants, MODEL.md §11)."""
     out = []
     for dev in sets:
-        data = [r for r in dev.load() if r.glups]  # type: ignore[attr-defined]
-        gpu = dev.machine  # type: ignore[attr-defined]
+        data = [r for r in dev.load() if r.glups]
+        gpu = dev.machine
         phrase = PHRASES.get(load_machine(gpu).grounding, "data sheet")
         for model in ("latency", "paper"):
             ratios = (left_out or {}).get(model, {})
             for r, p in zip(data, predict(model, data, gpu)):
-                ratio = p.glups / float(r.glups)  # type: ignore[attr-defined, arg-type]
+                ratio = p.glups / float(r.timed_glups())
                 storage = dict(r.params).get("storage")
-                if (gpu, storage) in ratios:
-                    ratio = ratios[(gpu, storage)]  # type: ignore[index]
-                out.append(Sample(model, phrase, kernel_class(p.limiter),  # type: ignore[attr-defined]
-                                  gpu, dev.name, float(ratio)))  # type: ignore[attr-defined]
+                if isinstance(storage, str) and (gpu, storage) in ratios:
+                    ratio = ratios[(gpu, storage)]
+                out.append(Sample(model, phrase, kernel_class(p.limiter),
+                                  gpu, dev.name, float(ratio)))
     return out
 
 

@@ -11,11 +11,11 @@ themselves, not from a list kept beside them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..machine import Machine, load_machine, machine_files
-from .reference import Row
+from .reference import DevelopmentSet, Predict, Row
 
 #: A micro-benchmark table as sources name it.
 TABLE = re.compile(r"\b(stream|latency|l1_cache|l2_cache|roofline|small_kernels|l1_strides)"
@@ -33,13 +33,13 @@ class Grounding:
     kernel_sets: tuple[str, ...]
 
 
-def groundings(dev_sets: Sequence[object] = ()) -> list[Grounding]:
-    """Every built-in machine's :class:`Grounding`; ``dev_sets`` are objects
-    with ``name`` and ``machine`` (the development sets)."""
+def groundings(dev_sets: Sequence[DevelopmentSet] = ()) -> list[Grounding]:
+    """Every built-in machine's :class:`Grounding`, with the development sets
+    run on it."""
     out = []
     for path in machine_files().values():
         m = load_machine(path)
-        sets = tuple(d.name for d in dev_sets if d.machine == m.name)  # type: ignore[attr-defined]
+        sets = tuple(d.name for d in dev_sets if d.machine == m.name)
         out.append(Grounding(m.name, m.grounding, tables_of(m), sets))
     return out
 
@@ -79,7 +79,7 @@ class LbmRow:
 
 
 def lbm_table(sets: Sequence[tuple[str, Sequence[Row]]],
-              predict: Callable[[str, Sequence[Row], str], list[object]]) -> list[LbmRow]:
+              predict: Predict) -> list[LbmRow]:
     """``sets``: (machine, rows) of the FluidX3D development sets."""
     from stencils.lbm_fluidx3d import bytes_per_cell
 
@@ -91,8 +91,8 @@ def lbm_table(sets: Sequence[tuple[str, Sequence[Row]]],
         for r, p, d in zip(data, paper, default):
             storage = str(dict(r.params)["storage"])
             copy = m.dram_bw_copy or m.dram_bandwidth
-            out.append(LbmRow(machine, storage, float(r.glups or 0), p.glups,  # type: ignore[attr-defined]
-                              d.glups, float(r.glups or 0) * bytes_per_cell(storage) / copy))  # type: ignore[attr-defined]
+            out.append(LbmRow(machine, storage, float(r.glups or 0), p.glups,
+                              d.glups, float(r.glups or 0) * bytes_per_cell(storage) / copy))
     return out
 
 

@@ -17,15 +17,19 @@ prediction however many values are tried.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..machine import Machine, load_machine
 from ..timing.latency import glups_with_efficiency
 from ..timing.memory_systems import FITTED, Constants, memory_system, stream_efficiency
-from .reference import Row, lbm_gpus, lbm_rows, predictions
+from .reference import Predict, lbm_gpus, lbm_rows, predictions
+
+if TYPE_CHECKING:
+    from ..model import Prediction
 
 #: Bounds of each fitted constant (:class:`warpspeed.timing.memory_systems.Constants`).
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -52,7 +56,7 @@ class GpuRows:
     gpu: str
     machine: Machine
     storages: tuple[str, ...]
-    predictions: tuple[object, ...]
+    predictions: tuple[Prediction, ...]
     measured: tuple[float, ...]
 
     def ratios(self, name: str | None = None, value: float | None = None) -> np.ndarray:
@@ -61,16 +65,14 @@ class GpuRows:
         out = []
         for p, meas in zip(self.predictions, self.measured):
             if name is None:
-                out.append(p.glups / meas)  # type: ignore[attr-defined]
+                out.append(p.glups / meas)
                 continue
-            v = p.volumes  # type: ignore[attr-defined]
-            c = replace(FITTED, **{name: float(value)})  # type: ignore[arg-type]
+            v = p.volumes
+            assert value is not None  # given with its name
+            c = replace(FITTED, **{name: float(value)})
             e = stream_efficiency(v.dram_streams, self.machine, v.dram_access_bytes, c)
-            out.append(glups_with_efficiency(p.terms, self.machine, v, e) / meas)  # type: ignore[attr-defined]
+            out.append(glups_with_efficiency(p.terms, self.machine, v, e) / meas)
         return np.array(out)
-
-
-Predict = Callable[[str, Sequence[Row], str], list[object]]
 
 
 def load(predict: Predict = predictions, gpus: Sequence[str] | None = None) -> list[GpuRows]:
@@ -80,8 +82,9 @@ def load(predict: Predict = predictions, gpus: Sequence[str] | None = None) -> l
     for gpu in gpus or lbm_gpus():
         data = lbm_rows(gpu)
         preds = predict("latency", data, gpu)
-        out.append(GpuRows(gpu, load_machine(gpu), tuple(dict(r.params)["storage"] for r in data),
-                           tuple(preds), tuple(float(r.glups) for r in data)))  # type: ignore[arg-type]
+        storages = tuple(str(dict(r.params)["storage"]) for r in data)
+        out.append(GpuRows(gpu, load_machine(gpu), storages, tuple(preds),
+                           tuple(float(r.timed_glups()) for r in data)))
     return out
 
 

@@ -27,11 +27,16 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ..errors import WarpspeedError
 from ..input.kernel import Kernel
+
+if TYPE_CHECKING:
+    from ..machine import Machine
+    from ..model import BlockStage, Prediction
 
 
 class ReferenceDataError(WarpspeedError, FileNotFoundError):
@@ -83,6 +88,33 @@ class Row:
     dram_load: float | None
     l2_load: float | None
     glups: float | None
+
+    def timed_glups(self) -> float:
+        """The measured GLup/s of a timed row (the development sets keep only
+        those)."""
+        if self.glups is None:
+            raise ReferenceDataError(f"row {self.block} of {self.dataset} has no measured "
+                                     "GLup/s")
+        return self.glups
+
+
+class DevelopmentSet(Protocol):
+    """A development set as the reports read it
+    (:class:`warpspeed.validation.transfer.DevSet`): its name, its GPU and its
+    rows."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def machine(self) -> str: ...
+
+    def load(self) -> list[Row]: ...
+
+
+#: ``predict(model, rows, machine)``: the predictions of the rows with one model
+#: (:func:`predictions`, or a caller's function that memoises it).
+type Predict = Callable[[str, Sequence[Row], str | Path | Machine], Sequence[Prediction]]
 
 
 def _read(path: Path) -> list[dict[str, str]]:
@@ -153,21 +185,23 @@ def box2d(radius: int = 7, n: int = 15000) -> Kernel:
 
 def kernel_for(row: Row) -> Kernel:
     """The kernel a row measured, built as it ran (module docstring)."""
-    params = dict(row.params)
+    # the kernel's own parameters, as its data set gives them: their types are
+    # those of that kernel's function
+    params: dict[str, Any] = dict(row.params)
     if row.kernel == "box2d":
-        return box2d(int(params["radius"]), int(params["n"]))  # type: ignore[arg-type]
+        return box2d(int(params["radius"]), int(params["n"]))
     if row.kernel == "fluidx3d":
         from stencils import lbm_fluidx3d
 
-        return lbm_fluidx3d.kernel(**params)  # type: ignore[arg-type]
+        return lbm_fluidx3d.kernel(**params)
     if row.kernel == "convolution2d":
         from stencils import convolution2d
 
-        return convolution2d.kernel(fold=row.fold, **params)  # type: ignore[arg-type]
+        return convolution2d.kernel(fold=row.fold, **params)
     from stencils import star3d_by_hand
 
     return star3d_by_hand.kernel(
-        radius=params["radius"], shape=params["shape"], fold=row.fold, alignment=0,  # type: ignore[arg-type]
+        radius=params["radius"], shape=params["shape"], fold=row.fold, alignment=0,
     )
 
 
@@ -192,16 +226,17 @@ def _mape(pred: Sequence[float], meas: Sequence[float]) -> float | None:
     return float(np.mean([abs(p / m - 1.0) for p, m in zip(pred, meas)]))
 
 
-def score(model: str, dataset: str, preds: Sequence[object], data: Sequence[Row]) -> Scores:
+def score(model: str, dataset: str, preds: Sequence[Prediction], data: Sequence[Row]
+          ) -> Scores:
     """MAPE of DRAM load, L2 load and GLup/s, median predicted/measured
     GLup/s, Spearman rank correlation, and the measured GLup/s of the
     predicted best over the measured best."""
     from scipy.stats import spearmanr
 
     pairs = list(zip(preds, data))
-    dram = [(p.volumes.dram_load, r.dram_load) for p, r in pairs if r.dram_load]  # type: ignore[attr-defined]
-    l2 = [(p.volumes.l2_load, r.l2_load) for p, r in pairs if r.l2_load]  # type: ignore[attr-defined]
-    g = [(p.glups, r.glups) for p, r in pairs if r.glups]  # type: ignore[attr-defined]
+    dram = [(p.volumes.dram_load, r.dram_load) for p, r in pairs if r.dram_load]
+    l2 = [(p.volumes.l2_load, r.l2_load) for p, r in pairs if r.l2_load]
+    g = [(p.glups, r.glups) for p, r in pairs if r.glups]
     gp, gm = [a for a, _ in g], [b for _, b in g]
     return Scores(
         model=model,
@@ -216,7 +251,8 @@ def score(model: str, dataset: str, preds: Sequence[object], data: Sequence[Row]
     )
 
 
-def predictions(model: str, data: Sequence[Row], machine: object = "V100") -> list[object]:
+def predictions(model: str, data: Sequence[Row], machine: str | Path | Machine = "V100"
+                ) -> list[Prediction]:
     """Predict every row with ``model`` (kernels built once per variant)."""
     from ..model import predict
 
@@ -226,11 +262,12 @@ def predictions(model: str, data: Sequence[Row], machine: object = "V100") -> li
         key = (r.kernel, r.params, r.fold)
         if key not in kernels:
             kernels[key] = kernel_for(r)
-        out.append(predict(kernels[key], machine, r.block, model=model))  # type: ignore[arg-type]
+        out.append(predict(kernels[key], machine, r.block, model=model))
     return out
 
 
-def l1_miss_rows(machine: object = "V100") -> list[tuple[Row, Kernel, object, float]]:
+def l1_miss_rows(machine: str | Path | Machine = "V100"
+                 ) -> list[tuple[Row, Kernel, BlockStage, float]]:
     """Every star row with a measured L2 load, with its kernel (built once
     per variant), its block stage and the measured L1 miss fraction of the
     redundant loads, ``(L2 measured - L2LoadV1) / (L1Load - L2LoadV1)``
@@ -239,9 +276,9 @@ def l1_miss_rows(machine: object = "V100") -> list[tuple[Row, Kernel, object, fl
     from ..machine import load_machine
     from ..model import block_stage
 
-    m = load_machine(machine)  # type: ignore[arg-type]
+    m = load_machine(machine)
     kernels: dict[tuple[object, ...], Kernel] = {}
-    out: list[tuple[Row, Kernel, object, float]] = []
+    out: list[tuple[Row, Kernel, BlockStage, float]] = []
     for ds in ("star3d_r4", "star3d_r2"):
         for r in rows(ds):
             if r.l2_load is None:
@@ -254,18 +291,17 @@ def l1_miss_rows(machine: object = "V100") -> list[tuple[Row, Kernel, object, fl
 
 
 def report(models: Sequence[str] = ("paper", "latency"),
-           datasets: Sequence[str] = DATASETS, machine: object = "V100",
-           predict: Callable[[str, Sequence[Row], str], list[object]] | None = None,
-           ) -> list[Scores]:
+           datasets: Sequence[str] = DATASETS, machine: str | Path | Machine = "V100",
+           predict: Predict | None = None) -> list[Scores]:
     """Scores of every model on every data set; ``predict(model, rows,
     machine)`` defaults to :func:`predictions` (a caller that predicts the
     same rows elsewhere passes a memoising one)."""
-    predict = predict or predictions  # type: ignore[assignment]
+    predict = predict or predictions
     out = []
     for ds in datasets:
         data = rows(ds)
         for model in models:
-            out.append(score(model, ds, predict(model, data, machine), data))  # type: ignore[arg-type, misc]
+            out.append(score(model, ds, predict(model, data, machine), data))
     return out
 
 

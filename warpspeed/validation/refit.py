@@ -59,7 +59,14 @@ from ..errors import FitError, WarpspeedError
 from ..machine import load_machine
 from ..measure import Measurement, read_csv
 from ..model import Prediction
-from ..volumes.capacity import CURVES, CapacityFits, Gompertz, curves_for, fit_gompertz
+from ..volumes.capacity import (
+    CURVES,
+    FORMAT_VERSION,
+    CapacityFits,
+    Gompertz,
+    curves_for,
+    fit_gompertz,
+)
 from .hit_fractions import (
     Point,
     Samples,
@@ -248,6 +255,7 @@ def fits_toml(
         "# test_rms: root-mean-square error of the curve against the measured hit fractions",
         "# of the train / test configurations; fitted = false: the prior curve was kept (note",
         "# says why).",
+        f"format_version = {FORMAT_VERSION}",
         f"source = {_toml_str(source)}",
         f"machines = [{', '.join(_toml_str(m) for m in machines)}]",
         f"data = {_toml_str(data_file)}",

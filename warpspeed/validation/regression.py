@@ -108,12 +108,13 @@ def run(case: Case) -> Outcome:
     """Predict one case with both models."""
     from ..machine import load_machine
     from ..model import predict
+    from ..timing.latency import require
 
     k = case.make()
     m = load_machine(case.machine)
     d = predict(k, m, case.block)
     p = predict(k, m, case.block, model="paper")
-    bound = d.terms["updates"] / (1000.0 * float(m.launch_overhead_us))  # type: ignore[arg-type]
+    bound = d.terms["updates"] / (1000.0 * float(require(m).launch_overhead_us))
     return Outcome(case.name, m.name, case.block, d.glups, p.glups, d.terms["waves"], bound)
 
 

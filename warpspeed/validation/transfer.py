@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -55,7 +56,15 @@ from ..timing.kernel_fit import (
     score_set,
     scores,
 )
-from .reference import LBM, Row, convolution_rows, lbm_rows, predictions, rows
+from .reference import LBM, Predict, Row, convolution_rows, lbm_rows, predictions, rows
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..machine import Machine
+    from ..model import Prediction
+    from .evidence import Band
+    from .memory_fit import LeftOut
 
 #: The GPUs of the lattice Boltzmann development rows (``shared/data/lbm``).
 LBM_GPUS = ("A40", "MI100", "A10", "L4", "RTX4090", "RTX3090", "RTXA4000", "RadeonVII", "MI50",
@@ -88,10 +97,10 @@ DEV_SETS: tuple[DevSet, ...] = (
 )
 
 
-def fit_rows(data: Sequence[Row], preds: Sequence[object]) -> list[FitRow]:
+def fit_rows(data: Sequence[Row], preds: Sequence[Prediction]) -> list[FitRow]:
     """The default model's terms (``preds``) and the measured GLup/s of
     every row."""
-    return [FitRow(p.terms, float(r.glups)) for p, r in zip(preds, data)]  # type: ignore[attr-defined, arg-type]
+    return [FitRow(p.terms, float(r.timed_glups())) for p, r in zip(preds, data)]
 
 
 def fit_weight(rows: Sequence[FitRow]) -> bool:
@@ -121,13 +130,10 @@ class TransferReport:
     shipped: tuple[SetScore, ...] = ()
 
 
-def paper_scores(name: str, data: Sequence[Row], preds: Sequence[object]) -> SetScore:
+def paper_scores(name: str, data: Sequence[Row], preds: Sequence[Prediction]) -> SetScore:
     """The paper model's GLup/s scores on a set (nothing is fitted)."""
-    return scores(name, None, np.array([p.glups for p in preds]),  # type: ignore[attr-defined]
+    return scores(name, None, np.array([p.glups for p in preds]),
                   np.array([r.glups for r in data], dtype=float))
-
-
-Predict = Callable[[str, Sequence[Row], str], list[object]]
 
 
 def transfer_report(sets: Sequence[DevSet] = DEV_SETS, predict: Predict = predictions
@@ -208,9 +214,10 @@ def reference_validation(as_json: bool = False) -> str:
     from .regression import BAND, CASES, TINY, format_outcomes, run
 
     # the V100 sets are both reported and development sets: predict them once
-    memo: dict[tuple[object, ...], list[object]] = {}
+    memo: dict[tuple[object, ...], Sequence[Prediction]] = {}
 
-    def predict(model: str, data: Sequence[Row], machine: str) -> list[object]:
+    def predict(model: str, data: Sequence[Row], machine: str | Path | Machine
+                ) -> Sequence[Prediction]:
         key = (model, machine, tuple(data))
         if key not in memo:
             memo[key] = predictions(model, data, machine)
@@ -265,24 +272,24 @@ def reference_validation(as_json: bool = False) -> str:
     ))
 
 
-def _left_record(r: object) -> dict[str, object]:
+def _left_record(r: LeftOut) -> dict[str, object]:
     """A leave-one-GPU-out row for the JSON (one ratio per storage column)."""
-    out: dict[str, object] = {"gpu": r.gpu, "memory_system": r.memory_system,  # type: ignore[attr-defined]
-                              "constant": r.constant or "", "value": r.value}  # type: ignore[attr-defined]
-    for s, x in zip(r.storages, r.ratios or r.shipped):  # type: ignore[attr-defined]
+    out: dict[str, object] = {"gpu": r.gpu, "memory_system": r.memory_system,
+                              "constant": r.constant or "", "value": r.value}
+    for s, x in zip(r.storages, r.ratios or r.shipped):
         out[f"{s}_left_out"] = x
-    for s, x in zip(r.storages, r.shipped):  # type: ignore[attr-defined]
+    for s, x in zip(r.storages, r.shipped):
         out[f"{s}_shipped"] = x
     return out
 
 
-def _format_bands(found: Sequence[object]) -> str:
+def _format_bands(found: Sequence[Band]) -> str:
     lines = ["model | grounding | kernel class | rows | GPUs | pred/meas 10-90 % | median | MAPE",
              "--- | --- | --- | --- | --- | --- | --- | ---"]
     for b in found:
-        lines.append(f"{b.model} | {b.grounding} | {b.kernel_class} | {b.rows} | "  # type: ignore[attr-defined]
-                     f"{len(b.gpus)} | {b.low:.2f}-{b.high:.2f} | {b.median:.2f} | "  # type: ignore[attr-defined]
-                     f"{100 * b.mape:.0f} %")  # type: ignore[attr-defined]
+        lines.append(f"{b.model} | {b.grounding} | {b.kernel_class} | {b.rows} | "
+                     f"{len(b.gpus)} | {b.low:.2f}-{b.high:.2f} | {b.median:.2f} | "
+                     f"{100 * b.mape:.0f} %")
     return "\n".join(lines)
 
 

@@ -43,6 +43,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from ..machine import Machine, load_machine
 from ..measure import Measurement, MeasurementError, format_triple, read_csv
@@ -274,7 +275,15 @@ def validate_command(
             f"micro-benchmark tables {tables}; kernel measurements {sets}.")
 
 
-def machine_grounding(m: Machine) -> dict[str, object]:
+class MachineGrounding(TypedDict):
+    """What grounds a machine (:func:`machine_grounding`)."""
+
+    grounding: str
+    tables: list[str]
+    kernel_sets: list[str]
+
+
+def machine_grounding(m: Machine) -> MachineGrounding:
     """What grounds machine ``m`` (:mod:`warpspeed.validation.grounds`): its
     label, the micro-benchmark tables its sources name, the development sets
     measured on it."""

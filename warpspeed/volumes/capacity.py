@@ -18,6 +18,11 @@ from ..errors import FitError
 from ..machine import Machine
 
 CURVES = ("m1", "h_xy", "h_z", "s", "m2")
+#: The versions of the fits-file format :func:`load_fits` reads (MODEL.md §7); a
+#: file without ``format_version`` (written before the key existed) is version 1.
+FORMAT_VERSIONS = (1,)
+#: The version the writer writes (``warpspeed.validation.refit``).
+FORMAT_VERSION = FORMAT_VERSIONS[-1]
 
 
 def fits_dir() -> Path:
@@ -69,6 +74,10 @@ def load_fits(name_or_path: str | Path) -> CapacityFits:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise FitError(f"capacity fits file {path} is not valid TOML: {exc}") from exc
+    version = data.get("format_version", 1)
+    if type(version) is not int or version not in FORMAT_VERSIONS:
+        raise FitError(f"capacity fits file {path}: format_version {version!r} is not one this "
+                       f"warpspeed reads (it reads {', '.join(map(str, FORMAT_VERSIONS))})")
     curves = {}
     for name in CURVES:
         entry = data.get(name)
@@ -122,6 +131,7 @@ def fit_gompertz(
         params, _ = curve_fit(g, xs, target, p0=guess, maxfev=20000)
     except RuntimeError as exc:
         raise FitError(f"the Gompertz fit did not converge: {exc}") from exc
-    curve = Gompertz(*(float(p) for p in params), x0=x0, complement=complement)
+    a, b, c = (float(p) for p in params)
+    curve = Gompertz(a, b, c, x0=x0, complement=complement)
     rms = float(np.sqrt(np.mean((np.array([curve(v) for v in xs]) - ys) ** 2)))
     return curve, rms

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import islpy as isl
@@ -73,8 +74,8 @@ def _count_basic(s: isl.Set) -> Count:
             points *= c.points
             enumerated += c.enumerated
         return Count(points, enumerated)
-    c = _peeled_count(s.reset_tuple_id())
-    return Count(c, c)
+    peeled = _peeled_count(s.reset_tuple_id())
+    return Count(peeled, peeled)
 
 
 def _peeled_count(s: isl.Set) -> int:
@@ -106,7 +107,7 @@ def count(s: isl.Set) -> Count:
     if s.is_empty():
         return Count(0, 0)
     s = s.coalesce().make_disjoint()
-    pieces = []
+    pieces: list[isl.BasicSet] = []
     s.foreach_basic_set(pieces.append)
     points = enumerated = 0
     for b in pieces:
@@ -148,7 +149,7 @@ def _unstride(groups: list[list[StridedBox]]) -> list[list[Box]]:
             if big == 1:
                 per_dim.append([((lo, hi),)])
                 continue
-            opts = []
+            opts: list[tuple[tuple[int, int], ...]] = []
             for j in range(big // stride):
                 rho = (lo + j * stride) % big
                 q_lo = -((rho - lo) // big)  # ceil((lo - rho) / big)
@@ -161,7 +162,7 @@ def _unstride(groups: list[list[StridedBox]]) -> list[list[Box]]:
     return [[x for b in g for x in split(b)] for g in groups]
 
 
-def _bounds(boxes: list[Box] | np.ndarray, n: int) -> np.ndarray:
+def _bounds(boxes: Sequence[Box] | np.ndarray, n: int) -> np.ndarray:
     """Boxes as an integer array (boxes, n, 2) of half-open bounds."""
     if isinstance(boxes, np.ndarray):
         return boxes.reshape(-1, n, 2).astype(np.int64, copy=False)
@@ -170,7 +171,7 @@ def _bounds(boxes: list[Box] | np.ndarray, n: int) -> np.ndarray:
     return np.array(boxes, dtype=np.int64).reshape(len(boxes), n, 2)
 
 
-def _dims(*groups: list[Box] | np.ndarray) -> int | None:
+def _dims(*groups: Sequence[Box] | np.ndarray) -> int | None:
     for g in groups:
         if isinstance(g, np.ndarray):
             if g.size:
@@ -209,7 +210,7 @@ def _cover(cells: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def box_volumes(
-    current: list[Box] | np.ndarray, earlier: list[list[Box] | np.ndarray]
+    current: Sequence[Box] | np.ndarray, earlier: Sequence[Sequence[Box] | np.ndarray]
 ) -> tuple[int, list[int], list[int]] | None:
     """Exact counts of MODEL.md §6 for unions of boxes.
 

@@ -26,8 +26,8 @@ class GatherVolumes:
     l1_cycles: float
 
 
-def _sectors(g: Gather) -> np.ndarray:
-    return (g.field.base_offset + g.positions * g.field.itemsize) // SECTOR  # type: ignore[operator]
+def _sectors(g: Gather, positions: np.ndarray) -> np.ndarray:
+    return (g.field.base_offset + positions * g.field.itemsize) // SECTOR
 
 
 def _per_warp(ids: np.ndarray, warp: int) -> int:
@@ -49,7 +49,7 @@ def _l1_cycles(g: Gather) -> float:
         if g.order == "random":
             return 2.0 * HALF_WARP  # 16 positions in 16 1 KiB regions per half warp
         return 2.0 * max(1.0, HALF_WARP * g.field.itemsize / 128)  # contiguous words
-    addr = g.field.base_offset + g.positions * g.field.itemsize  # type: ignore[operator]
+    addr = g.field.base_offset + g.positions * g.field.itemsize
     half = np.arange(addr.size) // HALF_WARP
     halves = int(half[-1]) + 1
     words = _unique_per_group(half, addr // 8)
@@ -82,7 +82,7 @@ def gather_volumes(gathers: tuple[Gather, ...], warp: int = 32) -> GatherVolumes
                 else:
                     dl += dram
             else:
-                s = _sectors(g)
+                s = _sectors(g, g.positions)
                 per_warp += _per_warp(s, warp) * SECTOR / length
                 # distinct fields never share sectors: offset them apart
                 whole.append(s + names[g.field.name] * 2**40)

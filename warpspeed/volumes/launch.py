@@ -4,10 +4,12 @@ DRAM model (MODEL.md §3 and §6)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import LaunchError
 from ..input.kernel import Kernel
+from ..input.triples import as_triple
 from ..machine import Machine
 
 Range = tuple[int, int]  # half-open range of block indices
@@ -51,10 +53,10 @@ class Launch:
         return math.prod(self.block)
 
 
-def check_block(block: object, machine: Machine) -> tuple[int, int, int]:
+def check_block(block: Sequence[int], machine: Machine) -> tuple[int, int, int]:
     """Validate a block size: three positive integers within the machine's limit."""
     try:
-        b = tuple(int(v) for v in block)  # type: ignore[attr-defined]
+        b = tuple(int(v) for v in block)
     except (TypeError, ValueError) as exc:
         raise LaunchError(f"block must be three integers (x, y, z), got {block!r}") from exc
     if len(b) != 3 or any(v <= 0 for v in b):
@@ -64,7 +66,7 @@ def check_block(block: object, machine: Machine) -> tuple[int, int, int]:
             f"block {b} has {math.prod(b)} threads; {machine.name} allows at most "
             f"{machine.max_threads_per_block} per block"
         )
-    return b  # type: ignore[return-value]
+    return b
 
 
 def occupancy(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> Occupancy:
@@ -107,7 +109,7 @@ def occupancy(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> 
     return Occupancy(bps, by_threads, machine.max_blocks_per_sm, by_registers, by_smem)
 
 
-def make_launch(kernel: Kernel, machine: Machine, block: object) -> Launch:
+def make_launch(kernel: Kernel, machine: Machine, block: Sequence[int]) -> Launch:
     """Grid, occupancy and the wave shape of MODEL.md §3. A kernel whose
     code generator fixed its block size runs with that block only."""
     b = check_block(block, machine)
@@ -117,7 +119,7 @@ def make_launch(kernel: Kernel, machine: Machine, block: object) -> Launch:
             f"that its indexing scheme fixes; got {b}"
         )
     d = kernel.domain
-    g = tuple(math.ceil(d[i] / b[i]) for i in range(3))
+    g = as_triple(math.ceil(d[i] / b[i]) for i in range(3))
     occ = occupancy(kernel, machine, b)
     n = occ.blocks_per_sm * machine.sms
     w0 = min(g[0], n)
@@ -126,7 +128,7 @@ def make_launch(kernel: Kernel, machine: Machine, block: object) -> Launch:
     # Skip the last block row when it holds less than 10 % of a block.
     last_row = d[1] - (g[1] - 1) * b[1]
     s = 1 if last_row < 0.1 * b[1] and g[1] - w1 - 1 >= 0 else 0
-    return Launch(b, g, occ, n, (w0, w1, w2), s)  # type: ignore[arg-type]
+    return Launch(b, g, occ, n, (w0, w1, w2), s)
 
 
 @dataclass(frozen=True)

@@ -118,10 +118,11 @@ def _structures(
     terms = access_terms(tuple(accs))
     if len(np.unique(terms.field)) != 1:
         return None
-    info = [_index(bound[f]) for f in terms.forms]
-    if any(i is None for i in info):
+    found = [_index(bound[f]) for f in terms.forms]
+    info = [i for i in found if i is not None]
+    if len(info) < len(found):
         return None
-    table = np.array([(-1 if i[0] is None else i[0], *i[1:])  # type: ignore[index,misc]
+    table = np.array([(-1 if i[0] is None else i[0], *i[1:])
                       for i in info] + [(-1, 0, 0, 0)], dtype=np.int64)
     axis, const, a_t, a_b = np.moveaxis(table[terms.index], -1, 0)  # each (n, width)
     f = accs[0].field
@@ -137,9 +138,9 @@ def _structures(
             return None  # the linear mode merged different dimensions
         m = int(lead[0]) + 1
         alpha = f.base_offset + f.itemsize * sum(
-            const[:, d] * f.strides[d] for d in range(m - 1)  # type: ignore[index]
+            const[:, d] * f.strides[d] for d in range(m - 1)
         )
-        coords = [(m - 1, alpha, f.itemsize * f.strides[m - 1], SECTOR)]  # type: ignore[index]
+        coords = [(m - 1, alpha, f.itemsize * f.strides[m - 1], SECTOR)]
         coords += [(d, 0, 1, 1) for d in range(m, nd)]
     else:
         coords = [(0, 0, f.itemsize, SECTOR)] + [(d, 0, 1, 1) for d in range(1, nd)]

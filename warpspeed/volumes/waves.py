@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import islpy as isl
 import numpy as np
@@ -37,7 +38,8 @@ import numpy as np
 from ..input.addresses import merge_repeated
 from ..input.expr import LinForm, SymForm
 from ..input.kernel import Access, Kernel
-from .counting import StridedBox, _as_box, _unstride, box_volumes, count
+from ..input.triples import as_triple
+from .counting import Box, StridedBox, _as_box, _unstride, box_volumes, count
 from .launch import BlockBox, Launch, WaveSets, valid_threads, wave_sets
 from .strided_images import strided_volumes
 
@@ -189,6 +191,18 @@ def _isl_volumes(
     return new, old, ovl, enumerated
 
 
+def _boxes(sets: list[isl.Set]) -> list[Box] | None:
+    """The bounds of the non-empty sets, or None if one is not a box."""
+    out = []
+    for x in sets:
+        if not x.is_empty():
+            b = _as_box(x)
+            if b is None:
+                return None
+            out.append(b)
+    return out
+
+
 def field_volumes(
     maps: list[isl.Map], current: isl.Set, earlier: list[isl.Set]
 ) -> tuple[int, list[int], list[int], int]:
@@ -196,16 +210,21 @@ def field_volumes(
     number of enumerated points."""
     cur_imgs = [current.apply(m) for m in maps]
     old_imgs = [[ts.apply(m) for m in maps] if not ts.is_empty() else [] for ts in earlier]
-    boxes = [_as_box(x) for x in cur_imgs if not x.is_empty()]
-    old_boxes = [[_as_box(x) for x in g if not x.is_empty()] for g in old_imgs]
-    if all(b is not None for b in boxes) and all(b is not None for g in old_boxes for b in g):
-        res = box_volumes(boxes, old_boxes)  # type: ignore[arg-type]
+    boxes = _boxes(cur_imgs)
+    old_boxes = [b for b in (_boxes(g) for g in old_imgs) if b is not None]
+    if boxes is not None and len(old_boxes) == len(old_imgs):
+        res = box_volumes(boxes, old_boxes)
         if res is not None:
             return res[0], res[1], res[2], 0
     return _isl_volumes(cur_imgs, old_imgs)
 
 
 GlobalBox = tuple[tuple[int, int], ...] | None  # half-open global thread ranges; None: empty
+#: An index over a global thread box: ``(const, a, lo, hi, j)`` of
+#: :func:`_form_progression`, False when the form is no progression.
+Progression = tuple[int, int, int, int, int | None] | Literal[False]
+#: The progressions of the forms per box (:func:`_progression`), shared by all fields.
+ProgressionMemo = dict[tuple[LinForm, tuple[tuple[int, int], ...]], Progression]
 
 
 def global_box(box: BlockBox, block: tuple[int, int, int], domain: tuple[int, int, int]
@@ -222,7 +241,7 @@ def global_box(box: BlockBox, block: tuple[int, int, int], domain: tuple[int, in
 
 def _progression(
     form: LinForm, block: tuple[int, int, int], gbox: tuple[tuple[int, int], ...],
-    used: set[int], memo: dict | None = None,
+    used: set[int], memo: ProgressionMemo | None = None,
 ) -> tuple[int, int, int, int] | None:
     """An index over the global thread box as ``const + a * g_j`` for
     ``g_j`` in ``[lo, hi)``: ``(const, a, lo, hi)`` (``a = 0`` and an empty
@@ -248,7 +267,7 @@ def _progression(
 
 def _form_progression(
     form: LinForm, block: tuple[int, int, int], gbox: tuple[tuple[int, int], ...]
-) -> tuple[int, int, int, int, int | None] | bool:
+) -> Progression:
     """:func:`_progression` before the ``used`` check, with the varying
     coordinate (None if none); False when the form is no progression."""
     if form.floors or form.div != 1:
@@ -344,8 +363,8 @@ def _floor_at(inner: LinForm, g: list[int]) -> int:
 
 
 def _image(acc: Access, bound: dict[SymForm, LinForm], block: tuple[int, int, int],
-           gbox: tuple[tuple[int, int], ...], address: str = "paper", memo: dict | None = None,
-           ) -> list[StridedBox] | None:
+           gbox: tuple[tuple[int, int], ...], address: str = "paper",
+           memo: ProgressionMemo | None = None) -> list[StridedBox] | None:
     """The sector image of a global thread box under ``acc`` (as
     :func:`access_map`), computed directly when every index is ``const + a *
     g_j`` of a global coordinate ``g_j = blockIdx_j * B_j + threadIdx_j``
@@ -374,24 +393,25 @@ def _image(acc: Access, bound: dict[SymForm, LinForm], block: tuple[int, int, in
 
 def _affine_image(acc: Access, forms: list[LinForm], block: tuple[int, int, int],
                   gbox: tuple[tuple[int, int], ...], address: str, merged: int,
-                  memo: dict | None = None) -> list[StridedBox] | None:
+                  memo: ProgressionMemo | None = None) -> list[StridedBox] | None:
     """:func:`_image` of forms without floors; ``merged`` as
     :func:`merged_dims` of the access (linear mode), ``memo`` as
     :func:`_progression`."""
     used: set[int] = set()
-    prog = [_progression(f, block, gbox, used, memo) for f in forms]
-    if any(p is None for p in prog):
+    found = [_progression(f, block, gbox, used, memo) for f in forms]
+    prog = [p for p in found if p is not None]
+    if len(prog) < len(found):
         return None
     f = acc.field
     if address == "linear":
         base = f.base_offset + f.itemsize * sum(
-            p[0] * f.strides[d] for d, p in enumerate(prog[:merged])  # type: ignore[index]
+            p[0] * f.strides[d] for d, p in enumerate(prog[:merged])
         )
-        _, a, lo, hi = prog[merged - 1]  # type: ignore[misc]
+        _, a, lo, hi = prog[merged - 1]
         first = _linear_sectors(base, f.itemsize * f.strides[merged - 1] * a, lo, hi)
-        rest = [_interval(*p) for p in prog[merged:]]  # type: ignore[misc]
+        rest = [_interval(*p) for p in prog[merged:]]
         return [(x, *rest) for x in first]
-    out = [_interval(*p) for p in prog]  # type: ignore[misc]
+    out = [_interval(*p) for p in prog]
     lo, end, stride = out[0]
     per = SECTOR // f.itemsize
     if stride <= per or end - lo == 1:
@@ -408,7 +428,7 @@ def _affine_image(acc: Access, forms: list[LinForm], block: tuple[int, int, int]
 def _direct_volumes(
     accs: list[Access], bound: dict[SymForm, LinForm], block: tuple[int, int, int],
     current: GlobalBox, earlier: list[GlobalBox], address: str = "paper",
-    memo: dict | None = None,
+    memo: ProgressionMemo | None = None,
 ) -> tuple[int, list[int], list[int]] | None:
     """:func:`box_volumes` on images from :func:`_image`, without isl; None
     if an image is not a union of strided boxes or the grid would be too
@@ -417,11 +437,12 @@ def _direct_volumes(
     memo = {} if memo is None else memo
     for g in [current, *earlier]:
         boxes_g: list[StridedBox] = []
-        for a in accs if g is not None else []:
-            img = _image(a, bound, block, g, address, memo)
-            if img is None:
-                return None
-            boxes_g += img
+        if g is not None:  # an empty box has no image
+            for a in accs:
+                img = _image(a, bound, block, g, address, memo)
+                if img is None:
+                    return None
+                boxes_g += img
         groups.append(boxes_g)
     if not any(groups):
         return 0, [0] * len(earlier), [0] * len(earlier)
@@ -429,7 +450,7 @@ def _direct_volumes(
         boxes = [[tuple((lo, hi) for lo, hi, _ in b) for b in g] for g in groups]
     else:
         boxes = _unstride(groups)
-    return box_volumes(boxes[0], boxes[1:])  # type: ignore[arg-type]
+    return box_volumes(boxes[0], boxes[1:])
 
 
 def _by_field(accesses: tuple[Access, ...]) -> dict[str, list[Access]]:
@@ -462,7 +483,7 @@ def wave_volumes(
     boxes = (sets.current, sets.x, sets.y, sets.z)
     gboxes = [global_box(b, block, domain) for b in boxes]
     isl_sets: list[isl.Set] = []
-    memo: dict = {}  # progressions of the forms per box, shared by all fields
+    memo: ProgressionMemo = {}  # progressions of the forms per box, shared by all fields
 
     def volumes(accs: list[Access], with_earlier: bool) -> tuple[int, list[int], list[int], int]:
         n_earlier = 3 if with_earlier else 0
@@ -502,8 +523,8 @@ def wave_volumes(
         new_store=new_store * SECTOR,
         old=((old[0] + old[1]) * SECTOR, old[2] * SECTOR),
         overlap=((ovl[0] + ovl[1]) * SECTOR, ovl[2] * SECTOR),
-        old_sets=tuple(o * SECTOR for o in old),  # type: ignore[arg-type]
-        overlap_sets=tuple(o * SECTOR for o in ovl),  # type: ignore[arg-type]
+        old_sets=as_triple(o * SECTOR for o in old),
+        overlap_sets=as_triple(o * SECTOR for o in ovl),
         threads=valid_threads(sets.current, launch, domain),
         enumerated=enumerated,
     )

@@ -320,7 +320,7 @@ class Page:
         self.volumes.object = views.volumes_html(p)
         self.explain.object = views.explanation_html(p, a)
         terms = views.terms_figure(p)
-        charts = [pn.pane.Bokeh(views.limits_figure(p))]
+        charts: list[pn.pane.Bokeh | pn.pane.HTML] = [pn.pane.Bokeh(views.limits_figure(p))]
         if terms is not None:
             charts.append(pn.pane.Bokeh(terms))
         else:

@@ -159,7 +159,7 @@ def rank_form(form: Form, progress: Callable[[int, int], None] | None = None,
             progress(done, total)
 
     try:
-        return rank(source, machine, threads=tuple(dict.fromkeys(threads)),  # type: ignore[arg-type]
+        return rank(source, machine, threads=tuple(dict.fromkeys(threads)),
                     all_shapes=form.all_shapes, jobs=1, progress=report, model=model)
     except RankingTimeout:
         raise

@@ -201,7 +201,7 @@ class _Parser:
                     raise self._fail(f"{t.text} has the components x, y and z, found "
                                      f"{self._describe(axis)}", axis)
                 self.i += 1
-                return getattr(_BUILTINS[t.text], axis.text)  # type: ignore[no-any-return]
+                return getattr(_BUILTINS[t.text], axis.text)
             if t.text in _SHORTHANDS:
                 return _SHORTHANDS[t.text]
             if t.text == "floor":

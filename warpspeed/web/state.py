@@ -22,10 +22,11 @@ import pkgutil
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from ..errors import WarpspeedError
 from ..input import triples
-from ..input.kernel import Field, Kernel
+from ..input.kernel import Access, Field, Kernel
 from ..input.stencil_spec import load_stencil, parse_params
 from ..machine import Machine
 from ..model import Prediction, predict
@@ -94,7 +95,7 @@ def parse_ints(text: str, where: str, what: str, count: int | None = None,
 
 def triple(text: str, where: str, what: str, high: int = 2**20) -> tuple[int, int, int]:
     """Three positive integers (a block size or a fold)."""
-    return parse_ints(text, where, what, 3, 1, high)  # type: ignore[return-value]
+    return triples.as_triple(parse_ints(text, where, what, 3, 1, high))
 
 
 # --------------------------------------------------------------------------
@@ -187,6 +188,12 @@ def _registers(form: Form) -> int | None:
     return parse_ints(form.registers, "registers", "registers per thread", 1, 1, 255)[0]
 
 
+class _KernelOptions(TypedDict, total=False):
+    """What a hand-written kernel gives :class:`Kernel` only when the form says it."""
+
+    registers: int
+
+
 def hand_kernel(spec: HandKernel, domain: Sequence[int] | None = None) -> Kernel:
     """The :class:`warpspeed.Kernel` of ``spec``; with ``domain`` (threads),
     every field grows along x, y, z by the change of the domain times the
@@ -203,7 +210,7 @@ def hand_kernel(spec: HandKernel, domain: Sequence[int] | None = None) -> Kernel
         except WarpspeedError as exc:
             raise FieldError("fields", str(exc)) from None
 
-    def build(items: tuple[tuple[int, str, tuple[object, ...]], ...], where: str) -> list[object]:
+    def build(items: tuple[tuple[int, str, tuple[object, ...]], ...], where: str) -> list[Access]:
         out = []
         for no, name, index in items:
             try:
@@ -213,7 +220,7 @@ def hand_kernel(spec: HandKernel, domain: Sequence[int] | None = None) -> Kernel
         return out
 
     loads, stores = build(spec.loads, "loads"), build(spec.stores, "stores")
-    kwargs: dict[str, object] = {}
+    kwargs: _KernelOptions = {}
     if spec.registers is not None:
         kwargs["registers"] = spec.registers
     try:
@@ -237,7 +244,7 @@ def stencil_function(name: str) -> Callable[..., Kernel]:
     if name not in stencil_names():
         raise FieldError("stencil", f"unknown stencil {name[:40]!r}; the stencils are "
                          f"{', '.join(stencil_names())}")
-    return load_stencil(name).kernel  # type: ignore[no-any-return]
+    return load_stencil(name).kernel
 
 
 def stencil_defaults(name: str) -> dict[str, str]:
@@ -361,7 +368,7 @@ class Outcome:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-def _attempt(errors: dict[str, str], fn: Callable[[], object], default_field: str) -> object:
+def _attempt[T](errors: dict[str, str], fn: Callable[[], T], default_field: str) -> T | None:
     try:
         return fn()
     except FieldError as exc:
@@ -381,8 +388,9 @@ def evaluate(form: Form) -> Outcome:
     block = _attempt(errors, lambda: triple(form.block, "block", "the block size"), "block")
     model = _attempt(errors, lambda: model_of(form), "model")
     if errors:
-        return Outcome(kernel, machine, errors=errors)  # type: ignore[arg-type]
+        return Outcome(kernel, machine, errors=errors)
     assert isinstance(kernel, Kernel) and isinstance(machine, Machine)
+    assert block is not None and model is not None  # else an error was recorded
     pred = _attempt(errors, lambda: predict(kernel, machine, block, model=model), "block")
     if not isinstance(pred, Prediction):
         return Outcome(kernel, machine, errors=errors)

@@ -12,7 +12,7 @@ them back exactly.
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..model import Prediction
 from ..reports.advice import Advice, explanation_lines
@@ -24,6 +24,7 @@ from .explore import LayerConditions
 
 if TYPE_CHECKING:
     import pandas as pd
+    from bokeh.plotting import figure as BokehFigure
     from matplotlib.figure import Figure
 
 #: The volumes shown, in this order, with their labels.
@@ -72,10 +73,11 @@ def summary_html(p: Prediction, vendor: str = "NVIDIA") -> str:
 
 def volumes_html(p: Prediction) -> str:
     """The volumes per level (B per lattice update) and the limits (GLup/s)."""
-    v = p.to_dict()["volumes"]
+    v = p.volumes
     rows = "".join(
-        f"<tr><td>{label}</td><td style='text-align:right'>{number(v[key], key)}</td></tr>"
-        for key, label in VOLUMES  # type: ignore[index]
+        f"<tr><td>{label}</td><td style='text-align:right'>{number(getattr(v, key), key)}"
+        "</td></tr>"
+        for key, label in VOLUMES
     )
     lims = "".join(
         f"<tr><td>{LIMITER_NAME[k]}{' (binding)' if k == p.limiter else ''}</td>"
@@ -98,26 +100,27 @@ def explanation_html(p: Prediction, a: Advice) -> str:
     return f"<div class='ws-explain'><b>Why</b><ul>{items}</ul></div>"
 
 
-def limits_figure(p: Prediction) -> Any:
+def limits_figure(p: Prediction) -> BokehFigure:
     """Horizontal bars of the four limits (GLup/s), the binding one named,
     the prediction as a vertical line."""
-    from bokeh.models import ColumnDataSource, Span
+    from bokeh.models import ColumnDataSource, DataRange1d, FactorRange
+    from bokeh.models.annotations import Span
     from bokeh.plotting import figure
 
     keys = [k for k in LIMITS if p.limits.get(k) is not None]
     names = [LIMITER_NAME[k] + (" (binding)" if k == p.limiter else "") for k in keys]
     src = ColumnDataSource({"name": names, "value": [p.limits[k] for k in keys],
                             "color": [COLORS[k] for k in keys]})
-    fig = figure(y_range=names, height=220, width=420, title="limits (GLup/s)",
-                 toolbar_location=None, x_axis_label="GLup/s")
+    fig = figure(y_range=FactorRange(factors=names), x_range=DataRange1d(start=0), height=220,
+                 width=420, title="limits (GLup/s)", toolbar_location=None,
+                 x_axis_label="GLup/s")
     fig.hbar(y="name", right="value", height=0.7, color="color", source=src)
     fig.add_layout(Span(location=p.glups, dimension="height", line_color="black",
                         line_dash="dashed", line_width=2))
-    fig.x_range.start = 0
     return fig
 
 
-def terms_figure(p: Prediction) -> Any | None:
+def terms_figure(p: Prediction) -> BokehFigure | None:
     """Bars of the default model's times per limiter (ns per lattice
     update), a dashed line at the predicted time (core and memory sides
     overlapped, last partial wave); None when the prediction has no terms
@@ -125,19 +128,20 @@ def terms_figure(p: Prediction) -> Any | None:
     keys = [k for k in LIMITS if f"t_{k}_ns" in p.terms]
     if not keys:
         return None
-    from bokeh.models import ColumnDataSource, Span
+    from bokeh.models import ColumnDataSource, DataRange1d, FactorRange
+    from bokeh.models.annotations import Span
     from bokeh.plotting import figure
 
     names = [LIMITER_NAME[k] for k in keys]
     src = ColumnDataSource({"name": names, "value": [p.terms[f"t_{k}_ns"] for k in keys],
                             "color": [COLORS[k] for k in keys]})
-    fig = figure(y_range=names, height=220, width=420, toolbar_location=None,
+    fig = figure(y_range=FactorRange(factors=names), x_range=DataRange1d(start=0), height=220,
+                 width=420, toolbar_location=None,
                  title=f"{DEFAULT_MODEL} model: time per limiter (ns per lattice update)",
                  x_axis_label="ns / Lup (dashed: predicted time)")
     fig.hbar(y="name", right="value", height=0.7, color="color", source=src)
     fig.add_layout(Span(location=1.0 / p.glups, dimension="height", line_color="black",
                         line_dash="dashed", line_width=2))
-    fig.x_range.start = 0
     return fig
 
 
@@ -155,8 +159,8 @@ def ranking_frame(r: Ranking) -> pd.DataFrame:
             "blocks/SM": p.blocks_per_sm, "L1 cyc": round(p.l1_cycles, 2),
             "L2 load": round(v.l2_load, 2), "DRAM load": round(v.dram_load, 2),
             "DRAM store": round(v.dram_store, 2),
-            **{f"{LIMITER_NAME[k]} limit": None if p.limits.get(k) is None
-               else round(float(p.limits[k]), 2) for k in LIMITS},  # type: ignore[arg-type]
+            **{f"{LIMITER_NAME[k]} limit": None if (x := p.limits.get(k)) is None
+               else round(float(x), 2) for k in LIMITS},
         })
     return pd.DataFrame(rows)
 
