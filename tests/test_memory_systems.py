@@ -94,3 +94,13 @@ def test_the_code_carries_the_joint_fit_of_the_development_rows() -> None:
     fitted = fit_all(load())
     for name, value in asdict(FITTED).items():
         assert fitted[name] == pytest.approx(value, rel=0.01), name
+
+
+def test_the_machines_listing_shows_the_memory_system_each_file_describes():
+    # data sheets: the A40 has GDDR6 with ECC on, the RTX 4090 GDDR6X without
+    from warpspeed.reports.tables import machine_row, memory_cell
+
+    assert memory_cell(machine_row(ws.load_machine("A40"))) == "GDDR6 ECC"
+    assert memory_cell(machine_row(ws.load_machine("RTX4090"))) == "GDDR6X"
+    bare = machine_row(ws.load_machine("A100"))
+    assert memory_cell({**bare, "memory": ""}) == "-"

@@ -39,7 +39,8 @@ from ..errors import KernelError
 from ..input.atomics import Atomics
 from ..input.gathers import Gather
 from ..input.kernel import Access, Field, Kernel
-from ..input.triples import Triple, as_triple
+from ..input.triples import Triple
+from .accesses import Accesses
 from .indexlists import (
     ListSpec,
     fixed_length,
@@ -51,7 +52,7 @@ from .indexlists import (
     list_sizes,
     refuse,
 )
-from .launch import counter_steps, domain
+from .launch import counter_steps, domain, grid_stride
 from .layouts import (
     FieldLayout,
     ShapeSpec,
@@ -59,7 +60,6 @@ from .layouts import (
     resolve,
     size_symbols,
     spatial_rank,
-    split,
 )
 from .options import (
     EXTRACT_KEYWORDS,
@@ -215,7 +215,7 @@ def read(
     work, bits = walker.fp.work()
     lists = _lists(walker, memory, frame, fields, options)
     atomics, fixed_block, atomic_notes = _atomics(walker, work, space.fixed_block)
-    accesses = _Accesses(fields, frame.resolved, frame.strides, space.wraps)
+    accesses = Accesses(fields, frame.resolved, frame.strides, space.wraps)
     kernel = Kernel(
         loads=[accesses(p, off) for p, off in space.loads] + lists.loads,
         stores=[accesses(p, off) for p, off in space.stores],
@@ -385,7 +385,7 @@ class _Space:
 def _thread_space(walker: Walker, memory: _Memory, fold: Triple | None,
                   options: ExtractOptions) -> _Space:
     """Phase 7: the guard as the domain (:mod:`.launch`), periodic wraps
-    (:mod:`.wraps`) and grid-stride loops (:func:`_grid_stride`)."""
+    (:mod:`.wraps`) and grid-stride loops (:func:`.launch.grid_stride`)."""
     box, fixed_block, found = domain(walker.guards)
     notes = list(found)
     wraps = resolve_wraps(walker.selectors, box) if walker.selectors else {}
@@ -398,7 +398,7 @@ def _thread_space(walker: Walker, memory: _Memory, fold: Triple | None,
     loads, stores = memory.loads, memory.stores
     points = options.grid_points or (1, 1, 1)
     if walker.grid_spans:
-        box, f3, spans = _grid_stride(box, f3, points, walker.grid_spans)
+        box, f3, spans = grid_stride(box, f3, points, walker.grid_spans)
         loads = [(p, substitute(off, spans)) for p, off in loads]
         stores = [(p, substitute(off, spans)) for p, off in stores]
         notes.append(
@@ -465,81 +465,6 @@ def _unbounded(frame: _Frame, walker: Walker) -> tuple[str, ...]:
     lists and fields of symbolic size (MODEL.md §1, Bounds)."""
     return tuple(sorted({frame.fields[p].name for p in walker.itemsizes
                          if p in frame.lists or size_symbols(frame.fields[p])}))
-
-
-class _Accesses:
-    """Offsets → accesses, once per distinct (field, offset).
-
-    The offset of a field of symbolic size is a sum of terms that each
-    carry one of the field's stride parameters: the term's dimension, read
-    off exactly (also for negative indices, as in the halo of a
-    ``StaggeredField``). Fixed strides are folded into the offset by
-    pystencils, which is split along them (:func:`.layouts.split`)."""
-
-    def __init__(
-        self,
-        fields: dict[str, Field],
-        layouts: Mapping[str, FieldLayout],
-        strides: Mapping[str, Mapping[str, int]],
-        wraps: Mapping[sp.Symbol, tuple[IntPoly, int]] | None = None,
-    ) -> None:
-        self.wraps = dict(wraps or {})
-        self.fields = fields
-        self.layouts = layouts
-        self.strides = {sp.Symbol(n): owners for n, owners in strides.items()}
-        self.done: dict[tuple[str, Any], Access] = {}
-
-    def __call__(self, ptr: str, offset: IntPoly) -> Access:
-        hit = self.done.get((ptr, offset))
-        if hit is None:
-            f, lay = self.fields[ptr], self.layouts[ptr]
-            if offset.atoms & self.strides.keys():
-                per_dim = self._by_stride(offset, lay)
-                index = [per_dim[d] + IntPoly.const(lay.origin[d]) for d in lay.order]
-            else:
-                shifted = offset + IntPoly.const(lay.origin_offset)
-                hints = {s: lay.order.index(a) for s, (_, a) in self.wraps.items()
-                         if a in lay.order}
-                values = {s: v for s, (v, _) in self.wraps.items()}
-                index = split(shifted, f.strides, f.name, hints, values)
-            if self.wraps:
-                values = {s: v for s, (v, _) in self.wraps.items()}
-                index = [substitute(p, values) for p in index]
-            hit = f[tuple(p.to_sympy() for p in index)]
-            self.done[(ptr, offset)] = hit
-        return hit
-
-    def _by_stride(self, offset: IntPoly, lay: FieldLayout) -> list[IntPoly]:
-        parts: list[dict] = [{} for _ in lay.shape]
-        for monomial, coeff in offset.terms:
-            found = [(i, a) for i, a in enumerate(monomial) if a in self.strides]
-            dim = self.strides[found[0][1]].get(lay.name) if len(found) == 1 else None
-            if dim is None:
-                raise UnsupportedKernelError(
-                    f"field {lay.name}: the offset term {coeff}*{sp.Mul(*monomial)} does not "
-                    "move along one of the field's dimensions"
-                )
-            rest = monomial[: found[0][0]] + monomial[found[0][0] + 1 :]
-            parts[dim][rest] = parts[dim].get(rest, 0) + coeff
-        return [IntPoly.of(p) for p in parts]
-
-
-def _grid_stride(
-    box: Triple, fold: Triple, points: Triple, spans: Mapping[int, sp.Symbol]
-) -> tuple[Triple, Triple, dict[sp.Symbol, int]]:
-    """The thread box, fold and grid span of a grid-strided kernel (the
-    walker's ``_grid_stride``): ``ceil(extent / points)`` threads along each
-    strided axis, ``points`` times the fold."""
-    for a in range(3):
-        if points[a] > 1 and a not in spans:
-            raise KernelError(
-                f"grid_points asks for {points[a]} points along {'xyz'[a]}, but the kernel has "
-                f"no grid-stride loop along {'xyz'[a]}; its loops stride along "
-                f"{', '.join('xyz'[b] for b in sorted(spans))}"
-            )
-    threads = as_triple(-(-box[a] // points[a]) for a in range(3))
-    new_fold = as_triple(fold[a] * points[a] for a in range(3))
-    return threads, new_fold, {s: threads[a] for a, s in spans.items()}
 
 
 def _precision(bits: set[int], fields: Any) -> int:

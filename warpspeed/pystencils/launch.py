@@ -17,11 +17,13 @@ of valid global thread coordinates (MODEL.md §1, "Iteration domain" and
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import sympy as sp
 
+from ..errors import KernelError
 from ..input.expr import blockDim, blockIdx, threadIdx
-from ..input.triples import as_triple
+from ..input.triples import Triple, as_triple
 from .poly import IntPoly
 from .unsupported import GuardError
 
@@ -249,5 +251,22 @@ def counter_steps(counters: dict[str, IntPoly]) -> tuple[int, int, int]:
     return steps[0], steps[1], steps[2]
 
 
+def grid_stride(
+    box: Triple, fold: Triple, points: Triple, spans: Mapping[int, sp.Symbol]
+) -> tuple[Triple, Triple, dict[sp.Symbol, int]]:
+    """The thread box, fold and grid span of a grid-strided kernel (the
+    walker's ``_grid_stride``): ``ceil(extent / points)`` threads along each
+    strided axis, ``points`` times the fold (MODEL.md §1, grid-stride loops)."""
+    for a in range(3):
+        if points[a] > 1 and a not in spans:
+            raise KernelError(
+                f"grid_points asks for {points[a]} points along {'xyz'[a]}, but the kernel has "
+                f"no grid-stride loop along {'xyz'[a]}; its loops stride along "
+                f"{', '.join('xyz'[b] for b in sorted(spans))}"
+            )
+    threads = as_triple(-(-box[a] // points[a]) for a in range(3))
+    new_fold = as_triple(fold[a] * points[a] for a in range(3))
+    return threads, new_fold, {s: threads[a] for a, s in spans.items()}
 
-__all__ = ["BUILTINS", "counter_steps", "domain", "global_linear"]
+
+__all__ = ["BUILTINS", "counter_steps", "domain", "global_linear", "grid_stride"]

@@ -154,7 +154,8 @@ MACHINE_COLUMNS = (
     Column("name", justify="left"), Column("vendor", justify="left", drop=5),
     Column("architecture", justify="left", drop=4), Column("SMs / CUs", "count", 6),
     Column("GHz", "clock", 6), Column("L2 size", "MiB", 5),
-    Column("DRAM paper", "GB/s", 3), Column("DRAM default", "GB/s copy / read", 2),
+    Column("memory", "type, ECC", 4, justify="left"), Column("DRAM paper", "GB/s", 3),
+    Column("DRAM default", "GB/s copy / read", 2),
     Column("L2 bw", "GB/s", 5), Column("grounding", justify="left", drop=1),
     Column("validated on", "kernel sets", 2, justify="left"),
     Column("description", justify="left", drop=8),
@@ -166,10 +167,20 @@ def machine_table(rows: Sequence[dict[str, Any]], width: int | None = None) -> T
     :func:`machine_row`."""
     cells = [[r["name"], r["vendor"], r["architecture"],
               f"{r['sms']} {words(r['vendor']).sm}s", f"{r['clock_ghz']:g}",
-              f"{r['l2_bytes'] / 2**20:g}", f"{r['dram_bandwidth']:g}", r["dram_default"],
+              f"{r['l2_bytes'] / 2**20:g}", memory_cell(r), f"{r['dram_bandwidth']:g}",
+              r["dram_default"],
               f"{r['l2_bandwidth']:g}", r["grounding"],
               ", ".join(r["validated_on"]) or "none", r["description"]] for r in rows]
     return fitted_table(MACHINE_COLUMNS, cells, width)
+
+
+def memory_cell(row: dict[str, Any]) -> str:
+    """The memory system as the machine file describes it (MODEL.md §11,
+    "Memory systems"): its type with " ECC" when error correction is on,
+    "-" for a file without the description."""
+    if not row["memory"]:
+        return "-"
+    return f"{row['memory']} ECC" if row["ecc"] else row["memory"]
 
 
 def machine_row(m: Machine, validated_on: Sequence[str] = ()) -> dict[str, Any]:
@@ -182,6 +193,7 @@ def machine_row(m: Machine, validated_on: Sequence[str] = ()) -> dict[str, Any]:
         "vendor": m.vendor, "architecture": m.architecture, "grounding": m.grounding,
         "validated_on": list(validated_on),
         "sms": m.sms, "clock_ghz": m.clock_ghz, "l2_bytes": m.l2_bytes,
+        "memory": m.memory, "ecc": m.ecc,
         "dram_bandwidth": m.dram_bandwidth, "dram_default": default_dram(m),
         "dram_bw_read": m.dram_bw_read, "dram_bw_copy": m.dram_bw_copy,
         "dram_bw_write": m.dram_bw_write, "l2_bandwidth": m.l2_bandwidth, "fits": m.fits,
@@ -189,5 +201,5 @@ def machine_row(m: Machine, validated_on: Sequence[str] = ()) -> dict[str, Any]:
 
 
 __all__ = ["DEFAULT_WIDTH", "MACHINE_COLUMNS", "PREDICTION_COLUMNS", "Column", "console",
-           "default_dram", "fitted_table", "machine_row", "machine_table", "prediction_columns",
-           "prediction_table", "terminal_width"]
+           "default_dram", "fitted_table", "machine_row", "machine_table", "memory_cell",
+           "prediction_columns", "prediction_table", "terminal_width"]
