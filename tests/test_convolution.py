@@ -11,6 +11,7 @@ import warpspeed as ws
 from stencils import convolution2d
 from warpspeed.input.expr import bind_all
 from warpspeed.model import block_stage
+from warpspeed.validation.reference import dataset_dir
 from warpspeed.volumes.launch import make_launch
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -101,7 +102,8 @@ def test_missing_scan_names_where_the_data_come_from(tmp_path, monkeypatch):
         convolution_rows()
 
 
-@pytest.mark.skipif(not (SHARED / "a100").is_dir(), reason="shared/data/a100 not beside the repo")
+@pytest.mark.skipif(not dataset_dir("a100").is_dir(),
+                    reason="the A100 scan is neither in fits/data/a100 nor in shared/data")
 def test_convolution_rows_read_the_scan_and_build_their_kernels():
     from warpspeed.validation.reference import CONVOLUTION, convolution_rows, kernel_for
 

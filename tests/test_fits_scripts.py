@@ -10,14 +10,14 @@ import pytest
 
 import warpspeed as ws
 from warpspeed.model import block_stage
+from warpspeed.validation.reference import dataset_dir
 from warpspeed.volumes.sampling import sample
 
 FITS = Path(__file__).resolve().parents[1] / "fits"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 needs_shared = pytest.mark.skipif(
-    not (SHARED / "v100").is_dir(),
-    reason=f"reference data not found at {SHARED / 'v100'}: the public measurements live in "
-           "the project's shared/ folder beside the repository and are not shipped")
+    not dataset_dir("v100").is_dir(),
+    reason=f"reference data not found at {dataset_dir('v100')}: neither the project's copy "
+           "(fits/data/v100) nor shared/data beside the repository")
 
 
 def script(name: str):

@@ -13,13 +13,13 @@ import warpspeed as ws
 from stencils import lbm_fluidx3d
 from warpspeed.timing.latency import glups_from_terms
 from warpspeed.validation.grounds import groundings, tables_of
-from warpspeed.validation.reference import Row, lbm_rows, shared_dir
+from warpspeed.validation.reference import Row, dataset_dir, lbm_rows
 from warpspeed.validation.transfer import DEV_SETS, DevSet, transfer_report
 
 needs_lbm = pytest.mark.skipif(
-    not (shared_dir() / "data" / "lbm").is_dir(),
-    reason=f"LBM measurements not found at {shared_dir() / 'data' / 'lbm'}: public data kept "
-           "in the project's shared/ folder beside the repository, not shipped")
+    not dataset_dir("lbm").is_dir(),
+    reason=f"LBM measurements not found at {dataset_dir('lbm')}: neither the project's copy "
+           "(fits/data/lbm) nor shared/data beside the repository")
 
 
 def test_d3q19_velocity_set_by_hand() -> None:

@@ -20,10 +20,10 @@ from warpspeed.timing.memory_systems import (
     scattered_efficiency,
     stream_efficiency,
 )
-from warpspeed.validation.reference import shared_dir
+from warpspeed.validation.reference import dataset_dir
 
 Q = 15 / 16
-LBM = shared_dir() / "data" / "lbm" / "fluidx3d_d3q19.csv"
+LBM = dataset_dir("lbm") / "fluidx3d_d3q19.csv"
 
 
 def test_conflicts_follow_the_bank_law() -> None:
@@ -87,7 +87,7 @@ def test_fluidx3d_moves_bytes_weighted_elements() -> None:
 
 
 @pytest.mark.skipif(not LBM.is_file(), reason=f"lattice Boltzmann rows not found at {LBM}: "
-                    "public data kept in the project's shared/ folder beside the repository")
+                    "neither the project's copy (fits/data/lbm) nor shared/data beside the repo")
 def test_the_code_carries_the_joint_fit_of_the_development_rows() -> None:
     from warpspeed.validation.memory_fit import fit_all, load
 

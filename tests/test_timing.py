@@ -19,11 +19,13 @@ from warpspeed.timing.latency import (
     wave_efficiency,
 )
 from warpspeed.timing.memory import achieved_bandwidth
+from warpspeed.validation.reference import dataset_dir
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-@pytest.mark.skipif(not (SHARED / "microbench").is_dir(), reason="shared/data not beside the repo")
+@pytest.mark.skipif(not (SHARED / "microbench").is_dir(),
+                    reason="micro-benchmark tables (shared/data/microbench) not beside the repo")
 @pytest.mark.parametrize("machine, table", [("V100", "v100"), ("A100", "a100_40"),
                                             ("A100-80GB", "a100_80")])
 def test_machine_files_reproduce_their_stream_tables_within_10_percent(machine, table):
@@ -256,7 +258,8 @@ def test_a_fixed_block_is_the_only_one_predicted_and_ranked():
     assert any("fixes the block to (64, 1, 1)" in n for n in r.notes)
 
 
-@pytest.mark.skipif(not (SHARED / "v100").is_dir(), reason="shared/data not beside the repo")
+@pytest.mark.skipif(not dataset_dir("v100").is_dir(),
+                    reason="the V100 sets are neither in fits/data/v100 nor in shared/data")
 def test_v100_validation_default_model_beats_the_paper_on_glups():
     # The figures of the closing note come from `warpspeed validate --v100`;
     # this guards them: the paper model is ~1.3x too optimistic on the
@@ -273,7 +276,8 @@ def test_v100_validation_default_model_beats_the_paper_on_glups():
     assert latency.dram_load_mape < 0.08
 
 
-@pytest.mark.skipif(not (SHARED / "v100").is_dir(), reason="shared/data not beside the repo")
+@pytest.mark.skipif(not dataset_dir("v100").is_dir(),
+                    reason="the V100 sets are neither in fits/data/v100 nor in shared/data")
 def test_l1_rereads_bring_the_folded_radius_2_dram_volume_within_8_percent():
     # z-folding 4 overflows the L1: its re-reads miss the L2 as well. The
     # paper's memLoadV3 misses those rows by up to 2.4x (~10 % over the set).
