@@ -197,3 +197,21 @@ def test_validate_command_line_prints_the_report_and_fails_cleanly(predictions, 
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "does not exist" in bad.stderr
+
+
+def test_rank_correlation_is_none_where_undefined_and_never_nan():
+    from warpspeed.timing.kernel_fit import rank_correlation
+
+    assert rank_correlation([1.0, 2.0, 3.0], [10.0, 20.0, 30.0]) == pytest.approx(1.0)
+    assert rank_correlation([3.0, 2.0, 1.0], [10.0, 20.0, 30.0]) == pytest.approx(-1.0)
+    # a model that predicts one figure for every row (the paper model on an FP-bound scan)
+    assert rank_correlation([5.0, 5.0, 5.0], [1.0, 2.0, 3.0]) is None
+    assert rank_correlation([1.0, 2.0], [1.0, 2.0]) is None
+
+
+def test_the_recorded_validation_is_strict_json():
+    def refuse(token: str) -> float:
+        raise ValueError(f"{token} in ACCURACY.json: not JSON")
+
+    path = Path(ws.__file__).with_name("ACCURACY.json")
+    json.loads(path.read_text(), parse_constant=refuse)

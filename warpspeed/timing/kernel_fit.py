@@ -78,16 +78,25 @@ class SetScore:
     best_fraction: float
 
 
+def rank_correlation(predicted: Sequence[float] | np.ndarray,
+                     measured: Sequence[float] | np.ndarray) -> float | None:
+    """Spearman's rank correlation of three or more pairs; ``None`` where it
+    is undefined (fewer pairs, or one side constant, as a model that
+    predicts one figure for every row), never NaN."""
+    from scipy.stats import spearmanr
+
+    if len(measured) < 3 or len(set(predicted)) < 2 or len(set(measured)) < 2:
+        return None
+    return float(spearmanr(predicted, measured)[0])
+
+
 def scores(name: str, exponent: float | None, predicted: np.ndarray, measured: np.ndarray
            ) -> SetScore:
     """MAPE, median predicted/measured, Spearman and the measured GLup/s of
     the predicted best over the measured best of one set's GLup/s."""
-    from scipy.stats import spearmanr
-
-    rho = float(spearmanr(predicted, measured)[0]) if len(measured) > 2 else None
     ratio = predicted / measured
     return SetScore(name, exponent, len(measured), float(np.mean(np.abs(ratio - 1))),
-                    float(np.median(ratio)), rho,
+                    float(np.median(ratio)), rank_correlation(predicted, measured),
                     float(measured[np.argmax(predicted)] / measured.max()))
 
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import WarpspeedError
 from ..input.kernel import Kernel
+from ..timing.kernel_fit import rank_correlation
 
 if TYPE_CHECKING:
     from ..machine import Machine
@@ -231,8 +232,6 @@ def score(model: str, dataset: str, preds: Sequence[Prediction], data: Sequence[
     """MAPE of DRAM load, L2 load and GLup/s, median predicted/measured
     GLup/s, Spearman rank correlation, and the measured GLup/s of the
     predicted best over the measured best."""
-    from scipy.stats import spearmanr
-
     pairs = list(zip(preds, data))
     dram = [(p.volumes.dram_load, r.dram_load) for p, r in pairs if r.dram_load]
     l2 = [(p.volumes.l2_load, r.l2_load) for p, r in pairs if r.l2_load]
@@ -246,7 +245,7 @@ def score(model: str, dataset: str, preds: Sequence[Prediction], data: Sequence[
         l2_load_mape=_mape(*zip(*l2)) if l2 else None,
         glups_mape=_mape(gp, gm) if g else None,
         glups_median_ratio=float(np.median([a / b for a, b in g])) if g else None,
-        spearman=float(spearmanr(gp, gm)[0]) if len(g) > 2 else None,
+        spearman=rank_correlation(gp, gm),
         best_fraction=gm[int(np.argmax(gp))] / max(gm) if g else None,
     )
 
