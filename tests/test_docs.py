@@ -299,3 +299,9 @@ def test_every_refusal_is_listed_in_the_limits_section():
                 if isinstance(c, type) and issubclass(c, Exception)]
     missing = sorted({c.__name__ for c in classes} - set(re.findall(r"`(?:\w+\.)*(\w+)`", section)))
     assert not missing, f"error classes not listed in MODEL.md §13: {missing}"
+
+
+def test_the_readme_names_every_shipped_machine():
+    readme = (ROOT / "README.md").read_text()
+    shipped = sorted(p.stem for p in (ROOT / "warpspeed" / "machines").glob("*.toml"))
+    assert shipped and [n for n in shipped if not re.search(rf"\b{re.escape(n)}\b", readme)] == []
