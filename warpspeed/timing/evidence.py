@@ -87,7 +87,6 @@ class Evidence:
                 "phrase": self.phrase}
 
 
-@lru_cache(maxsize=1)
 class _Band(TypedDict, total=False):
     """A band as ``ACCURACY.json`` records it
     (:func:`warpspeed.validation.evidence.as_records`)."""
@@ -104,6 +103,7 @@ class _Band(TypedDict, total=False):
     mape: float
 
 
+@lru_cache(maxsize=1)
 def _recorded() -> tuple[_Band, ...]:
     """The bands of ``ACCURACY.json`` (empty when it is missing or older)."""
     try:
