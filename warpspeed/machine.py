@@ -179,13 +179,7 @@ _Values = dict[str, Any]
 
 
 def _parse(path: Path) -> Machine:
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise MachineError(f"cannot read machine file {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise MachineError(f"machine file {path} is not valid TOML: {exc}") from exc
-    check_format_version(path, data)
+    data = read_versioned_toml(path, "machine file", FORMAT_VERSIONS, MachineError)
     for key in ("name", "fits"):
         if not isinstance(data.get(key), str):
             raise MachineError(f"machine file {path}: '{key}' must be a string")
@@ -248,13 +242,24 @@ def _parse(path: Path) -> Machine:
     )
 
 
-def check_format_version(path: Path, data: dict[str, object]) -> None:
-    """Refuse a machine file of a format this loader does not read (MODEL.md §12);
-    a file without ``format_version`` is version 1."""
+def read_versioned_toml(path: Path, what: str, versions: tuple[int, ...],
+                        error: type[Exception]) -> dict[str, Any]:
+    """The data of the TOML file ``path``, a ``what`` (``"machine file"``, ...)
+    of a format this warpspeed reads: ``format_version`` among ``versions``, a
+    file without it being version 1 (MODEL.md §7, §12). An unreadable file,
+    invalid TOML or another version raises ``error`` in one line naming the
+    file."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise error(f"cannot read {what} {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{what} {path} is not valid TOML: {exc}") from exc
     version = data.get("format_version", 1)
-    if type(version) is not int or version not in FORMAT_VERSIONS:
-        raise MachineError(f"machine file {path}: format_version {version!r} is not one this "
-                           f"warpspeed reads (it reads {', '.join(map(str, FORMAT_VERSIONS))})")
+    if type(version) is not int or version not in versions:
+        raise error(f"{what} {path}: format_version {version!r} is not one this "
+                    f"warpspeed reads (it reads {', '.join(map(str, versions))})")
+    return data
 
 
 def _memory_system(path: Path, data: dict) -> list[tuple[str, object, str]]:

@@ -33,7 +33,6 @@ Approximation: the derivations are the plateau and fit rules of MODEL.md §11 /
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -41,12 +40,13 @@ import numpy as np
 
 from ..machine import (
     FORMAT_VERSION,
+    FORMAT_VERSIONS,
     LATENCY_PARAMETERS,
     PLAIN_KEYS,
     REQUIRED_PARAMETERS,
     Machine,
-    check_format_version,
     load_machine,
+    read_versioned_toml,
 )
 from ..timing.memory import MemoryParams
 from . import microbench as mb
@@ -141,14 +141,7 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
 
 def _read_base(base_path: Path) -> dict:
     """The base file's data (module docstring), of a format the loader reads."""
-    try:
-        data = tomllib.loads(base_path.read_text())
-    except OSError as exc:
-        raise CalibrationError(f"cannot read base file {base_path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise CalibrationError(f"base file {base_path} is not valid TOML: {exc}") from exc
-    check_format_version(base_path, data)
-    return data
+    return read_versioned_toml(base_path, "base file", FORMAT_VERSIONS, CalibrationError)
 
 
 def _latencies(table: Path, l2_mib: float, llc_mib: float | None, tag: str) -> dict:

@@ -8,14 +8,13 @@ when ``complement`` is set (the store-eviction curve ``s``).
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import FitError
-from ..machine import Machine
+from ..machine import Machine, read_versioned_toml
 
 CURVES = ("m1", "h_xy", "h_z", "s", "m2")
 #: The versions of the fits-file format :func:`load_fits` reads (MODEL.md §7); a
@@ -70,14 +69,7 @@ def load_fits(name_or_path: str | Path) -> CapacityFits:
     if not path.is_file():
         known = sorted(p.stem for p in fits_dir().glob("*.toml"))
         raise FitError(f"unknown capacity fits {text!r}; known: {', '.join(known)} (or a path)")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise FitError(f"capacity fits file {path} is not valid TOML: {exc}") from exc
-    version = data.get("format_version", 1)
-    if type(version) is not int or version not in FORMAT_VERSIONS:
-        raise FitError(f"capacity fits file {path}: format_version {version!r} is not one this "
-                       f"warpspeed reads (it reads {', '.join(map(str, FORMAT_VERSIONS))})")
+    data = read_versioned_toml(path, "capacity fits file", FORMAT_VERSIONS, FitError)
     curves = {}
     for name in CURVES:
         entry = data.get(name)
