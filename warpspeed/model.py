@@ -28,6 +28,7 @@ from .timing.paper import LIMITERS
 from .volumes.capacity import CapacityFits, curves_for
 from .volumes.footprint import Footprint, footprints_of
 from .volumes.gathers import gather_volumes, with_gathers
+from .volumes.held import as_compiled
 from .volumes.l1 import l1_cycles_of, line_cycles_of
 from .volumes.launch import Launch, make_launch, partial_wave
 from .volumes.levels import LevelVolumes, Volumes, level_volumes
@@ -147,6 +148,9 @@ class BlockStage:
     #: idle halves of a warp free) where it differs from ``l1_cycles`` (whole
     #: warps issued); None: the same count (AMD's line count).
     l1_cycles_paper: float | None = None
+    #: What the block stage found that the prediction says (MODEL.md §15:
+    #: merged loads beyond the AMD compiler's registers).
+    notes: tuple[str, ...] = ()
 
     def l1_for(self, whole_warps: bool) -> float:
         """The L1 count a timing model reads (its ``whole_warps`` flag)."""
@@ -221,20 +225,21 @@ def block_stages(kernel: Kernel, machine: Machine, blocks: Sequence[Sequence[int
     if not isinstance(kernel, Kernel):
         raise TypeError(f"predict() needs a ws.Kernel, got {type(kernel).__name__}")
     out: list[BlockStage | LaunchError | None] = [None] * len(blocks)
-    ready: dict[int, tuple[Launch, dict[SymForm, LinForm], int, Sample]] = {}
+    ready: dict[int, tuple[Launch, dict[SymForm, LinForm], int, Sample, str | None]] = {}
     groups: dict[object, list[int]] = {}
     for i, block in enumerate(blocks):
         try:
             launch = make_launch(kernel, machine, block)
             bound = bind_all([kernel_forms(kernel)], launch.block)
-            loads, stores = thread_accesses(kernel, bound, launch.block)
+            issued, held = as_compiled(kernel, machine, bound)  # MODEL.md §15
+            loads, stores = thread_accesses(issued, bound, launch.block)
             smp = sample(kernel, launch, loads + stores, bound, warp=machine.warp_size)
             if not smp.active.any():
                 raise LaunchError(f"no thread of block {launch.block} lies inside the domain")
         except LaunchError as exc:
             out[i] = exc
             continue
-        ready[i] = (launch, bound, len(loads), smp)
+        ready[i] = (launch, bound, len(loads), smp, held)
         key = (tuple(map(id, loads)), tuple(map(id, stores)), smp.active.shape[1],
                smp.access_class.tobytes(), smp.access_shift.tobytes())
         groups.setdefault(key, []).append(i)
@@ -256,22 +261,23 @@ def block_stages(kernel: Kernel, machine: Machine, blocks: Sequence[Sequence[int
 
 def _count_stacked(
     kernel: Kernel, machine: Machine,
-    items: list[tuple[int, Launch, dict[SymForm, LinForm], int, Sample]],
+    items: list[tuple[int, Launch, dict[SymForm, LinForm], int, Sample, str | None]],
     out: list[BlockStage | LaunchError | None],
 ) -> None:
     """The L1 cycles and footprints of launches sharing accesses and
     classes, counted over their stacked samples, into ``out``."""
-    stacked, owner = stack([smp for *_, smp in items])
+    stacked, owner = stack([item[4] for item in items])
     n_loads = items[0][3]
     l1, paper = _l1_cycles(stacked, owner, len(items), machine)
     fps = footprints_of(stacked, owner, len(items), n_loads, machine.l1_sector_bytes,
                         machine.l1_line_bytes, machine.warp_size)
-    for j, (i, launch, bound, _, smp) in enumerate(items):
+    for j, (i, launch, bound, _, smp, held) in enumerate(items):
         out[i] = BlockStage(
             kernel=kernel, machine=machine, launch=launch, bound=bound,
             l1_cycles=float(l1[j]),
             footprint=replace(fps[j], streams=address_streams(smp, n_loads)),
             l1_cycles_paper=None if paper is None else float(paper[j]),
+            notes=(held,) if held else (),
         )
 
 
@@ -321,7 +327,7 @@ def finish(
         lv.volumes.dram_load, lv.volumes.dram_store), dram_access_bytes=streams.access_bytes))
     t = with_atomics(spec.time(kernel, mem, launch, stage.l1_cycles, lv.volumes, wave),
                      kernel, mem, launch)
-    notes = (architecture_notes(kernel, m) + spec.notes(kernel, m)
+    notes = (architecture_notes(kernel, m) + spec.notes(kernel, m) + stage.notes
              + ((mall_note,) if mall_note else ()))
     partial = partial_wave(launch.block, m)  # MODEL.md §15: whole wavefronts issued
     notes += (partial,) if partial else ()

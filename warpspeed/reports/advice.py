@@ -60,6 +60,7 @@ from ..input.kernel import Kernel
 from ..machine import Machine
 from ..model import LIMITERS, Prediction
 from ..timing import Hint, Reading, Timing, timing_model
+from ..volumes.held import as_compiled
 from .expected import expected_accuracy, l1_bound_scores
 from .words import words
 
@@ -260,7 +261,8 @@ def _ideal_l1(p: Prediction, kernel: Kernel, m: Machine) -> float:
     instructions at block ``p.block`` if each were unit-stride
     (:func:`_ideal_cycles`)."""
     bound = bind_all((a.forms for a in kernel.loads + kernel.stores), p.block)
-    loads, stores = thread_accesses(kernel, bound, p.block)  # the instructions a thread issues
+    issued, _ = as_compiled(kernel, m, bound)  # MODEL.md §15: merges the registers hold
+    loads, stores = thread_accesses(issued, bound, p.block)  # the instructions a thread issues
     return sum(_ideal_cycles(a.field.itemsize, m) for a in loads + stores) / kernel.lups_per_thread
 
 

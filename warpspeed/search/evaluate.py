@@ -65,6 +65,7 @@ class _StageResult:
     wave_key: object
     load_bytes: float
     store_bytes: float
+    notes: tuple[str, ...] = ()
 
 
 def _stage_chunk(
@@ -87,6 +88,7 @@ def _stage_chunk(
             if bounds else 0.0,
             store_bytes=compulsory_bytes(kernel.stores, st.bound, st.launch.block, kernel.domain)
             if bounds else 0.0,
+            notes=st.notes,
         ))
     return out
 
@@ -224,7 +226,7 @@ def _stage(variants: list[tuple[Fold, Kernel]], m: Machine,
            res: _StageResult) -> BlockStage:
     # Workers send back the numbers only; finish() needs no bound forms.
     return BlockStage(variants[rep_variant[key][0]][1], m, res.launch, {}, res.l1_cycles,
-                      res.footprint, res.l1_cycles_paper)
+                      res.footprint, res.l1_cycles_paper, res.notes)
 
 
 Copies = Callable[[object, Prediction], list[tuple[Prediction, "Config"]]]

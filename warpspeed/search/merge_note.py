@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from ..input.addresses import guard_kept_loads, guarded_separately, repeated_loads
 from ..input.kernel import Kernel
 from ..model import Prediction
+from ..volumes.held import NOTE_START
 from .design_space import Fold
 
 
@@ -37,11 +38,12 @@ def _remedy(k: Kernel) -> str:
 def merge_note(predictions: Sequence[Prediction], variants: Sequence[tuple[Fold, Kernel]]
                ) -> list[str]:
     """The note for the best of ``predictions`` (module docstring), empty
-    when its loads repeat no address."""
+    when its loads repeat no address or the prediction takes them as issued
+    again (MODEL.md §15, merged loads beyond the registers)."""
     best = predictions[0] if predictions else None
     k = dict(variants).get(best.fold) if best is not None else None
-    if best is None or k is None:
-        return []
+    if best is None or k is None or any(n.startswith(NOTE_START) for n in best.notes):
+        return []  # the prediction's own note says why the loads are issued again
     n = repeated_loads(k, best.block)
     where = f"the best, fold {best.fold} block {best.block},"
     if n:

@@ -1,0 +1,125 @@
+"""Registers a thread's merged loads hold, and whether the AMD compiler can
+hold them (MODEL.md §15, "Merged loads and registers").
+
+A load a thread repeats (§1) is merged only if its value stays in a
+register from its first use to its last. The folded outputs of a thread are
+taken to run in lockstep, as an unrolled tile loop inside the loop over the
+taps writes them (the convolution of ``shared/data/a100``): the k-th load of
+every output before the (k+1)-th of any. The values alive at once, plus one
+accumulator per output, are the registers the merge needs.
+
+On AMD GPUs the compiler must fit a kernel into the work-group size it is
+compiled for, 1024 threads unless ``__launch_bounds__`` says otherwise
+(HIP's default ``amdgpu-flat-work-group-size`` of 1,1024): the VGPRs of the
+CU (RDNA: of the two CUs of a work-group processor, HIP's default WGP mode)
+over 1024 threads, at most 256 per lane (the ISA's VGPR count); on gfx908
+(MI100) LLVM spills VGPRs into the accumulation registers (AGPRs, a file of
+the same size) before scratch memory, which doubles the budget. A merge that
+needs more is predicted as if the loads were issued again, and the
+prediction says so; a compiler that spills to scratch memory instead runs
+slower still (not modelled). NVIDIA's compiler orders the unrolled code
+itself and may use 255 registers per thread at any block it can launch: no
+budget is applied there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import numpy as np
+
+from ..input.addresses import address_key, linear_addresses
+from ..input.expr import LinForm, SymForm
+from ..input.kernel import Access, Kernel
+from ..machine import Machine
+
+#: The largest VGPR count one lane of a wavefront can address (GCN, CDNA
+#: and RDNA ISA references: v0-v255).
+MAX_VGPRS = 256
+
+#: The start of the note a prediction carries when the budget is exceeded.
+NOTE_START = "merged loads exceed the registers"
+
+
+def load_classes(loads: tuple[Access, ...], bound: Mapping[SymForm, LinForm]) -> np.ndarray:
+    """Each load's address class once ``bound``: equal exactly for the
+    loads :func:`warpspeed.input.addresses.merge_repeated` counts once."""
+    lin, affine = linear_addresses(loads, bound)
+    keys: dict[object, int] = {}
+    out = np.empty(len(loads), dtype=np.int64)
+    for i, acc in enumerate(loads):
+        key: object = ((acc.field.name, *lin[i].tolist()) if affine[i]
+                       else address_key(acc, bound))
+        out[i] = keys.setdefault(key, len(keys))
+    return out
+
+
+def _lockstep(kernel: Kernel) -> np.ndarray:
+    """The position of each load in lockstep order (module docstring):
+    output ``o``'s k-th load at ``k * outputs + o``; program order when the
+    loads are not in equal groups per output."""
+    n, total = kernel.lups_per_thread, len(kernel.loads)
+    if n <= 1 or total % n:
+        return np.arange(total)
+    size = total // n
+    o, k = np.divmod(np.arange(total), size)
+    return k * n + o
+
+
+def held_registers(kernel: Kernel, bound: Mapping[SymForm, LinForm]) -> int:
+    """The 32-bit registers per lane that holding the thread's repeated
+    loads needs (module docstring): the most values alive at once between
+    their first and last use in lockstep order, plus one accumulator per
+    output; 0 when no load repeats. Wider elements count their words."""
+    if not kernel.loads:
+        return 0
+    cls = load_classes(kernel.loads, bound)
+    first = np.full(cls.max() + 1, np.iinfo(np.int64).max)
+    last = np.full(cls.max() + 1, -1)
+    t = _lockstep(kernel)
+    np.minimum.at(first, cls, t)
+    np.maximum.at(last, cls, t)
+    keep = last > first
+    if not keep.any():
+        return 0
+    words = np.array([-(-a.field.itemsize // 4) for a in kernel.loads])
+    width = np.zeros(len(first), dtype=np.int64)
+    width[cls] = words
+    change = np.zeros(len(kernel.loads) + 1, dtype=np.int64)
+    np.add.at(change, first[keep], width[keep])
+    np.add.at(change, last[keep], -width[keep])
+    alive = int(np.cumsum(change).max())
+    return alive + kernel.lups_per_thread * (kernel.precision // 32)
+
+
+def register_budget(machine: Machine) -> int | None:
+    """VGPRs per lane the AMD compiler may use for a kernel compiled for
+    ``max_threads_per_block`` threads (module docstring); None on NVIDIA."""
+    if machine.vendor != "AMD":
+        return None
+    files = 2 if machine.architecture.startswith("RDNA") or machine.arch == "gfx908" else 1
+    return min(MAX_VGPRS, machine.registers_per_sm * files // machine.max_threads_per_block)
+
+
+def as_compiled(kernel: Kernel, machine: Machine, bound: Mapping[SymForm, LinForm]
+                ) -> tuple[Kernel, str | None]:
+    """``kernel`` as the compiler issues it at ``bound``: unchanged, or with
+    ``reload_repeated`` and a note when its merged loads need more registers
+    than :func:`register_budget` (MODEL.md §15)."""
+    budget = register_budget(machine)
+    if budget is None or kernel.reload_repeated:
+        return kernel, None
+    need = held_registers(kernel, bound)
+    if need <= budget:
+        return kernel, None
+    note = (f"{NOTE_START}: holding the values its repeated loads share needs about "
+            f"{need} VGPRs per lane, more than the {budget} the compiler may use at its "
+            f"default bound of {machine.max_threads_per_block} threads per block; predicted "
+            "as if the loads were issued again (MODEL.md §15); a kernel that spills to "
+            "scratch memory instead runs several times slower")
+    return replace(kernel, reload_repeated=True), note
+
+
+__all__ = ["MAX_VGPRS", "NOTE_START", "as_compiled", "held_registers", "load_classes",
+           "register_budget"]
