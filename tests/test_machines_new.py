@@ -167,3 +167,21 @@ def test_the_hook_takes_a_data_sheet_file_and_says_how_grounded_it_is(tmp_path):
     assert best.machine == "MYGPU" and best.grounding == "datasheet"
     assert best.evidence.grounding == "data sheet"
     assert "grounding: data sheet" in best.evidence.phrase
+
+
+def test_a_dram_bound_kernel_quotes_the_dram_band_not_the_cache_bound_one():
+    """DRAM-bound and L2-bound predictions quote separate bands (MODEL.md §14):
+    the lattice Boltzmann rows of data-sheet GPUs are not scored with the
+    cache-bound convolution rows of the same GPUs."""
+    from warpspeed.timing.evidence import _recorded, evidence
+
+    if not _recorded():
+        pytest.skip("warpspeed/ACCURACY.json has no recorded bands")
+    dram = evidence("datasheet", "dram", "latency")
+    l2 = evidence("datasheet", "l2", "latency")
+    assert (dram.kernel_class, l2.kernel_class) == ("DRAM-bound", "L2-bound")
+    bands = {(b["kernel_class"], b["model"], b["grounding"]): b for b in _recorded()}
+    assert any(d.startswith("fluidx3d") for d in bands["DRAM-bound", "latency", "data sheet"]
+               ["datasets"])
+    assert "memory-bound" not in {k[0] for k in bands}
+    assert dram.rows and dram.mape is not None and dram.mape < 0.25
