@@ -76,3 +76,34 @@ def test_rank_carries_the_note_and_no_merge_claim():
     best = r.predictions[0]
     assert any(n.startswith(NOTE_START) for n in best.notes)
     assert not any("repeat an address" in n for n in r.notes)
+
+
+def _star(registers: int) -> ws.Kernel:
+    A = ws.Field("A", shape=(258, 258, 258))
+    B = ws.Field("B", shape=(258, 258, 258))
+    x, y, z = ws.tidx + 1, ws.tidy + 1, ws.tidz + 1
+    return ws.Kernel(loads=[A[x + d, y, z] for d in (-1, 0, 1)], stores=[B[x, y, z]],
+                     domain=(256, 256, 256), registers=registers)
+
+
+def test_an_rdna_block_that_needs_two_cus_launches_and_says_so():
+    """WGP mode: 1024 threads are 32 wave32s over the four SIMDs of two CUs,
+    8 per SIMD: up to 1536 / 8 = 192 VGPRs each. The CU alone (16 waves of
+    120 VGPRs: 1536 // 120 = 12 per SIMD, 24 per CU) cannot hold the block."""
+    p = ws.predict(_star(120), "W7800", block=(1024, 1, 1))
+    assert p.blocks_per_sm == 1  # threads bind too: 32 wavefronts per CU
+    assert any("two CUs" in n for n in p.notes)
+    small = ws.predict(_star(120), "W7800", block=(256, 1, 1))  # 8 waves: the CU holds 3
+    assert small.blocks_per_sm == 3 and not any("two CUs" in n for n in small.notes)
+    with pytest.raises(ws.LaunchError, match="does not fit"):
+        ws.predict(_star(120), "A100", block=(1024, 1, 1))  # 65536 / 1024 = 64 per thread
+
+
+def test_amd_registers_are_capped_where_the_compiler_caps_them():
+    """A kernel said to need 200 registers runs with the 128 VGPRs the compiler
+    leaves at its 1024-thread bound on CDNA2 (it spills the rest)."""
+    p = ws.predict(_star(200), "MI250X-GCD", block=(256, 1, 1))
+    same = ws.predict(_star(128), "MI250X-GCD", block=(256, 1, 1))
+    assert p.blocks_per_sm == same.blocks_per_sm == 4  # 512 // 128 waves per SIMD
+    assert any("exceed the 128 VGPRs" in n for n in p.notes)
+    assert not any("exceed" in n for n in same.notes)

@@ -30,7 +30,7 @@ from .volumes.footprint import Footprint, footprints_of
 from .volumes.gathers import gather_volumes, with_gathers
 from .volumes.held import as_compiled
 from .volumes.l1 import l1_cycles_of, line_cycles_of
-from .volumes.launch import Launch, make_launch, partial_wave
+from .volumes.launch import Launch, make_launch, occupancy_note, partial_wave
 from .volumes.levels import LevelVolumes, Volumes, level_volumes
 from .volumes.sampling import Sample, sample, stack
 from .volumes.streams import address_streams
@@ -331,6 +331,8 @@ def finish(
              + ((mall_note,) if mall_note else ()))
     partial = partial_wave(launch.block, m)  # MODEL.md §15: whole wavefronts issued
     notes += (partial,) if partial else ()
+    occ_note = occupancy_note(launch, m, kernel.registers)  # MODEL.md §15: AMD registers
+    notes += (occ_note,) if occ_note else ()
     return Prediction(
         machine=m.name,
         kernel=kernel.name,

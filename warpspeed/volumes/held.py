@@ -10,11 +10,8 @@ accumulator per output, are the registers the merge needs.
 
 On AMD GPUs the compiler must fit a kernel into the work-group size it is
 compiled for, 1024 threads unless ``__launch_bounds__`` says otherwise
-(HIP's default ``amdgpu-flat-work-group-size`` of 1,1024): the VGPRs of the
-CU (RDNA: of the two CUs of a work-group processor, HIP's default WGP mode)
-over 1024 threads, at most 256 per lane (the ISA's VGPR count); on gfx908
-(MI100) LLVM spills VGPRs into the accumulation registers (AGPRs, a file of
-the same size) before scratch memory, which doubles the budget. A merge that
+(HIP's default ``amdgpu-flat-work-group-size`` of 1,1024):
+:func:`warpspeed.volumes.launch.register_budget`. A merge that
 needs more is predicted as if the loads were issued again, and the
 prediction says so; a compiler that spills to scratch memory instead runs
 slower still (not modelled). NVIDIA's compiler orders the unrolled code
@@ -33,10 +30,7 @@ from ..input.addresses import address_key, linear_addresses
 from ..input.expr import LinForm, SymForm
 from ..input.kernel import Access, Kernel
 from ..machine import Machine
-
-#: The largest VGPR count one lane of a wavefront can address (GCN, CDNA
-#: and RDNA ISA references: v0-v255).
-MAX_VGPRS = 256
+from .launch import register_budget
 
 #: The start of the note a prediction carries when the budget is exceeded.
 NOTE_START = "merged loads exceed the registers"
@@ -93,15 +87,6 @@ def held_registers(kernel: Kernel, bound: Mapping[SymForm, LinForm]) -> int:
     return alive + kernel.lups_per_thread * (kernel.precision // 32)
 
 
-def register_budget(machine: Machine) -> int | None:
-    """VGPRs per lane the AMD compiler may use for a kernel compiled for
-    ``max_threads_per_block`` threads (module docstring); None on NVIDIA."""
-    if machine.vendor != "AMD":
-        return None
-    files = 2 if machine.architecture.startswith("RDNA") or machine.arch == "gfx908" else 1
-    return min(MAX_VGPRS, machine.registers_per_sm * files // machine.max_threads_per_block)
-
-
 def as_compiled(kernel: Kernel, machine: Machine, bound: Mapping[SymForm, LinForm]
                 ) -> tuple[Kernel, str | None]:
     """``kernel`` as the compiler issues it at ``bound``: unchanged, or with
@@ -121,5 +106,4 @@ def as_compiled(kernel: Kernel, machine: Machine, bound: Mapping[SymForm, LinFor
     return replace(kernel, reload_repeated=True), note
 
 
-__all__ = ["MAX_VGPRS", "NOTE_START", "as_compiled", "held_registers", "load_classes",
-           "register_budget"]
+__all__ = ["NOTE_START", "as_compiled", "held_registers", "load_classes", "register_budget"]

@@ -25,6 +25,11 @@ class Occupancy:
     by_blocks: int
     by_registers: int
     by_shared_memory: int
+    #: RDNA: one block per work-group processor (two CUs) only, counted as one
+    #: per CU (MODEL.md §15); the prediction's notes say so.
+    per_wgp: bool = False
+    #: AMD: the kernel's registers as the compiler caps them (MODEL.md §15).
+    registers: int = 0
 
     @property
     def limited_by(self) -> str:
@@ -76,20 +81,18 @@ def occupancy(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> 
     (256); MODEL.md §3 asks for all four limits, not registers only. On a
     machine with ``simds_per_sm`` > 1 (AMD CUs: 4 SIMDs on CDNA, 2 SIMD32 on
     RDNA) the register file is counted per SIMD (MODEL.md §15): approximated,
-    the wavefronts of a block are taken to spread evenly over the SIMDs.
+    the wavefronts of a block are taken to spread evenly over the SIMDs. On
+    AMD the registers are capped as the compiler caps them
+    (:func:`compiled_registers`), and on RDNA a block that needs the two CUs
+    of a work-group processor counts as one per CU (:func:`_by_registers`).
     """
     threads = math.prod(block)
     warps = math.ceil(threads / machine.warp_size)
-    unit = machine.register_alloc_unit
-    regs_per_warp = math.ceil(kernel.registers * machine.warp_size / unit) * unit
+    regs = compiled_registers(kernel.registers, machine)
     # thread slots are taken in whole warps (wavefronts): a block of 48 threads
     # holds two warps' slots, idle lanes included (MODEL.md §3, §15)
     by_threads = (machine.max_threads_per_sm // machine.warp_size) // warps
-    # A CU's VGPRs are split among its SIMDs and a wavefront's live in one: the
-    # waves that fit are counted per SIMD (MODEL.md §15); one pool on NVIDIA.
-    simds = machine.simds_per_sm
-    waves = simds * ((machine.registers_per_sm // simds) // regs_per_warp)
-    by_registers = waves // warps
+    by_registers, per_wgp = _by_registers(regs, warps, machine)
     if kernel.shared_memory > machine.shared_memory_per_block:
         raise LaunchError(
             f"the kernel uses {kernel.shared_memory} B of shared memory per block; "
@@ -106,7 +109,68 @@ def occupancy(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> 
             f"a block of {threads} threads with {kernel.registers} registers per thread "
             f"does not fit on an SM of {machine.name}; use fewer threads or registers"
         )
-    return Occupancy(bps, by_threads, machine.max_blocks_per_sm, by_registers, by_smem)
+    return Occupancy(bps, by_threads, machine.max_blocks_per_sm, by_registers, by_smem,
+                     per_wgp and bps == by_registers, regs)
+
+
+def register_budget(machine: Machine) -> int | None:
+    """VGPRs per lane the AMD compiler may give a kernel compiled for
+    ``max_threads_per_block`` threads (HIP's default work-group bound of
+    1024 without ``__launch_bounds__``; MODEL.md §15): the VGPR file of a CU
+    (RDNA: of the two CUs of a work-group processor, HIP's default WGP mode;
+    gfx908: VGPRs and the AGPRs LLVM spills into, a file of the same size)
+    over that many threads, at most :data:`MAX_VGPRS`. None on NVIDIA."""
+    if machine.vendor != "AMD":
+        return None
+    files = 2 if machine.architecture.startswith("RDNA") or machine.arch == "gfx908" else 1
+    return min(MAX_VGPRS, machine.registers_per_sm * files // machine.max_threads_per_block)
+
+
+#: The largest VGPR count one lane of a wavefront can address (GCN, CDNA
+#: and RDNA ISA references: v0-v255).
+MAX_VGPRS = 256
+
+
+def compiled_registers(registers: int, machine: Machine) -> int:
+    """The registers per thread the kernel runs with: on AMD at most
+    :func:`register_budget` (the compiler spills the rest; MODEL.md §15)."""
+    budget = register_budget(machine)
+    return registers if budget is None else min(registers, budget)
+
+
+def _by_registers(regs: int, warps: int, machine: Machine) -> tuple[int, bool]:
+    """Blocks per SM the register file holds, and whether that is one block
+    per RDNA work-group processor counted as one per CU. Registers are
+    allocated per warp in units of ``register_alloc_unit``; a CU's VGPRs are
+    split among its SIMDs and a wavefront's live in one: the waves that fit
+    are counted per SIMD (MODEL.md §15); one pool on NVIDIA. In WGP mode a
+    block's waves spread over the four SIMDs of two CUs: a block the CU alone
+    cannot hold still runs, one per two CUs."""
+    unit = machine.register_alloc_unit
+    regs_per_warp = math.ceil(regs * machine.warp_size / unit) * unit
+    simds = machine.simds_per_sm
+    waves = simds * ((machine.registers_per_sm // simds) // regs_per_warp)
+    blocks = waves // warps
+    if blocks == 0 and machine.architecture.startswith("RDNA") and 2 * waves >= warps:
+        return 1, True
+    return blocks, False
+
+
+def occupancy_note(launch: Launch, machine: Machine, registers: int) -> str | None:
+    """What the occupancy of an AMD launch approximates or assumes
+    (MODEL.md §15), or None."""
+    occ = launch.occupancy
+    notes = []
+    if occ.registers and occ.registers < registers:
+        notes.append(f"the kernel's {registers} registers per thread exceed the "
+                     f"{occ.registers} VGPRs the compiler may use at its default bound of "
+                     f"{machine.max_threads_per_block} threads per block: it spills the rest "
+                     "(not modelled; the occupancy counts "
+                     f"{occ.registers})")
+    if occ.per_wgp:
+        notes.append(f"block {launch.block} fits one work-group processor (two CUs) only, "
+                     "not one CU: counted as one block per CU, twice the occupancy it has")
+    return "; ".join(notes) + " (MODEL.md §15)" if notes else None
 
 
 def make_launch(kernel: Kernel, machine: Machine, block: Sequence[int]) -> Launch:
