@@ -195,3 +195,20 @@ def test_overlap_evidence_issue_time_and_its_bound():
     p = ws.predict(star3d_by_hand.kernel(radius=4, shape=(640, 512, 512)), m, (32, 32, 1))
     assert ev.in_flight_glups(p, m) <= p.terms["roofline_glups"] * (1 + 1e-9)
     assert ev.pnorm_glups(p, p.terms["l1_overlap_exponent"]) == pytest.approx(p.glups)
+
+
+def test_amd_registers_table_by_hand():
+    """fits/amd_registers.py: the tile 1x4 at 8-row blocks holds 7 rows x 15
+    taps shared by each of three neighbouring output pairs plus 4
+    accumulators = 319 VGPRs, and its ratio is the measured GLup/s over the
+    reloaded prediction of that very row."""
+    from stencils import convolution2d
+    from warpspeed.validation.reference import convolution_rows
+
+    table = script("amd_registers").ratios("W7800")
+    (block, fold, ratio), = [x for x in table[319] if x[0] == (32, 8, 1)]
+    row, = [r for r in convolution_rows("W7800") if r.block == (32, 8, 1) and r.fold == fold]
+    again = convolution2d.kernel(tile_x=1, tile_y=4, reload_repeated=True)
+    assert fold == (1, 4, 1)
+    assert ratio == pytest.approx(row.glups / ws.predict(again, "W7800", block).glups)
+    assert all(n > 0 for n in table)  # only threads that repeat loads
