@@ -9,7 +9,7 @@ import tomllib
 import pytest
 
 import warpspeed as ws
-from stencils import star3d
+from stencils import convolution2d, star3d
 from warpspeed.cli import main
 from warpspeed.validation.datasheet import DataSheet, describe
 
@@ -185,3 +185,19 @@ def test_a_dram_bound_kernel_quotes_the_dram_band_not_the_cache_bound_one():
                ["datasets"])
     assert "memory-bound" not in {k[0] for k in bands}
     assert dram.rows and dram.mape is not None and dram.mape < 0.25
+
+
+def test_the_error_band_is_the_vendors_own():
+    """A data-sheet machine's band comes from rows of its vendor's GPUs only
+    (MODEL.md §14): the RTX A4000's convolution for NVIDIA, the W7800's for AMD."""
+    from warpspeed.timing.evidence import _recorded, evidence
+
+    if not _recorded():
+        pytest.skip("warpspeed/ACCURACY.json has no recorded bands")
+    nvidia = evidence("datasheet", "l1", "latency", "NVIDIA")
+    amd = evidence("datasheet", "l1", "latency", "AMD")
+    assert nvidia.gpus == ("RTXA4000",) and amd.gpus == ("W7800",)
+    assert nvidia.mape is not None and amd.mape is not None and nvidia.mape < amd.mape
+    assert "AMD machines" in amd.phrase
+    p = ws.predict(convolution2d.kernel(), "MI250X-GCD", block=(64, 4, 1))
+    assert p.vendor == "AMD" and p.evidence.vendor == "AMD"

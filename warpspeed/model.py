@@ -72,13 +72,15 @@ class Prediction:
     #: The machine file's grounding (MODEL.md §12); :attr:`evidence` turns it
     #: into a phrase and the error band measured for it (MODEL.md §14).
     grounding: str = "datasheet"
+    #: The machine's vendor: the error band is measured per vendor (MODEL.md §14).
+    vendor: str = "NVIDIA"
 
     @property
     def evidence(self) -> Evidence:
         """How grounded this number is: the machine's grounding and the error
-        measured on development data for its grounding and kernel class
-        (:mod:`warpspeed.timing.evidence`, MODEL.md §14)."""
-        return evidence(self.grounding, self.limiter, self.model)
+        measured on development data for its grounding, vendor and kernel
+        class (:mod:`warpspeed.timing.evidence`, MODEL.md §14)."""
+        return evidence(self.grounding, self.limiter, self.model, self.vendor)
 
     def __repr__(self) -> str:
         """One line (what Jupyter shows); every field stays an attribute and
@@ -357,6 +359,7 @@ def finish(
         registers=kernel.registers,
         registers_source=kernel.registers_source,
         grounding=m.grounding,
+        vendor=m.vendor,
     )
 
 

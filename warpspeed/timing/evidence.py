@@ -14,8 +14,10 @@ data for that grounding and kernel class.
   error to both.
 * **Error band**: the 10th to 90th percentile of predicted over measured
   GLup/s, the median ratio and the mean absolute error, over the development
-  rows of machines of the same grounding whose prediction has the same class
-  and model, as ``warpspeed validate --v100`` measured them and
+  rows of machines of the same grounding and vendor whose prediction has the
+  same class and model (vendors apart: the W7800's convolution misses by
+  several times what the RTX A4000's does, and one band over both would
+  quote each the other's error), as ``warpspeed validate --v100`` measured them and
   ``fits/accuracy_report.py`` recorded them in ``warpspeed/ACCURACY.json``
   (``evidence``). Rows whose constants were fitted on them are scored with the
   constant fitted on the other GPUs where the validation has it (the memory
@@ -57,6 +59,7 @@ class Evidence:
     grounding: str
     kernel_class: str
     model: str
+    vendor: str = "NVIDIA"
     rows: int = 0
     gpus: tuple[str, ...] = ()
     low: float | None = None
@@ -69,10 +72,11 @@ class Evidence:
         """One phrase: the grounding, then the measured band or its absence."""
         head = f"grounding: {self.grounding}"
         if not self.rows or self.low is None or self.high is None:
-            return (f"{head}; no {self.kernel_class} development rows on {self.grounding} "
-                    f"machines: error unmeasured")
+            return (f"{head}; no {self.kernel_class} development rows on {self.vendor} "
+                    f"{self.grounding} machines: error unmeasured")
         gpus = f"{len(self.gpus)} GPU{'s' if len(self.gpus) != 1 else ''}"
-        return (f"{head}; {self.kernel_class} kernels on such machines: predicted/measured "
+        return (f"{head}; {self.kernel_class} kernels on such {self.vendor} machines: "
+                f"predicted/measured "
                 f"{self.low:.2f}-{self.high:.2f} (10-90 %), MAPE {100 * (self.mape or 0):.0f} % "
                 f"over {self.rows} rows on {gpus}")
 
@@ -85,7 +89,8 @@ class Evidence:
 
     def to_dict(self) -> dict[str, object]:
         return {"grounding": self.grounding, "kernel_class": self.kernel_class,
-                "model": self.model, "rows": self.rows, "gpus": list(self.gpus),
+                "model": self.model, "vendor": self.vendor, "rows": self.rows,
+                "gpus": list(self.gpus),
                 "low": self.low, "high": self.high, "median": self.median, "mape": self.mape,
                 "phrase": self.phrase}
 
@@ -96,6 +101,7 @@ class _Band(TypedDict, total=False):
 
     model: str
     grounding: str
+    vendor: str
     kernel_class: str
     rows: int
     gpus: list[str]
@@ -119,18 +125,19 @@ def _recorded() -> tuple[_Band, ...]:
 
 
 @lru_cache(maxsize=256)
-def evidence(grounding: str, limiter: str, model: str) -> Evidence:
+def evidence(grounding: str, limiter: str, model: str, vendor: str = "NVIDIA") -> Evidence:
     """The :class:`Evidence` of a prediction of ``model`` bound by ``limiter``
-    on a machine of ``grounding`` (a machine file's label)."""
+    on a ``vendor`` machine of ``grounding`` (a machine file's label)."""
     phrase = PHRASES.get(grounding, grounding)
     cls = kernel_class(limiter)
     for b in _recorded():
-        if (b.get("grounding"), b.get("kernel_class"), b.get("model")) == (phrase, cls, model):
-            return Evidence(phrase, cls, model, int(b["rows"]),
+        if (b.get("grounding"), b.get("vendor"), b.get("kernel_class"), b.get("model")) == (
+                phrase, vendor, cls, model):
+            return Evidence(phrase, cls, model, vendor, int(b["rows"]),
                             tuple(b.get("gpus", ())),
                             b.get("low"), b.get("high"), b.get("median"),
                             b.get("mape"))
-    return Evidence(phrase, cls, model)
+    return Evidence(phrase, cls, model, vendor)
 
 
 __all__ = ["ACCURACY", "CLASSES", "PHRASES", "Evidence", "evidence", "kernel_class"]

@@ -1,7 +1,7 @@
 """The error bands a prediction quotes (MODEL.md §14, "Grounding and error
 band"; read back by :mod:`warpspeed.timing.evidence`): every development row,
-grouped by its machine's grounding, the kernel class of its prediction (the
-binding limiter) and the timing model.
+grouped by its machine's grounding and vendor, the kernel class of its
+prediction (the binding limiter) and the timing model.
 
 A row's ratio is its predicted over measured GLup/s as the shipped files
 predict it, except where a memory system's constant was fitted on that very
@@ -26,10 +26,12 @@ from .reference import DevelopmentSet, Predict
 
 @dataclass(frozen=True)
 class Sample:
-    """One development row: model, grounding phrase, kernel class, GPU, set, ratio."""
+    """One development row: model, grounding phrase, vendor, kernel class, GPU,
+    set, ratio."""
 
     model: str
     grounding: str
+    vendor: str
     kernel_class: str
     gpu: str
     dataset: str
@@ -38,10 +40,12 @@ class Sample:
 
 @dataclass(frozen=True)
 class Band:
-    """The error of one (model, grounding, kernel class) group (module docstring)."""
+    """The error of one (model, grounding, vendor, kernel class) group (module
+    docstring)."""
 
     model: str
     grounding: str
+    vendor: str
     kernel_class: str
     rows: int
     gpus: tuple[str, ...]
@@ -63,7 +67,8 @@ def samples(sets: Sequence[DevelopmentSet], predict: Predict,
     for dev in sets:
         data = [r for r in dev.load() if r.glups]
         gpu = dev.machine
-        phrase = PHRASES.get(load_machine(gpu).grounding, "data sheet")
+        machine = load_machine(gpu)
+        phrase = PHRASES.get(machine.grounding, "data sheet")
         for model in ("latency", "paper"):
             ratios = (left_out or {}).get(model, {})
             for r, p in zip(data, predict(model, data, gpu)):
@@ -71,20 +76,20 @@ def samples(sets: Sequence[DevelopmentSet], predict: Predict,
                 storage = dict(r.params).get("storage")
                 if isinstance(storage, str) and (gpu, storage) in ratios:
                     ratio = ratios[(gpu, storage)]
-                out.append(Sample(model, phrase, kernel_class(p.limiter),
+                out.append(Sample(model, phrase, machine.vendor, kernel_class(p.limiter),
                                   gpu, dev.name, float(ratio)))
     return out
 
 
 def bands(rows: Sequence[Sample]) -> list[Band]:
-    """One :class:`Band` per (model, grounding, kernel class) with rows."""
-    groups: dict[tuple[str, str, str], list[Sample]] = {}
+    """One :class:`Band` per (model, grounding, vendor, kernel class) with rows."""
+    groups: dict[tuple[str, str, str, str], list[Sample]] = {}
     for s in rows:
-        groups.setdefault((s.model, s.grounding, s.kernel_class), []).append(s)
+        groups.setdefault((s.model, s.grounding, s.vendor, s.kernel_class), []).append(s)
     out = []
-    for (model, grounding, cls), group in sorted(groups.items()):
+    for (model, grounding, vendor, cls), group in sorted(groups.items()):
         r = np.array([s.ratio for s in group])
-        out.append(Band(model, grounding, cls, len(group),
+        out.append(Band(model, grounding, vendor, cls, len(group),
                         tuple(dict.fromkeys(s.gpu for s in group)),
                         tuple(dict.fromkeys(s.dataset for s in group)),
                         float(np.percentile(r, 10)), float(np.percentile(r, 90)),
