@@ -44,11 +44,23 @@ def test_strided_images_count_as_isl(fs, tile, shape, block, precision, address)
                            address) is not None  # the direct route was taken
 
 
-def test_blocks_that_shift_by_part_of_a_sector_go_to_isl():
-    # block x 12, tile 3: a block moves 144 B, not whole sectors
-    k = convolution2d.kernel(filter_size=3, tile_x=3, shape=(300, 40))
-    fast, exact, launch, bound = _both(k, (12, 3, 1), "paper")
-    assert dataclasses.replace(exact, enumerated=0) == dataclasses.replace(fast, enumerated=0)
+@pytest.mark.parametrize("address", ["paper", "linear"])
+@pytest.mark.parametrize("fs, tile, shape, block, precision", [
+    (3, (3, 1), (300, 40), (12, 3, 1), "float"),     # a block moves 144 B: 2 classes
+    (3, (4, 4), (256, 256), (1, 16, 1), "float"),    # 16 B per block: 2 classes
+    (3, (3, 2), (100, 60), (1, 8, 1), "float"),      # 12 B per block: 8 classes, partial
+    (5, (4, 4), (120, 90), (1, 32, 1), "double"),    # 32 B per block: whole sectors
+    (3, (2, 1), (70, 30), (3, 4, 1), "float"),       # 24 B per block: 4 classes, partial
+])
+def test_blocks_that_shift_by_part_of_a_sector_count_as_isl(fs, tile, shape, block, precision,
+                                                             address):
+    """Blocks whose shift is no whole number of sectors are taken in residue
+    classes of whole-sector shifts, and count exactly as isl does."""
+    k = convolution2d.kernel(filter_size=fs, tile_x=tile[0], tile_y=tile[1], shape=shape,
+                             precision=precision, reload_repeated=True)
+    fast, exact, launch, bound = _both(k, block, address)
+    assert dataclasses.replace(exact, enumerated=0) == fast
     sets = wave_sets(launch)
     boxes = [sets.current, sets.x, sets.y, sets.z]
-    assert strided_volumes(list(k.loads), bound, launch.block, k.domain, boxes) is None
+    assert strided_volumes(list(k.loads), bound, launch.block, k.domain, boxes,
+                           address) is not None  # the direct route was taken

@@ -20,12 +20,17 @@ for any union of boxes; tests/test_strided_images.py compares with isl.
 Applies when every index of every access of a field is such a form of one
 axis (an axis feeds at most one index), the periods of an index agree
 between the field's accesses, and ``h`` moves by at most one per thread;
-otherwise :func:`strided_volumes` returns None and isl does it.
+otherwise :func:`strided_volumes` returns None and isl does it. Blocks that
+shift an index by part of a sector (a one-thread-wide block of a 4-fold:
+16 B per block) are taken ``q`` residue classes apart, ``q`` the blocks
+that shift it by whole sectors: each class is a lattice of whole-sector
+period (at most one such index per field).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -72,6 +77,12 @@ def _axis_pieces(rng: tuple[int, int], b: int, n: int) -> list[tuple[int, int, i
 # One index of a structure: the axis, beta * a_t, whether blocks move it, gamma.
 _Dim = tuple[int | None, int, bool, int]
 
+#: A coordinate whose blocks shift by part of a step (a sector): ``(axis, q,
+#: coordinate, shift)``, ``q`` blocks shifting it by whole steps. Its blocks
+#: are taken ``q`` residue classes apart, each a lattice of period
+#: ``q * shift / gamma`` steps (:func:`_residue_pieces`).
+Split = tuple[int, int, int, int]
+
 
 def _dim_boxes(
     off: np.ndarray, dim: _Dim, piece: tuple[int, int, int], k: int | None
@@ -108,13 +119,36 @@ def _dim_boxes(
     return [(first, None), (last, ~same), (whole, p1 > p0 + 1)]
 
 
+def _residue_pieces(pieces: list[tuple[int, int, int, int]], q: int
+                    ) -> list[tuple[int, int, int, int]]:
+    """The blocks ``b_lo <= b < b_hi`` of each piece as ``q`` lattices
+    ``b = r + q b'``: ``(b'_lo, b'_hi, threads, r)`` for the non-empty ones."""
+    out = []
+    for lo, hi, n, _ in pieces:
+        for r in range(q):
+            b_lo, b_hi = -(-(lo - r) // q), -(-(hi - r) // q)
+            if b_hi > b_lo:
+                out.append((b_lo, b_hi, n, r))
+    return out
+
+
+def _shifted(off: np.ndarray, d: int, dim: _Dim, combo: tuple[tuple[int, int, int, int], ...],
+             split: Split | None) -> np.ndarray:
+    """Offsets of coordinate ``d`` for the residue class of ``combo``'s block
+    along the split axis (:data:`Split`): shifted by ``r`` blocks."""
+    if split is None or d != split[2] or dim[0] != split[0] or not dim[2]:
+        return off
+    return off + combo[split[0]][3] * split[3]
+
+
 def _structures(
     accs: list[Access], bound: dict[SymForm, LinForm], address: str
-) -> tuple[dict[tuple[_Dim, ...], np.ndarray], dict[int, int], int] | None:
+) -> tuple[dict[tuple[_Dim, ...], np.ndarray], dict[int, int], int, Split | None] | None:
     """The accesses of one field grouped by structure: per structure (one
     :data:`_Dim` per coordinate) the offsets ``alpha + beta * const``
     (accesses, coordinates); the period of each periodic coordinate; the
-    number of coordinates. None when the module's conditions fail."""
+    number of coordinates; the :data:`Split` of a coordinate whose blocks
+    shift by part of a step. None when the module's conditions fail."""
     terms = access_terms(tuple(accs))
     if len(np.unique(terms.field)) != 1:
         return None
@@ -145,17 +179,24 @@ def _structures(
     else:
         coords = [(0, 0, f.itemsize, SECTOR)] + [(d, 0, 1, 1) for d in range(1, nd)]
     periods: dict[int, int] = {}
+    split: Split | None = None
     keys, offs = [], []
     for j, (d, alpha_j, beta, gamma) in enumerate(coords):
         ax, at, ab = axis[:, d], a_t[:, d], a_b[:, d]
         varying = ax >= 0
-        if np.any(varying & ((beta * at > gamma) | ((beta * ab) % gamma != 0))):
-            return None  # h jumps within a block, or blocks shift by partial steps
-        ks = np.unique(beta * ab[varying & (ab > 0)] // gamma)
-        if len(ks) > 1 or np.any(ks <= 0):
+        if np.any(varying & (beta * at > gamma)):
+            return None  # h jumps within a block
+        shifts = np.unique(beta * ab[varying & (ab > 0)])
+        if len(shifts) > 1:
             return None
-        if len(ks):
-            periods[j] = int(ks[0])
+        if len(shifts):
+            q = gamma // math.gcd(int(shifts[0]), gamma)  # blocks per whole-step shift
+            if q > 1:
+                axes_j = np.unique(ax[varying & (ab > 0)])
+                if split is not None or len(axes_j) != 1:
+                    return None  # one split axis at most
+                split = (int(axes_j[0]), q, j, int(shifts[0]))
+            periods[j] = int(shifts[0]) * q // gamma
         keys += [ax, beta * at, (ab != 0).astype(np.int64)]
         offs.append(alpha_j + beta * const[:, d])
     key_rows = np.stack(keys, axis=1)
@@ -170,7 +211,7 @@ def _structures(
             for j in range(len(coords))
         )
         out[key] = off[inverse == g]
-    return out, periods, len(coords)
+    return out, periods, len(coords), split
 
 
 def strided_volumes(
@@ -187,17 +228,20 @@ def strided_volumes(
     found = _structures(accs, bound, address)
     if found is None:
         return None
-    arrays, periods, ndims = found
+    arrays, periods, ndims, split = found
     width = sum(2 if d in periods else 1 for d in range(ndims))
     groups: list[np.ndarray] = []
     for box in sets:
-        pieces = [_axis_pieces(box[j], block[j], domain[j]) for j in range(3)]
+        pieces = [[(*p, 0) for p in _axis_pieces(box[j], block[j], domain[j])]
+                  for j in range(3)]
+        if split is not None:
+            pieces[split[0]] = _residue_pieces(pieces[split[0]], split[1])
         out = [np.zeros((0, width, 2), dtype=np.int64)]
         for combo in itertools.product(*pieces):
             for key, off in arrays.items():
                 dims = [
-                    _dim_boxes(off[:, d], dim,
-                               combo[dim[0]] if dim[0] is not None else (0, 1, 1),
+                    _dim_boxes(_shifted(off[:, d], d, dim, combo, split), dim,
+                               combo[dim[0]][:3] if dim[0] is not None else (0, 1, 1),
                                periods.get(d))
                     for d, dim in enumerate(key)
                 ]
