@@ -194,20 +194,26 @@ def per_tuple[V](cache: dict[int, tuple[object, V]], accesses: object,
 
 def _merge(accesses: Sequence[Access], bound: Mapping[SymForm, LinForm]
            ) -> tuple[Access, ...]:
+    first = set(first_occurrences(address_classes(accesses, bound))[0])
+    return tuple(a for i, a in enumerate(accesses) if i in first)
+
+
+def address_classes(accesses: Sequence[Access], bound: Mapping[SymForm, LinForm]
+                    ) -> np.ndarray:
+    """Each access's class once ``bound``, numbered from 0: equal exactly
+    for the accesses :func:`merge_repeated` counts once (affine ones by field
+    and linear offset, the others by :func:`address_key`)."""
     lin, affine = linear_addresses(accesses, bound)
-    field_id = access_terms(tuple(accesses)).field
-    keep = np.zeros(len(accesses), dtype=bool)
+    out = np.empty(len(accesses), dtype=np.int64)
     aff = np.flatnonzero(affine)
     if len(aff):
-        keys = np.column_stack([field_id[aff], lin[aff]])
-        keep[aff[first_occurrences(keys)[0]]] = True
-    seen: set[tuple[object, ...]] = set()
+        field_id = access_terms(tuple(accesses)).field
+        out[aff] = first_occurrences(np.column_stack([field_id[aff], lin[aff]]))[1]
+    classes: dict[tuple[object, ...], int] = {}
+    start = int(out[aff].max()) + 1 if len(aff) else 0
     for k in np.flatnonzero(~affine):
-        key = address_key(accesses[int(k)], bound)
-        if key not in seen:
-            seen.add(key)
-            keep[k] = True
-    return tuple(a for a, kp in zip(accesses, keep.tolist()) if kp)
+        out[k] = start + classes.setdefault(address_key(accesses[int(k)], bound), len(classes))
+    return out
 
 
 def guarded_separately(kernel: Kernel, block: tuple[int, int, int] | None) -> bool:

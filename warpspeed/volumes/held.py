@@ -26,27 +26,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..input.addresses import address_key, linear_addresses
+from ..input.addresses import address_classes
 from ..input.expr import LinForm, SymForm
-from ..input.kernel import Access, Kernel
+from ..input.kernel import Kernel
 from ..machine import Machine
 from .launch import register_budget
 
 #: The start of the note a prediction carries when the budget is exceeded.
 NOTE_START = "merged loads exceed the registers"
-
-
-def load_classes(loads: tuple[Access, ...], bound: Mapping[SymForm, LinForm]) -> np.ndarray:
-    """Each load's address class once ``bound``: equal exactly for the
-    loads :func:`warpspeed.input.addresses.merge_repeated` counts once."""
-    lin, affine = linear_addresses(loads, bound)
-    keys: dict[object, int] = {}
-    out = np.empty(len(loads), dtype=np.int64)
-    for i, acc in enumerate(loads):
-        key: object = ((acc.field.name, *lin[i].tolist()) if affine[i]
-                       else address_key(acc, bound))
-        out[i] = keys.setdefault(key, len(keys))
-    return out
 
 
 def _lockstep(kernel: Kernel) -> np.ndarray:
@@ -68,7 +55,7 @@ def held_registers(kernel: Kernel, bound: Mapping[SymForm, LinForm]) -> int:
     output; 0 when no load repeats. Wider elements count their words."""
     if not kernel.loads:
         return 0
-    cls = load_classes(kernel.loads, bound)
+    cls = address_classes(kernel.loads, bound)
     first = np.full(cls.max() + 1, np.iinfo(np.int64).max)
     last = np.full(cls.max() + 1, -1)
     t = _lockstep(kernel)
@@ -106,4 +93,4 @@ def as_compiled(kernel: Kernel, machine: Machine, bound: Mapping[SymForm, LinFor
     return replace(kernel, reload_repeated=True), note
 
 
-__all__ = ["NOTE_START", "as_compiled", "held_registers", "load_classes", "register_budget"]
+__all__ = ["NOTE_START", "as_compiled", "held_registers", "register_budget"]
