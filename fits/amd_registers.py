@@ -23,11 +23,10 @@ import numpy as np
 
 import warpspeed as ws
 from stencils import convolution2d
+from warpspeed.input.addresses import guarded_separately
 from warpspeed.input.expr import bind_all
 from warpspeed.validation.reference import CROSSGPU, ReferenceDataError, convolution_rows
 from warpspeed.volumes.held import held_registers, register_budget
-
-N = 4096  # the scan's output extent
 
 
 def ratios(gpu: str) -> dict[int, list[tuple[tuple[int, ...], tuple[int, ...], float]]]:
@@ -36,9 +35,9 @@ def ratios(gpu: str) -> dict[int, list[tuple[tuple[int, ...], tuple[int, ...], f
     m = ws.load_machine(gpu)
     out: dict[int, list[tuple[tuple[int, ...], tuple[int, ...], float]]] = defaultdict(list)
     for r in convolution_rows(gpu):
-        if not r.glups or any(N % (b * t) for b, t in zip(r.block[:2], r.fold[:2])):
-            continue
         k = convolution2d.kernel(tile_x=r.fold[0], tile_y=r.fold[1])
+        if not r.glups or guarded_separately(k, r.block):  # the scan family's switch
+            continue
         need = held_registers(k, bind_all((a.forms for a in k.loads + k.stores), r.block))
         if not need:
             continue

@@ -268,7 +268,7 @@ def _count_stacked(
 ) -> None:
     """The L1 cycles and footprints of launches sharing accesses and
     classes, counted over their stacked samples, into ``out``."""
-    stacked, owner = stack([item[4] for item in items])
+    stacked, owner = stack([smp for _, _, _, _, smp, _ in items])
     n_loads = items[0][3]
     l1, paper = _l1_cycles(stacked, owner, len(items), machine)
     fps = footprints_of(stacked, owner, len(items), n_loads, machine.l1_sector_bytes,

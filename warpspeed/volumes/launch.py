@@ -122,8 +122,14 @@ def register_budget(machine: Machine) -> int | None:
     over that many threads, at most :data:`MAX_VGPRS`. None on NVIDIA."""
     if machine.vendor != "AMD":
         return None
-    files = 2 if machine.architecture.startswith("RDNA") or machine.arch == "gfx908" else 1
+    files = 2 if wgp_mode(machine) or machine.arch == "gfx908" else 1
     return min(MAX_VGPRS, machine.registers_per_sm * files // machine.max_threads_per_block)
+
+
+def wgp_mode(machine: Machine) -> bool:
+    """Whether a block may spread over the two CUs of a work-group processor:
+    RDNA, where HIP compiles for WGP mode unless told ``-mcumode`` (MODEL.md §15)."""
+    return machine.vendor == "AMD" and machine.architecture.startswith("RDNA")
 
 
 #: The largest VGPR count one lane of a wavefront can address (GCN, CDNA
@@ -151,7 +157,7 @@ def _by_registers(regs: int, warps: int, machine: Machine) -> tuple[int, bool]:
     simds = machine.simds_per_sm
     waves = simds * ((machine.registers_per_sm // simds) // regs_per_warp)
     blocks = waves // warps
-    if blocks == 0 and machine.architecture.startswith("RDNA") and 2 * waves >= warps:
+    if blocks == 0 and wgp_mode(machine) and 2 * waves >= warps:
         return 1, True
     return blocks, False
 
