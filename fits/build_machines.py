@@ -90,18 +90,22 @@ DATASHEETS: dict[str, tuple[str, int, float, float, int, float, list[str], str]]
     "RTXA4000": ("A40", 48, 1.56, 448, 256, 4, ["--ecc", "off"],
                  "NVIDIA RTX A4000 datasheet (GA104: 48 SMs, boost 1560 MHz, 448 GB/s 256-bit "
                  "GDDR6, 4 MB L2; a workstation board: ECC off by default)"),
-    "RadeonVII": ("MI100", 60, 1.75, 1024, 4096, 4, [],
+    "RadeonVII": ("MI100", 60, 1.75, 1024, 4096, 4, ["--architecture", "GCN5", "--arch", "gfx906"],
                   "AMD Radeon VII specifications (Vega 20, GCN5, wave64 like CDNA: 60 CUs, boost "
                   "1750 MHz, 1024 GB/s HBM2 on 4096 bits, 4 MB L2)"),
-    "MI50": ("MI100", 60, 1.725, 1024, 4096, 4, [],
+    "MI50": ("MI100", 60, 1.725, 1024, 4096, 4, ["--architecture", "GCN5", "--arch", "gfx906"],
              "AMD Instinct MI50 datasheet (Vega 20, GCN5, wave64 like CDNA: 60 CUs, peak engine "
              "clock 1725 MHz, 1024 GB/s HBM2 on 4096 bits, 4 MB L2)"),
     "W7800": ("RX7900XTX", 70, 2.499, 576, 256, 6, ["--llc-mib", "64"],
               "AMD Radeon PRO W7800 specifications (70 CUs, boost 2499 MHz, 576 GB/s 256-bit "
               "GDDR6, 6 MB L2, 64 MB Infinity Cache)"),
-    "RX7600": ("RX7900XTX", 32, 2.655, 288, 128, 2, ["--llc-mib", "32"],
+    "RX7600": ("RX7900XTX", 32, 2.655, 288, 128, 2,
+               ["--llc-mib", "32", "--arch", "gfx1102", "--register-kib", "256"],
                "AMD Radeon RX 7600 specifications (Navi 33: 32 CUs, boost 2655 MHz, 288 GB/s "
-               "128-bit GDDR6, 2 MB L2, 32 MB Infinity Cache)"),
+               "128-bit GDDR6, 2 MB L2, 32 MB Infinity Cache); its VGPR file is RDNA2's 128 KiB "
+               "per SIMD, 256 KiB per CU (LLVM AMDGPU: gfx1102 lacks FeatureGFX11FullVGPRs, "
+               "the 192 KiB file of gfx1100/gfx1101; Chips and Cheese, 'AMD's RX 7600: Small "
+               "RDNA 3 Appears', 2023)"),
 }
 
 

@@ -100,6 +100,12 @@ def test_the_written_file_predicts_and_ranks(tmp_path):
       "--architecture", "RDNA3"], "MYGPU is RDNA3 but MI100 is CDNA"),
     (["--like", "A40", "--sms", "40", "--clock-ghz", "1", "--dram-gbs", "500", "--l2-mib", "4",
       "--l1-kib", "16"], "implies another architecture"),
+    (["--like", "MI100", "--sms", "40", "--clock-ghz", "1", "--dram-gbs", "500", "--l2-mib", "4",
+      "--arch", "sm_80"], "--arch 'sm_80' is no AMD compiler target"),
+    (["--like", "A40", "--sms", "40", "--clock-ghz", "1", "--dram-gbs", "500", "--l2-mib", "4",
+      "--arch", "gfx90a"], "--arch 'gfx90a' is no NVIDIA compiler target"),
+    (["--like", "A40", "--sms", "40", "--clock-ghz", "1", "--dram-gbs", "500", "--l2-mib", "4",
+      "--register-kib", "0"], "--register-kib must lie in"),
     (["--like", "NOSUCHGPU", "--sms", "40", "--clock-ghz", "1", "--dram-gbs", "500",
       "--l2-mib", "4"], "unknown machine"),
 ])
@@ -201,3 +207,35 @@ def test_the_error_band_is_the_vendors_own():
     assert "AMD machines" in amd.phrase
     p = ws.predict(convolution2d.kernel(), "MI250X-GCD", block=(64, 4, 1))
     assert p.vendor == "AMD" and p.evidence.vendor == "AMD"
+
+
+def test_a_gcn5_card_like_a_cdna_one_gets_no_agprs_in_its_register_budget(tmp_path):
+    """gfx906 has one VGPR file of 256 KiB per CU and no AGPRs: HIP's default
+    bound of 1024 threads leaves 65536 / 1024 = 64 VGPRs (MODEL.md §15), where
+    MI100's gfx908 may spill into AGPRs, 128."""
+    from warpspeed.volumes.launch import register_budget
+
+    code, out = _new(tmp_path, "--like", "MI100", "--sms", "60", "--clock-ghz", "1.725",
+                     "--dram-gbs", "1024", "--l2-mib", "4", "--architecture", "GCN5",
+                     "--arch", "gfx906")
+    m = ws.load_machine(out)
+    assert code == 0 and (m.arch, m.architecture) == ("gfx906", "GCN5")
+    assert register_budget(m) == 64 and register_budget(ws.load_machine("MI100")) == 128
+    for name in ("MI50", "RadeonVII"):
+        shipped = ws.load_machine(name)
+        assert (shipped.arch, register_budget(shipped)) == ("gfx906", 64)
+
+
+def test_a_smaller_register_file_scales_the_allocation_granule(tmp_path):
+    """Navi 33 (gfx1102) keeps RDNA2's 128 KiB VGPRs per SIMD: 256 KiB per CU,
+    and LLVM's wave32 granule of 16 VGPRs (gfx1100: 24 of a 1.5x file)."""
+    from warpspeed.volumes.launch import register_budget
+
+    code, out = _new(tmp_path, "--like", "RX7900XTX", "--sms", "32", "--clock-ghz", "2.655",
+                     "--dram-gbs", "288", "--l2-mib", "2", "--llc-mib", "32", "--arch",
+                     "gfx1102", "--register-kib", "256")
+    m = ws.load_machine(out)
+    assert code == 0 and m.registers_per_sm == 65536 and m.register_alloc_unit == 16 * 32
+    # WGP mode: two CUs' files over 1024 threads
+    assert register_budget(m) == 128 and register_budget(ws.load_machine("RX7900XTX")) == 192
+    assert ws.load_machine("RX7600").registers_per_sm == 65536

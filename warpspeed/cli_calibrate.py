@@ -79,7 +79,13 @@ def _add_new(sub: argparse._SubParsersAction) -> None:
                         "on, consumer and workstation boards off)")
     p.add_argument("--memory", help="kind of DRAM (default: the known's), e.g. GDDR6X")
     p.add_argument("--architecture", help="the new GPU's architecture, checked against the "
-                                          "known's (e.g. RDNA3)")
+                                          "known's (e.g. RDNA3; GCN5 is described like "
+                                          "CDNA)")
+    p.add_argument("--arch", help="the compiler target (default: the known's), e.g. gfx906 "
+                                  "or sm_86; on AMD it decides whether AGPRs widen the "
+                                  "register budget")
+    p.add_argument("--register-kib", type=float,
+                   help="register file per SM / CU, KiB (default: the known's)")
     p.add_argument("--cite", default="the data sheet",
                    help="where the figures come from, written into their sources")
     p.add_argument("--out", required=True, type=Path, help="the machine file to write (.toml)")
@@ -93,11 +99,12 @@ def cmd_new(args: argparse.Namespace) -> int:
     sheet = DataSheet(args.name, args.sms, args.clock_ghz, args.dram_gbs, args.l2_mib,
                       llc_mib=args.llc_mib, l1_kib=args.l1_kib, bus_bits=args.bus_bits,
                       ecc=None if args.ecc is None else args.ecc == "on", memory=args.memory,
-                      architecture=args.architecture, cite=args.cite)
+                      architecture=args.architecture, arch=args.arch,
+                      register_kib=args.register_kib, cite=args.cite)
     data = describe(args.like, sheet)
     words = ["warpspeed", "machines", "new", args.name, "--like", str(args.like)]
     for flag in ("sms", "clock_ghz", "dram_gbs", "l2_mib", "llc_mib", "l1_kib", "bus_bits",
-                 "ecc", "memory", "architecture", "cite"):
+                 "ecc", "memory", "architecture", "arch", "register_kib", "cite"):
         value = getattr(args, flag)
         if value is not None:
             words += [f"--{flag.replace('_', '-')}", f"{value:g}" if isinstance(value, float)

@@ -1,6 +1,7 @@
 """A GPU from its data sheet in one command (MODEL.md §12, "Your GPU from its
 data sheet"): ``warpspeed machines new NAME --like KNOWN --sms N --clock-ghz F
---dram-gbs F --l2-mib F [--llc-mib F] [--l1-kib F] [--ecc on|off]``.
+--dram-gbs F --l2-mib F [--llc-mib F] [--l1-kib F] [--ecc on|off] [--arch ISA]
+[--register-kib F]``.
 
 The new file is a machine of KNOWN's architecture with the figures a data
 sheet gives. Every other number is derived from KNOWN's file by a rule that its
@@ -8,12 +9,17 @@ sheet gives. Every other number is derived from KNOWN's file by a rule that its
 
 * **given**: SMs (CUs), boost clock, the DRAM's peak, the L2 (the whole chip's,
   divided by KNOWN's ``l2_partitions``), the last-level cache, the L1, the DRAM
-  bus width, the kind of DRAM, ECC;
+  bus width, the kind of DRAM, ECC, the compiler's target (``arch``: on AMD
+  it decides whether AGPRs widen the register budget, MODEL.md §15) and the
+  register file per SM / CU;
 * **scaled with the DRAM peak**: the stream plateaus of the default model and
   the paper model's DRAM figure (KNOWN's plateaus over KNOWN's peak: the share
   of its peak the memory system reaches, carried over);
 * **scaled with SMs x clock**: the L2 bandwidth (bytes per SM and cycle carried
   over); the Infinity Cache's bandwidth scales with its size and the clock;
+* **scaled with the register file** (AMD, when it is given): the VGPR
+  allocation granule, as LLVM keeps the number of granules per SIMD
+  (gfx1100: 24 VGPRs of 1536, gfx1102: 16 of 1024);
 * **carried over unchanged**: latencies (ns), thread turnover, the
   latency-under-load shape, the overlap exponents, the launch overhead, the
   many-stream fraction, FP rates per SM and cycle, occupancy limits, FP costs,
@@ -28,6 +34,7 @@ memory kind (``warpspeed machines`` lists them).
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +47,13 @@ DRAM_KEYS = ("dram_bandwidth", "dram_bw_read", "dram_bw_copy", "dram_bw_write")
 #: Plausible ranges of the given figures (name, unit, low, high).
 RANGES = {"sms": (1, 1024), "clock_ghz": (0.1, 6.0), "dram_gbs": (1.0, 100_000.0),
           "l2_mib": (0.0625, 8192.0), "llc_mib": (0.0, 65536.0), "l1_kib": (1.0, 4096.0),
-          "bus_bits": (16, 65536)}
+          "bus_bits": (16, 65536), "register_kib": (16.0, 4096.0)}
+#: Architectures a known GPU of another one describes: CDNA's compute units are
+#: GCN5's (wave64, a 16 KiB vL1D of 64 B lines, 64 KiB LDS, 256 KiB of VGPRs per
+#: CU; AMD CDNA whitepaper). The AGPRs CDNA added follow ``--arch``.
+COMPATIBLE = {"gcn5": "cdna"}
+#: What a compiler target looks like, by vendor.
+ARCH_PATTERNS = {"AMD": r"gfx[0-9a-f]{3,4}", "NVIDIA": r"sm_[0-9]{2,3}[a-z]?"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +72,8 @@ class DataSheet:
     ecc: bool | None = None
     memory: str | None = None
     architecture: str | None = None
+    arch: str | None = None
+    register_kib: float | None = None
     cite: str = "the data sheet"
 
 
@@ -99,9 +114,13 @@ def _check(k: Machine, s: DataSheet) -> None:
 
 def _check_kind(k: Machine, s: DataSheet) -> None:
     """The figures must fit KNOWN's architecture and memory kind."""
-    if s.architecture and s.architecture.lower() != k.architecture.lower():
+    if s.architecture and COMPATIBLE.get(s.architecture.lower(), s.architecture.lower()) \
+            != k.architecture.lower():
         raise MachineError(f"{s.name} is {s.architecture} but {k.name} is {k.architecture}: "
                            f"choose a known GPU of the same architecture ('warpspeed machines')")
+    if s.arch is not None and not re.fullmatch(ARCH_PATTERNS.get(k.vendor, ".+"), s.arch):
+        raise MachineError(f"--arch {s.arch!r} is no {k.vendor} compiler target (like "
+                           f"{k.arch!r}): give the target the GPU's compiler uses")
     if s.memory is not None:
         if s.memory not in MEMORY_TYPES:
             raise MachineError(f"--memory must be one of {list(MEMORY_TYPES)}, got {s.memory!r}")
@@ -146,9 +165,9 @@ def _identity(k: Machine, s: DataSheet) -> dict:
                         f"({k.vendor} {k.architecture}; warpspeed machines new)"),
         "validated": False,
         "fits": k.fits,
-        "arch": k.arch,
+        "arch": s.arch or k.arch,
         "vendor": k.vendor,
-        "architecture": k.architecture,
+        "architecture": s.architecture or k.architecture,
         "grounding": "datasheet",
         "l1_model": k.l1_model,
     }
@@ -178,9 +197,28 @@ def _given(k: Machine, s: DataSheet) -> dict:
         out["dram_bus_bits"] = _entry(int(s.bus_bits), f"{c}: {s.bus_bits}-bit DRAM bus")
     if s.memory is not None:
         out["memory"] = _entry(s.memory, f"{c}: {s.memory}")
+    if s.register_kib is not None:
+        out.update(_registers(k, s))
     if s.llc_mib is not None:
         out["mall_bytes"] = _entry(int(round(s.llc_mib * 2**20)),
                                    f"{c}: {s.llc_mib:g} MiB last-level cache (Infinity Cache)")
+    return out
+
+
+def _registers(k: Machine, s: DataSheet) -> dict:
+    """The register file per SM / CU and, on AMD, the allocation granule
+    scaled with it (module docstring)."""
+    assert s.register_kib is not None
+    regs = int(round(s.register_kib * 1024 / 4))
+    out = {"registers_per_sm": _entry(regs, f"{s.cite}: {s.register_kib:g} KiB register file "
+                                             f"per SM / CU = {regs} 32-bit registers")}
+    if k.vendor == "AMD" and regs != k.registers_per_sm:
+        f = regs / k.registers_per_sm
+        unit = max(k.warp_size, int(round(k.register_alloc_unit * f / k.warp_size)) * k.warp_size)
+        out["register_alloc_unit"] = _entry(unit, (
+            f"{k.name}'s {k.register_alloc_unit} x {f:.4g}, the ratio of the register files: "
+            "LLVM keeps the number of VGPR allocation granules per SIMD (gfx1100: 24 VGPRs of "
+            "1536, gfx1102: 16 of 1024; AMDGPU backend, getVGPRAllocGranule)"))
     return out
 
 
