@@ -12,6 +12,12 @@ Data: the development sets ``convolution_15x15`` (A100, 30 shapes) and
 :func:`warpspeed.validation.reference.convolution_rows`), predicted on the
 shipped machine files (the A4000 and W7800 ones written from their data
 sheets by ``warpspeed machines new``). Nothing is fitted here.
+
+``--fp-l1 P`` shows what a term the model does not have would do (MODEL.md
+§10, "FP and L1 on RDNA"): the FP and L1 times per update combined as
+``(t_fp^P + t_l1^P)^(1/P)`` (P = 1: they add) instead of the longer of the
+two, then overlapped with the memory stream and timed as the model does,
+from each prediction's own terms.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import numpy as np
 
 import warpspeed as ws
 from stencils import convolution2d
+from warpspeed.timing.latency import kernel_time_ns, overlap
 from warpspeed.validation.reference import CROSSGPU, ReferenceDataError, Row, convolution_rows
 
 N = 4096  # the scan's output extent
@@ -33,17 +40,29 @@ def unguarded(r: Row) -> bool:
     return all(N % (b * t) == 0 for b, t in zip(r.block[:2], r.fold[:2]))
 
 
-def predict(gpu: str, data: list[Row]) -> list[float]:
-    """Default-model GLup/s of every row (nan where it cannot launch)."""
+def predict(gpu: str, data: list[Row], fp_l1: float | None = None) -> list[float]:
+    """Default-model GLup/s of every row (nan where it cannot launch); with
+    ``fp_l1``, FP and L1 combined at that exponent (module docstring)."""
     m = ws.load_machine(gpu)
     kernels = {r.fold: convolution2d.kernel(tile_x=r.fold[0], tile_y=r.fold[1]) for r in data}
     out = []
     for r in data:
         try:
-            out.append(ws.predict(kernels[r.fold], m, block=r.block).glups)
+            p = ws.predict(kernels[r.fold], m, block=r.block)
         except ws.WarpspeedError:
             out.append(float("nan"))
+            continue
+        out.append(p.glups if fp_l1 is None else recombined(p.terms, fp_l1))
     return out
+
+
+def recombined(terms: dict[str, float], fp_l1: float) -> float:
+    """GLup/s from a prediction's terms with FP and L1 overlapping at ``fp_l1``."""
+    core = overlap(terms["t_fp_ns"], terms["t_l1_ns"], fp_l1)
+    t_update = overlap(core, terms["t_memory_ns"], terms["l1_overlap_exponent"])
+    total = kernel_time_ns(t_update, terms["updates"], terms["waves"],
+                           1000.0 * terms["block_chain_us"], 1000.0 * terms["launch_us"])
+    return terms["updates"] / total
 
 
 def scores(pred: list[float], meas: list[float]) -> dict[str, float]:
@@ -59,11 +78,11 @@ def scores(pred: list[float], meas: list[float]) -> dict[str, float]:
             "median": float(np.median(ratio)), "mape": float(np.mean(np.abs(ratio - 1.0)))}
 
 
-def table(gpu: str) -> list[tuple[str, dict[str, float]]]:
+def table(gpu: str, fp_l1: float | None = None) -> list[tuple[str, dict[str, float]]]:
     """The scores of ``gpu`` over all, unguarded and guarded rows, and on the
     A4000 and W7800 over the A100's held-out shapes."""
     data = [r for r in convolution_rows(gpu) if r.glups]
-    pred = predict(gpu, data)
+    pred = predict(gpu, data, fp_l1)
     dev = {r.block for r in convolution_rows("A100")} if gpu != "A100" else None
     groups = [("all", lambda r: True), ("unguarded", unguarded),
               ("guarded", lambda r: not unguarded(r))]
@@ -82,13 +101,17 @@ def table(gpu: str) -> list[tuple[str, dict[str, float]]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("gpus", nargs="*", help=f"of {list(CROSSGPU)} (default: all)")
+    ap.add_argument("--fp-l1", type=float, help="combine FP and L1 at this exponent (not the "
+                    "model: module docstring)")
     args = ap.parse_args(argv)
+    if args.fp_l1 is not None and not args.fp_l1 >= 1:
+        ap.error(f"--fp-l1 must be at least 1, got {args.fp_l1:g}")
     gpus = args.gpus or list(CROSSGPU)
     unknown = [g for g in gpus if g not in CROSSGPU]
     if unknown:
         ap.error(f"unknown GPU {unknown}: choose from {list(CROSSGPU)}")
     try:
-        tables = [(g, table(g)) for g in gpus]
+        tables = [(g, table(g, args.fp_l1)) for g in gpus]
     except ReferenceDataError as exc:
         print(f"convolution_crossgpu: {exc}", file=sys.stderr)
         return 2

@@ -212,3 +212,22 @@ def test_amd_registers_table_by_hand():
     assert fold == (1, 4, 1)
     assert ratio == pytest.approx(row.glups / ws.predict(again, "W7800", block).glups)
     assert all(n > 0 for n in table)  # only threads that repeat loads
+
+
+def test_convolution_scan_fp_l1_recombination_by_hand():
+    """fits/convolution_crossgpu.py --fp-l1: a large exponent gives back the
+    model's own number where L1 dominates (the longer of FP and L1), and an
+    exponent of 1 adds the two times: with the memory stream taken away,
+    each update takes t_fp + t_l1."""
+    from stencils import convolution2d
+    from warpspeed.timing.latency import kernel_time_ns
+
+    mod = script("convolution_crossgpu")
+    p = ws.predict(convolution2d.kernel(tile_x=1, tile_y=1), "W7800", block=(32, 16, 1))
+    t = p.terms
+    assert t["t_l1_ns"] > t["t_fp_ns"]
+    assert mod.recombined(t, 200.0) == pytest.approx(p.glups, rel=1e-3)
+    quiet = {**t, "t_memory_ns": 0.0}
+    summed = kernel_time_ns(t["t_fp_ns"] + t["t_l1_ns"], t["updates"], t["waves"],
+                            1000.0 * t["block_chain_us"], 1000.0 * t["launch_us"])
+    assert mod.recombined(quiet, 1.0) == pytest.approx(t["updates"] / summed)
