@@ -224,6 +224,11 @@ def test_a_gcn5_card_like_a_cdna_one_gets_no_agprs_in_its_register_budget(tmp_pa
     for name in ("MI50", "RadeonVII"):
         shipped = ws.load_machine(name)
         assert (shipped.arch, register_budget(shipped)) == ("gfx906", 64)
+    # and a GCN5 card may be described like a shipped GCN5 one
+    code, out = _new(tmp_path, "--like", "MI50", "--sms", "64", "--clock-ghz", "1.8",
+                     "--dram-gbs", "1024", "--l2-mib", "4", "--architecture", "GCN5",
+                     name="MI60")
+    assert code == 0 and ws.load_machine(out).arch == "gfx906"
 
 
 def test_a_smaller_register_file_scales_the_allocation_granule(tmp_path):

@@ -114,8 +114,7 @@ def _check(k: Machine, s: DataSheet) -> None:
 
 def _check_kind(k: Machine, s: DataSheet) -> None:
     """The figures must fit KNOWN's architecture and memory kind."""
-    if s.architecture and COMPATIBLE.get(s.architecture.lower(), s.architecture.lower()) \
-            != k.architecture.lower():
+    if s.architecture and _family_of(s.architecture) != _family_of(k.architecture):
         raise MachineError(f"{s.name} is {s.architecture} but {k.name} is {k.architecture}: "
                            f"choose a known GPU of the same architecture ('warpspeed machines')")
     if s.arch is not None and not re.fullmatch(ARCH_PATTERNS.get(k.vendor, ".+"), s.arch):
@@ -139,6 +138,11 @@ def _check_kind(k: Machine, s: DataSheet) -> None:
         raise MachineError(f"--l1-kib {s.l1_kib:g}: {k.name}'s L1 is {k.l1_bytes / 1024:g} KiB; "
                            "an L1 more than 4x apart implies another architecture: choose a "
                            "known GPU of the same one")
+
+
+def _family_of(architecture: str) -> str:
+    """The architecture a known GPU must have to describe this one (:data:`COMPATIBLE`)."""
+    return COMPATIBLE.get(architecture.lower(), architecture.lower())
 
 
 def _family(memory: str) -> str:
