@@ -3,7 +3,8 @@
 top-1 (the measured GLup/s of the predicted best over the measured best),
 median predicted/measured and MAPE over all rows, the unguarded rows and the
 guarded rows (MODEL.md §1 ``output_guards``: the scan's family guards every
-output separately unless the block times the tile divides 4096), and on the
+output separately unless the block times the tile divides 4096), the
+unguarded rows of one-row and of taller blocks apart, and on the
 A4000 and W7800 the same over the 30 block shapes the A100 scan does not
 hold (the A100's held-out shapes, measured on those GPUs).
 
@@ -85,7 +86,9 @@ def table(gpu: str, fp_l1: float | None = None) -> list[tuple[str, dict[str, flo
     pred = predict(gpu, data, fp_l1)
     dev = {r.block for r in convolution_rows("A100")} if gpu != "A100" else None
     groups = [("all", lambda r: True), ("unguarded", unguarded),
-              ("guarded", lambda r: not unguarded(r))]
+              ("guarded", lambda r: not unguarded(r)),
+              ("unguarded, one-row blocks", lambda r: unguarded(r) and r.block[1] == 1),
+              ("unguarded, taller blocks", lambda r: unguarded(r) and r.block[1] > 1)]
     if dev is not None:
         groups += [("A100-held-out shapes, all", lambda r: r.block not in dev),
                    ("A100-held-out shapes, unguarded", lambda r: r.block not in dev

@@ -328,3 +328,22 @@ def test_top_k_pruning_holds_when_the_data_fits_the_infinity_cache():
                     for p in everything.predictions), reverse=True)[:3]
     assert [p.glups for p in r.predictions] == pytest.approx(truth)
     assert any("Infinity Cache" in n for n in r.predictions[0].notes)
+
+
+def test_one_row_cache_bound_blocks_on_rdna_carry_the_measured_blind_spot():
+    """MODEL.md §10: the note appears for a one-row block whose time the L1
+    or L2 sets on RDNA, and nowhere else: not for two rows, not for a
+    DRAM-bound one-row launch (FluidX3D's 64x1x1), not on CDNA or NVIDIA."""
+    from stencils import convolution2d, lbm_fluidx3d
+
+    conv = convolution2d.kernel(tile_x=1, tile_y=4)
+
+    def flagged(kernel, machine, block):
+        p = ws.predict(kernel, machine, block=block)
+        return any("one row on RDNA" in n for n in p.notes), p.limiter
+
+    assert flagged(conv, "W7800", (256, 1, 1)) == (True, "l1")
+    assert flagged(conv, "W7800", (128, 2, 1))[0] is False
+    assert flagged(conv, "MI210", (256, 1, 1))[0] is False
+    assert flagged(conv, "A100", (256, 1, 1))[0] is False
+    assert flagged(lbm_fluidx3d.kernel(), "W7800", (64, 1, 1)) == (False, "dram")

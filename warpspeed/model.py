@@ -23,7 +23,7 @@ from .machine import Machine, load_machine
 from .timing import DEFAULT_MODEL, MODELS, timing_model
 from .timing.atomics import with_atomics
 from .timing.evidence import Evidence, evidence
-from .timing.hierarchy import architecture_notes, with_mall
+from .timing.hierarchy import architecture_notes, one_row_note, with_mall
 from .timing.paper import LIMITERS
 from .volumes.capacity import CapacityFits, curves_for
 from .volumes.footprint import Footprint, footprints_of
@@ -335,6 +335,8 @@ def finish(
     notes += (partial,) if partial else ()
     occ_note = occupancy_note(launch, m, kernel.registers)  # MODEL.md §15: AMD registers
     notes += (occ_note,) if occ_note else ()
+    row_note = one_row_note(kernel, m, launch.block, t.limiter)  # MODEL.md §10: RDNA
+    notes += (row_note,) if row_note else ()
     return Prediction(
         machine=m.name,
         kernel=kernel.name,

@@ -14,6 +14,8 @@ prediction carries where the model's terms have no counterpart on the machine.
 * :func:`architecture_notes`: a CUDA kernel on an AMD machine (or a HIP kernel
   on an NVIDIA one), and AMD's L1 count; a model's own notes (the paper
   model's NVIDIA-fitted curves) are its :meth:`~warpspeed.timing.base.Timing.notes`.
+* :func:`one_row_note`: a measured blind spot, cache-bound one-row blocks on
+  RDNA (MODEL.md §10).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import replace
 
 from ..input.kernel import Kernel
 from ..machine import Machine
+from ..volumes.launch import wgp_mode
 from ..volumes.levels import Volumes
 
 #: The code generator's target for each vendor (pystencils ``Target`` names).
@@ -99,3 +102,21 @@ def architecture_notes(kernel: Kernel, machine: Machine) -> tuple[str, ...]:
             "no bank model of its vector L1; the line count misses the public L1 "
             "micro-benchmark by 0.5-1.9x on blocks at least 4 wide")
     return tuple(notes)
+
+
+def one_row_note(kernel: Kernel, machine: Machine, block: tuple[int, int, int],
+                 limiter: str) -> str | None:
+    """A measured blind spot, or None (MODEL.md §10, "RDNA's L0 and one-row
+    blocks"): on RDNA, a block of one row over a domain of several rows whose
+    time the L1 or the L2 sets. On the W7800's 15x15 convolution scan
+    (``python fits/convolution_crossgpu.py W7800``) such blocks ran at a
+    median of 1.64x below the prediction, taller ones at 1.17x; the model
+    has no term for it (the evidence is one kernel on one GPU), so the
+    prediction says so instead of ranking them apart."""
+    rows = [d for d in kernel.domain[1:] if d > 1]
+    if not wgp_mode(machine) or limiter not in ("l1", "l2") or block[1:] != (1, 1) or not rows:
+        return None
+    return ("a block of one row on RDNA is a known blind spot: on the W7800's 15x15 "
+            "convolution scan, cache-bound one-row blocks ran at a median of 1.64x below the "
+            "prediction, taller blocks at 1.17x (MODEL.md §10); compare with a block of two or "
+            "more rows before choosing this one")
