@@ -266,3 +266,17 @@ def test_rank_csv_into_head_ends_quietly():
     assert res.stderr == ""
     assert len(res.stdout.splitlines()) == 3 and res.stdout.startswith("machine,kernel,block")
     assert res.returncode == 1
+
+
+def test_a_stencil_whose_kernel_raises_and_an_unwritable_out_end_in_one_line(tmp_path):
+    """A user's kernel() may fail in any way, and --out may name a folder that
+    does not exist: one line and exit code 2, never a traceback."""
+    path = tmp_path / "broken.py"
+    path.write_text("def kernel():\n    raise RuntimeError('fixed-shape fields of different "
+                    "sizes')\n")
+    one_line_error(run("predict", str(path), "--machine", "A100", "--block", "64,1,1",
+                       ok=False), "kernel({}) failed: RuntimeError: fixed-shape fields")
+    one_line_error(run("machines", "new", "X", "--like", "A100", "--sms", "108", "--clock-ghz",
+                       "1.4", "--dram-gbs", "1555", "--l2-mib", "40", "--out",
+                       str(tmp_path / "no" / "such" / "x.toml"), ok=False),
+                   "give --out a file in an existing, writable folder")

@@ -214,3 +214,14 @@ def test_index_list_options_reach_the_gathers():
         (g.field, g.store) for g in old.kernel.gathers]  # gathers compare by identity
     assert ws.predict(new.kernel, "A100", (256, 1, 1)) == ws.predict(old.kernel, "A100",
                                                                       (256, 1, 1))
+
+
+def test_a_base_offset_that_splits_an_item_is_refused():
+    """A double at byte offset 3 cannot be read by a GPU: the offset must be a
+    multiple of the field's item size (8 B), and naming it passes."""
+    kf = _symbolic_kernel()
+    with pytest.raises(ws.KernelError, match=r"base_offsets\['src'\] = 3 is not a multiple "
+                                             "of the field's 8-byte items"):
+        wps.extract(kf, wps.ExtractOptions(shape=(66, 34, 34), base_offsets={"src": 3}))
+    ok = wps.extract(kf, wps.ExtractOptions(shape=(66, 34, 34), base_offsets={"src": 24}))
+    assert {f.name: f.base_offset for f in ok.kernel.fields}["src"] == 24

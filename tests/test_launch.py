@@ -65,3 +65,44 @@ def test_last_row_holding_under_ten_percent_of_a_block_is_skipped():
     assert launch.grid[1] == 17 and launch.row_skip == 1
     k2 = dataclasses.replace(_kernel(), domain=(640, 520, 512))
     assert make_launch(k2, ws.load_machine("A100"), (32, 32, 1)).row_skip == 0
+
+
+def test_a_block_deeper_than_the_vendor_launches_is_refused_by_axis():
+    """CUDA launches at most 64 threads along z (1024 along x and y); HIP on
+    AMD 1024 along each axis (MODEL.md §3)."""
+    from stencils import star3d
+
+    k = star3d.kernel(radius=1, shape=(64, 64, 256))
+    with pytest.raises(ws.LaunchError, match="at most 64 along z: use a smaller block z"):
+        ws.predict(k, "A100", block=(1, 1, 128))
+    assert ws.predict(k, "MI210", block=(1, 1, 128)).glups > 0
+    assert ws.predict(k, "A100", block=(1, 1, 64)).glups > 0
+
+
+def test_a_grid_beyond_the_vendor_limits_is_refused_and_never_ranked():
+    """CUDA grids hold at most 65535 blocks along y and z; a ranking on a
+    domain that long offers only blocks whose grid fits (MODEL.md §3)."""
+    import math
+
+    from stencils import star3d
+
+    k = star3d.kernel(radius=1, shape=(32, 32, 200_002))
+    with pytest.raises(ws.LaunchError, match="200002 blocks along z; NVIDIA GPUs launch at "
+                                             "most 65535 along z"):
+        ws.predict(k, "A100", block=(32, 8, 1))
+    r = ws.rank(k, "A100", threads=[256], jobs=1)
+    assert r.predictions
+    for p in r.predictions:
+        assert math.ceil(math.ceil(k.domain[2] / p.fold[2]) / p.block[2]) <= 65535
+
+
+def test_an_amd_grid_of_more_than_2_to_the_32_threads_along_an_axis_is_refused():
+    """The HSA dispatch packet holds each grid extent in work-items as a
+    32-bit number (MODEL.md §3)."""
+    from warpspeed.errors import LaunchError
+    from warpspeed.volumes.launch import check_grid
+
+    m = ws.load_machine("MI210")
+    check_grid((2**22 - 1, 1, 1), (1024, 1, 1), m)  # 2^32 - 1024 threads: launchable
+    with pytest.raises(LaunchError, match="4294967296 threads along x; AMD GPUs launch at most"):
+        check_grid((2**22, 1, 1), (1024, 1, 1), m)

@@ -125,3 +125,8 @@ def test_kernel_fitted_constants_lie_in_their_fit_bounds():
         m = ws.load_machine(path)
         for key, (low, high) in KERNEL_CONSTANTS.items():
             assert low <= getattr(m, key) <= high, (name, key)
+
+
+def test_a_folder_given_as_machine_is_named_a_folder(tmp_path):
+    with pytest.raises(ws.MachineError, match="is a folder, not a machine file"):
+        ws.load_machine(tmp_path)

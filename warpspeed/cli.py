@@ -128,8 +128,9 @@ def build_variants(
                 kernel = module_func(**kwargs)
         except WarpspeedError:
             raise
-        except (TypeError, ValueError) as exc:
-            raise UsageError(f"{spec}: kernel({kwargs}) failed: {exc}") from exc
+        except Exception as exc:  # a user's stencil file may fail in any way
+            raise UsageError(f"{spec}: kernel({kwargs}) failed: {type(exc).__name__}: "
+                             f"{exc}") from exc
         if not isinstance(kernel, Kernel):
             raise UsageError(
                 f"{spec}: kernel() returned {type(kernel).__name__}, not a ws.Kernel"

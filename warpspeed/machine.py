@@ -428,6 +428,9 @@ def load_machine(name_or_path: str | Path | Machine) -> Machine:
         return _parse(files[text.lower()])
     path = Path(text)
     if path.suffix == ".toml" or path.exists():
+        if path.is_dir():
+            raise MachineError(f"{path} is a folder, not a machine file: give the path of a "
+                               ".toml file (warpspeed machines new ... --out FILE.toml)")
         if not path.is_file():
             raise MachineError(f"machine file {path} does not exist")
         return _parse(path)

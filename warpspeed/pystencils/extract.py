@@ -352,6 +352,13 @@ def _check_complete(frame: _Frame, walker: Walker, memory: _Memory,
             f"base_offsets names fields {sorted(unknown)} that the kernel does not access; "
             f"its fields are {sorted(names)}"
         )
+    for p, f in frame.fields.items():
+        offset, item = (options.base_offsets or {}).get(f.name, 0), walker.itemsizes.get(p)
+        if item and offset % item:
+            raise KernelError(
+                f"base_offsets[{f.name!r}] = {offset} is not a multiple of the field's {item}-byte "
+                f"items: a GPU reads them at addresses aligned to {item} B; give the byte offset "
+                f"of the field's first element from a 128 B boundary (a multiple of {item})")
 
 
 def _ws_fields(frame: _Frame, walker: Walker, options: ExtractOptions) -> dict[str, Field]:

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import MachineError
 from ..machine import (
     FORMAT_VERSION,
     FORMAT_VERSIONS,
@@ -352,5 +353,9 @@ def write_machine(data: dict, out: Path, header: str = "") -> Machine:
     """Write the machine file and load it back (the loader checks every key and
     range; a failure names the key)."""
     out = Path(out)
-    out.write_text(toml_text(data, header))
+    try:
+        out.write_text(toml_text(data, header))
+    except OSError as exc:
+        raise MachineError(f"cannot write {out}: {exc.strerror or exc}; give --out a file in "
+                           "an existing, writable folder") from exc
     return load_machine(out)

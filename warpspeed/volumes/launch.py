@@ -58,8 +58,23 @@ class Launch:
         return math.prod(self.block)
 
 
+#: The largest block extent along x, y, z by vendor (MODEL.md §3): CUDA C++
+#: Programming Guide, "Features and Technical Specifications" (x and y 1024,
+#: z 64 on every compute capability); HIP on AMD: ``maxThreadsDim`` 1024 along
+#: each axis (ROCm HIP reference, hipDeviceProp_t).
+BLOCK_EXTENTS = {"NVIDIA": (1024, 1024, 64), "AMD": (1024, 1024, 1024)}
+#: The largest grid by vendor, in blocks along x, y, z (CUDA C++ Programming
+#: Guide, as above: x 2^31 - 1, y and z 65535) or, on AMD, in threads along
+#: each axis (the HSA kernel dispatch packet holds each grid extent in
+#: work-items as a 32-bit number).
+GRID_BLOCKS = {"NVIDIA": (2**31 - 1, 65535, 65535)}
+GRID_THREADS = {"AMD": 2**32 - 1}
+AXES = "xyz"
+
+
 def check_block(block: Sequence[int], machine: Machine) -> tuple[int, int, int]:
-    """Validate a block size: three positive integers within the machine's limit."""
+    """Validate a block size: three positive integers within the machine's
+    limits, in all and along each axis (:data:`BLOCK_EXTENTS`)."""
     try:
         b = tuple(int(v) for v in block)
     except (TypeError, ValueError) as exc:
@@ -71,7 +86,29 @@ def check_block(block: Sequence[int], machine: Machine) -> tuple[int, int, int]:
             f"block {b} has {math.prod(b)} threads; {machine.name} allows at most "
             f"{machine.max_threads_per_block} per block"
         )
+    for axis, v, most in zip(AXES, b, BLOCK_EXTENTS.get(machine.vendor, (1024,) * 3)):
+        if v > most:
+            raise LaunchError(f"block {b} has {v} threads along {axis}; {machine.vendor} GPUs "
+                              f"launch at most {most} along {axis}: use a smaller block {axis}")
     return b
+
+
+def check_grid(grid: tuple[int, int, int], block: tuple[int, int, int], machine: Machine
+               ) -> None:
+    """Refuse a grid the vendor cannot launch (:data:`GRID_BLOCKS`,
+    :data:`GRID_THREADS`; MODEL.md §3), naming the axis and the fix."""
+    most = GRID_BLOCKS.get(machine.vendor)
+    threads = GRID_THREADS.get(machine.vendor)
+    for i, axis in enumerate(AXES):
+        if most is not None and grid[i] > most[i]:
+            raise LaunchError(
+                f"block {block} needs {grid[i]} blocks along {axis}; {machine.vendor} GPUs launch "
+                f"at most {most[i]} along {axis}: use a larger block {axis}, or a domain with "
+                f"fewer cells along {axis} per launch")
+        if threads is not None and grid[i] * block[i] > threads:
+            raise LaunchError(
+                f"block {block} needs {grid[i] * block[i]} threads along {axis}; AMD GPUs launch "
+                f"at most {threads} along an axis: split the domain into several launches")
 
 
 def occupancy(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> Occupancy:
@@ -190,6 +227,7 @@ def make_launch(kernel: Kernel, machine: Machine, block: Sequence[int]) -> Launc
         )
     d = kernel.domain
     g = as_triple(math.ceil(d[i] / b[i]) for i in range(3))
+    check_grid(g, b, machine)
     occ = occupancy(kernel, machine, b)
     n = occ.blocks_per_sm * machine.sms
     w0 = min(g[0], n)
