@@ -7,6 +7,7 @@ the DRAM bytes per update (MODEL.md §1, §6)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pystencils as ps
@@ -310,6 +311,67 @@ def test_reduction_atomics_per_update_and_limit_by_hand(gpu, scope, per_lup, fma
     assert 0.97 <= p.volumes.dram_load / 8 <= 1.1 and p.volumes.dram_store == 0
     if scope == "thread":
         assert p.limiter == "atomics" and p.glups == pytest.approx(1.41)
+
+
+def _warp_reduction(target: str, warp_size: int):
+    f = ps.fields("f: double[258, 258, 258]", layout="fzyx")
+    w = ps.TypedSymbol("w", "float64")
+    cfg = ps.CreateKernelConfig(target=getattr(ps.Target, target), jit=ps.no_jit)
+    cfg.gpu.assume_warp_aligned_block_size = True
+    cfg.gpu.warp_size = warp_size
+    return ps.create_kernel([ps.AddReductionAssignment(w, f.center**2)], cfg)
+
+
+@pytest.mark.parametrize(
+    "target, warp_size, machine, per_lup, noted",
+    [
+        # lane_id = thread_id % 32, atomic at lane 0: one per 32 threads, also on wave64
+        ("HIP", 32, "MI210", 1 / 32, True),
+        # code for the machine's wavefront: one per 64 threads
+        ("HIP", 64, "MI210", 1 / 64, False),
+        ("CUDA", 32, "A100", 1 / 32, False),
+    ],
+)
+def test_warp_reduction_counts_the_warp_it_was_generated_for(
+    target, warp_size, machine, per_lup, noted
+):
+    k = wps.extract(_warp_reduction(target, warp_size)).kernel
+    assert k.atomics == ws.Atomics(1, "warp", 1, warp_size)
+    # the FMA of f*f plus log2(warp_size) shuffle combines (5 for 32, 6 for 64)
+    assert dict(k.fp_ops) == {"fma": 1 + int(math.log2(warp_size))}
+    p = ws.predict(k, machine, (64, 2, 2))
+    m = ws.load_machine(machine)
+    assert p.terms["atomics_per_lup"] == pytest.approx(per_lup)
+    assert p.limits["atomics"] == pytest.approx(m.clock_ghz * m.atomics_per_clock / per_lup)
+    notes = [n for n in p.notes if "warp reduction" in n]
+    if noted:
+        assert notes == [f"the kernel's warp reduction was generated with gpu.warp_size = 32, "
+                         f"{machine} runs warps of 64 lanes: counted as the code runs, one "
+                         f"atomic per 32 threads (gpu.warp_size = 64 would issue 2x fewer)"]
+    else:
+        assert notes == []
+
+
+def test_warp_reduction_for_wider_warps_than_the_machine_is_refused():
+    # shuffles over 64 lanes on 32-wide warps: wrong code, not a slow one
+    k = wps.extract(_warp_reduction("CUDA", 64)).kernel
+    assert k.atomics.warp == 64
+    msg = (r"warp reduction was generated with gpu.warp_size = 64, but A100 runs warps of 32 "
+           r"lanes.*generate it with cfg.gpu.warp_size = 32$")
+    with pytest.raises(ws.KernelError, match=msg):
+        ws.predict(k, "A100", (64, 2, 2))
+    with pytest.raises(ws.KernelError, match=msg):
+        ws.rank(k, "A100", threads=256)
+    assert ws.predict(k, "MI210", (64, 2, 2)).terms["atomics_per_lup"] == pytest.approx(1 / 64)
+
+
+def test_hand_built_warp_atomics_without_a_warp_take_the_machines():
+    base = wps.extract(_warp_reduction("HIP", 64)).kernel
+    unset = replace(base, atomics=ws.Atomics(1, "warp"))
+    assert ws.predict(unset, "MI210", (64, 2, 2)).terms["atomics_per_lup"] == pytest.approx(1 / 64)
+    assert ws.predict(unset, "A100", (64, 2, 2)).terms["atomics_per_lup"] == pytest.approx(1 / 32)
+    with pytest.raises(ws.KernelError, match="scope='warp'"):
+        ws.Atomics(1, "thread", 1, 32)
 
 
 def test_explain_names_the_atomics_limiter():

@@ -21,7 +21,7 @@ from .input.expr import LinForm, SymForm, bind_all
 from .input.kernel import Kernel
 from .machine import Machine, load_machine
 from .timing import DEFAULT_MODEL, MODELS, timing_model
-from .timing.atomics import with_atomics
+from .timing.atomics import warp_note, with_atomics
 from .timing.evidence import Evidence, evidence
 from .timing.hierarchy import architecture_notes, one_row_note, with_mall
 from .timing.paper import LIMITERS
@@ -337,6 +337,8 @@ def finish(
     notes += (occ_note,) if occ_note else ()
     row_note = one_row_note(kernel, m, launch.block, t.limiter)  # MODEL.md §10: RDNA
     notes += (row_note,) if row_note else ()
+    lanes_note = warp_note(kernel, m)  # MODEL.md §8: the code's warp reduction
+    notes += (lanes_note,) if lanes_note else ()
     return Prediction(
         machine=m.name,
         kernel=kernel.name,

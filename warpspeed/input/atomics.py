@@ -15,7 +15,12 @@ generator emits (``scope``):
 
 * ``"thread"``: every thread issues its own atomic (pystencils' default);
 * ``"warp"``: a shuffle reduction first, then one atomic per warp
-  (pystencils with ``assume_warp_aligned_block_size`` and a warp size);
+  (pystencils with ``assume_warp_aligned_block_size`` and a warp size).
+  The warp is the one the code was generated for (``warp``, pystencils'
+  ``gpu.warp_size``), else the machine's: code for 32 lanes on a 64-wide
+  wavefront issues one atomic per 32 threads; code for more lanes than
+  the machine's warp is wrong there and refused
+  (:mod:`warpspeed.timing.atomics`);
 * ``"block"``: a block reduction (CUB), then one atomic per block.
 
 Threads whose partial value equals the neutral element skip the atomic in
@@ -38,11 +43,14 @@ class Atomics:
     """Atomic updates of single addresses (module docstring): ``count``
     atomics per issuing unit to each of ``addresses`` distinct addresses
     (one per reduced scalar; distinct addresses proceed in parallel), the
-    issuing unit being a thread, a warp or a block (``scope``)."""
+    issuing unit being a thread, a warp or a block (``scope``). ``warp``:
+    the lanes of a warp-scope pre-reduction as generated (None: the
+    machine's warp)."""
 
     count: int = 1
     scope: str = "thread"
     addresses: int = 1
+    warp: int | None = None
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -51,11 +59,18 @@ class Atomics:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise KernelError(f"atomics {name} must be a positive integer, got {v!r}")
+        w = self.warp
+        if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 1
+                              or self.scope != "warp"):
+            raise KernelError(f"atomics warp must be a positive integer of a scope='warp' "
+                              f"pre-reduction (or None), got {w!r} with scope {self.scope!r}")
 
     def per_thread(self, block: tuple[int, int, int], warp_size: int = 32) -> float:
-        """Atomics one thread issues to one address, on average."""
+        """Atomics one thread issues to one address, on average (MODEL.md
+        §8); a warp is ``warp`` lanes, else the machine's ``warp_size``."""
         threads = math.prod(block)
-        per = {"thread": 1, "warp": min(warp_size, threads), "block": threads}[self.scope]
+        lanes = self.warp or warp_size
+        per = {"thread": 1, "warp": min(lanes, threads), "block": threads}[self.scope]
         return self.count / per
 
 

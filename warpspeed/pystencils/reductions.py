@@ -11,7 +11,10 @@ Before the atomic it may pre-reduce:
 * nothing (the default): one atomic per thread, ``scope="thread"``;
 * a warp shuffle reduction (``gpu.assume_warp_aligned_block_size`` and
   ``gpu.warp_size``): ``log2(warp)`` shuffle + combine steps, then one
-  atomic per warp (``lane_id == 0``), ``scope="warp"``;
+  atomic per warp (``lane_id == 0``), ``scope="warp"``. The warp is the
+  code's, read from ``lane_id = thread_id % warp`` (else ``2**shuffles``),
+  not the machine's: a machine with wider wavefronts runs one atomic per
+  ``warp`` threads (:attr:`warpspeed.input.atomics.Atomics.warp`);
 * a CUB block reduction (``gpu.use_cub_reductions``): one atomic per block,
   ``scope="block"``; the block size is a template argument, so the kernel
   runs with that block only (its fixed block).
@@ -28,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pystencils.backend.ast.expressions import PsCall, PsSymbolExpr
+from pystencils.backend.ast.expressions import PsCall, PsConstantExpr, PsRem, PsSymbolExpr
 from pystencils.backend.ast.structural import PsBlock, PsConditional, PsStatement
 
 from ..input.atomics import Atomics
@@ -43,13 +46,20 @@ _BLOCK_REDUCE = re.compile(r"block_reduce\s*<[^>]*?,\s*(\d+)\s*,\s*(\d+)\s*,\s*(
 class Reduction:
     """One reduced scalar: its pointer parameter, the atomic's name, the
     pre-reduction scope, the combine steps per thread before the atomic,
-    and the block size a block reduction fixes (else None)."""
+    the block size a block reduction fixes (else None) and the lanes of a
+    warp reduction as generated (else None)."""
 
     target: str
     atomic: str
     scope: str
     combines: int
     block: tuple[int, int, int] | None = None
+    warp: int | None = None
+
+    @property
+    def kind(self) -> str:
+        """The pre-reduction, with the warp's lanes: ``"warp of 32"``."""
+        return self.scope if self.warp is None else f"{self.scope} of {self.warp}"
 
 
 def _calls(node: Any) -> list[PsCall]:
@@ -61,6 +71,19 @@ def _calls(node: Any) -> list[PsCall]:
 
 def _name(call: PsCall) -> str:
     return str(getattr(call.function, "name", call.function))
+
+
+def _lanes(stmts: list[Any], shuffles: int) -> int:
+    """The lanes of a warp reduction as generated (module docstring): the
+    constant modulus of ``lane_id = thread_id % warp``, else ``2**shuffles``
+    (each shuffle step halves the lanes)."""
+    todo = list(stmts)
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, PsRem) and isinstance(node.operand2, PsConstantExpr):
+            return int(node.operand2.constant.value)
+        todo += node.children
+    return 2**shuffles
 
 
 def read_reduction(node: PsBlock, warp_size: int = 32) -> Reduction | None:
@@ -90,22 +113,22 @@ def read_reduction(node: PsBlock, warp_size: int = 32) -> Reduction | None:
         return Reduction(target, atomic, "block", warp_size.bit_length() - 1,
                          block)
     if shuffles:
-        return Reduction(target, atomic, "warp", shuffles)
+        return Reduction(target, atomic, "warp", shuffles, warp=_lanes(stmts[:-1], shuffles))
     return Reduction(target, atomic, "thread", 0)
 
 
 def atomics_of(
     reductions: list[Reduction], work: dict[str, float], fixed_block: tuple[int, int, int] | None
 ) -> tuple[Atomics, tuple[int, int, int] | None, list[str]]:
-    """The atomics of the reductions (:mod:`.reductions`); adds the combine
-    steps of a pre-reduction to ``work``."""
-    scopes = {r.scope for r in reductions}
-    if len(scopes) != 1:
+    """The atomics of the reductions (:mod:`.reductions`; MODEL.md §1, §8);
+    adds the combine steps of a pre-reduction to ``work``."""
+    kinds = {r.kind for r in reductions}
+    if len(kinds) != 1:
         raise UnsupportedKernelError(
-            f"the kernel's reductions pre-reduce differently ({sorted(scopes)}); warpspeed "
+            f"the kernel's reductions pre-reduce differently ({sorted(kinds)}); warpspeed "
             "models one pre-reduction per kernel"
         )
-    scope = scopes.pop()
+    scope, warp = reductions[0].scope, reductions[0].warp
     combines = sum(r.combines for r in reductions)
     if combines:
         work["fma"] = work.get("fma", 0.0) + combines
@@ -119,7 +142,8 @@ def atomics_of(
         fixed_block = blocks.pop()
     targets = sorted({r.target for r in reductions})
     notes = [
-        f"reduction into {', '.join(targets)}: one atomic per {scope} to each scalar, "
+        f"reduction into {', '.join(targets)}: one atomic per {kinds.pop()} "
+        f"{'lanes ' if warp else ''}to each scalar, "
         "serialised in the L2 (the atomics limiter); threads whose partial value is the "
         "neutral element skip it in pystencils' code, counted as issuing it"
     ]
@@ -131,7 +155,7 @@ def atomics_of(
         )
     if scope == "block":
         notes.append("CUB's block reduction: its shared-memory stage is not modelled")
-    return Atomics(1, scope, len(targets)), fixed_block, notes
+    return Atomics(1, scope, len(targets), warp), fixed_block, notes
 
 
 __all__ = ["Reduction", "atomics_of", "read_reduction"]
