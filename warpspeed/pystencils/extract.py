@@ -441,7 +441,7 @@ def _lists(walker: Walker, memory: _Memory, frame: _Frame, fields: Mapping[str, 
     if not memory.gathered:
         return _Lists(loads, (), ())
     found = gathers(
-        memory.gathered, fields, {p: lay.origin_offset for p, lay in frame.layouts.items() if lay},
+        memory.gathered, fields, frame.resolved,
         frame.stride_values, walker.list_loads, walker.tables, frame.index_list,
         options.list_order,
     )

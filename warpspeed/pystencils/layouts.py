@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import sympy as sp
 from pystencils.field import Field as PsField
 from pystencils.field import compute_strides, layout_string_to_tuple
@@ -68,18 +69,35 @@ class FieldLayout:
     kernel's size parameters (the same for a ``ps.Field``; the inner region
     of a new-style field, whose ghost layers the allocation adds);
     ``origin``: the index of the element the base pointer points at (the
-    first inner element; zeros for a ``ps.Field``)."""
+    first inner element; zeros for a ``ps.Field``); ``spatial``: the number
+    of spatial dimensions (the first ones, the index dimensions follow)."""
 
     name: str
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     sizes: tuple[int, ...]
     origin: tuple[int, ...]
+    spatial: int
 
     @property
     def origin_offset(self) -> int:
         """Elements from allocation element 0 to the base pointer."""
         return sum(o * s for o, s in zip(self.origin, self.strides))
+
+    @property
+    def interleaved(self) -> bool:
+        """Whether a cell's values lie between neighbouring cells (an array
+        of structures, ``zyxf`` or C order; MODEL.md §1 ``gathers``): an index
+        dimension of more than one value is faster than a spatial one."""
+        n = len(self.shape)
+        index = [self.strides[d] for d in range(self.spatial, n) if self.shape[d] > 1]
+        cells = [self.strides[d] for d in range(self.spatial) if self.shape[d] > 1]
+        return bool(index and cells and min(index) < max(cells))
+
+    @property
+    def values_per_cell(self) -> int:
+        """The product of the index extents (a D3Q19 PDF field: 19)."""
+        return int(np.prod(self.shape[self.spatial:], dtype=np.int64))
 
     @property
     def order(self) -> tuple[int, ...]:
@@ -218,7 +236,8 @@ def resolve(field: Any, spec: ShapeSpec, layout: LayoutSpec) -> FieldLayout | No
         if not all(_is_int(s) for s in strides):
             strides = compute_strides(sizes, _full_layout(field, layout))
         zeros = (0,) * len(sizes)
-        return FieldLayout(field.name, sizes, tuple(int(s) for s in strides), sizes, zeros)
+        return FieldLayout(field.name, sizes, tuple(int(s) for s in strides), sizes, zeros,
+                           int(field.spatial_dimensions))
     spatial_n = spatial_rank(field)
     ghost = _ghost(field, spatial_n) + [(0, 0)] * (len(sizes) - spatial_n)
     shape = tuple(n + lo + hi for n, (lo, hi) in zip(sizes, ghost))
@@ -231,7 +250,8 @@ def resolve(field: Any, spec: ShapeSpec, layout: LayoutSpec) -> FieldLayout | No
             step *= shape[d]
         strides = tuple(out)
     origin = tuple(lo for lo, _ in ghost)
-    return FieldLayout(field.name, shape, tuple(int(s) for s in strides), sizes, origin)
+    return FieldLayout(field.name, shape, tuple(int(s) for s in strides), sizes, origin,
+                       spatial_n)
 
 
 def missing_shape(fields: Sequence[Any]) -> MissingShapeError:

@@ -108,7 +108,10 @@ class ExtractOptions:
 
     list_order: str = "sorted"
     """The order of an index list given by its length: ``"sorted"`` (by
-    cell) or ``"random"``."""
+    cell) or ``"random"``. ``"sorted"`` is refused for a gathered field that
+    keeps a cell's values adjacent (an array of structures, ``zyxf``): which
+    sectors its entries share depends on the list itself
+    (:mod:`warpspeed.input.gathers`)."""
 
     registers: int | str | None = None
     """Registers per thread: a count (1-255), ``"estimate"`` (the
