@@ -81,6 +81,7 @@ def test_options_are_frozen_comparable_and_travel_to_workers():
     ({"shape": (66, 0, 34)}, ws.KernelError, "shape must be positive integers"),
     ({"shape": {"src": (66, 34.5)}}, ws.KernelError, "shape of field src must be a sequence"),
     ({"layout": 3}, ws.KernelError, "layout must be a layout name"),
+    ({"layout": {"T": (2, 1, "x")}}, ws.KernelError, r"a tuple of dimensions slowest first"),
     ({"base_offsets": 8}, ws.KernelError, "base_offsets must map field names to byte offsets"),
     ({"base_offsets": {"src": 8.0}}, ws.KernelError, "base_offsets['src'] must be an integer"),
     ({"params": [("sx", 1)]}, ws.KernelError, "params must be a mapping"),

@@ -320,6 +320,71 @@ def test_an_index_layout_name_for_fields_without_index_dimensions_is_their_spati
         kernel_from_pystencils(kf, ExtractOptions(shape=(10, 12, 14), layout="c"))
 
 
+def _vector_read(layout="zyxf", spec="v(4): double[3D]"):
+    v = ps.fields(spec, layout=layout)
+    s = ps.fields("s: double[" + spec.split("[")[1], layout=layout)
+    return [ps.Assignment(s.center, v(0) if v.index_dimensions == 1 else v(0, 1))]
+
+
+def test_an_assumed_index_layout_is_noted_naming_the_field_and_the_option():
+    # pystencils drops the index layout of a symbolic-size field: v is read as fzyx
+    # (8 B per update, a row of v(0) per warp) unless zyxf is stated (4 doubles per cell,
+    # 32 B apart: a sector per update)
+    from warpspeed.pystencils import predict
+
+    cfg = ps.CreateKernelConfig(**CUDA)
+    opts = ExtractOptions(shape=(258,) * 3)
+    assumed = predict(_vector_read(), "A100", (64, 2, 2), config=cfg, options=opts)
+    [note] = [n for n in assumed.notes if n.startswith("field v:")]
+    assert "4 values per cell were assumed stored one array per value" in note
+    assert "layout 'fzyx'" in note and "ExtractOptions(layout={'v': 'zyxf'})" in note
+    assert assumed.volumes.dram_load == pytest.approx(8, rel=0.02)
+    stated = predict(_vector_read(), "A100", (64, 2, 2), config=cfg,
+                     options=ExtractOptions(shape=(258,) * 3, layout={"v": "zyxf"}))
+    assert stated.volumes.dram_load == pytest.approx(32, rel=0.02)
+    for layout in ("zyxf", "fzyx"):
+        ex = extract(_cuda(_vector_read()), ExtractOptions(shape=(258,) * 3, layout=layout))
+        assert not [n for n in ex.notes if "index dimensions" in n]
+    fixed = extract(_cuda(_vector_read("fzyx", spec="v(4): double[20, 20, 20]")))
+    assert not [n for n in fixed.notes if "index dimensions" in n]
+    a, b = ps.fields("a, b: double[3D]")
+    scalar = extract(_cuda([ps.Assignment(b.center, a.center)]),
+                     ExtractOptions(shape=(20, 20, 20)))
+    assert scalar.notes == ()
+
+
+def test_an_assumed_c_order_index_layout_is_noted_with_its_soa_tuple():
+    ex = extract(_cuda(_vector_read(layout="c")), ExtractOptions(shape=(20, 22, 24)))
+    [note] = [n for n in ex.notes if n.startswith("field v:")]
+    assert "assumed stored adjacent per cell (an array of structures), layout 'c'" in note
+    assert "ExtractOptions(layout={'v': (3, 0, 1, 2)})" in note
+    k = kernel_from_pystencils(_cuda(_vector_read(layout="c")),
+                               ExtractOptions(shape=(20, 22, 24), layout={"v": (3, 0, 1, 2)}))
+    v = next(a.field for a in k.loads if a.field.name == "v")
+    assert v.strides == (1, 24, 22 * 24, 20 * 22 * 24)  # z, y, x, then the 4 values
+
+
+def test_a_tensor_field_takes_its_array_of_structures_layout_as_a_tuple():
+    spec = "T(3, 3): double[3D]"
+    kf = _cuda(_vector_read(layout="fzyx", spec=spec))
+    with pytest.raises(ws.KernelError,
+                       match=r"^layout 'zyxf' for field T: .*at most one index dimension, T has "
+                             r"2: give the order of its 5 dimensions as a tuple, slowest first "
+                             r"\(x, y, z = 0, 1, 2, the index dimensions 3, 4\), e\.g\. "
+                             r"\(2, 1, 0, 3, 4\) for an array of structures"):
+        extract(kf, ExtractOptions(shape=(10, 12, 14), layout="zyxf"))
+    # a 3x3 tensor per cell, row-major, cells x fastest: j stride 1, i 3, x 9, y 9 nx, ...
+    k = kernel_from_pystencils(kf, ExtractOptions(shape=(10, 12, 14), layout=(2, 1, 0, 3, 4)))
+    t = next(a.field for a in k.loads if a.field.name == "T")
+    assert t.shape == (3, 3, 10, 12, 14) and t.strides == (1, 3, 9, 90, 1080)
+    s = next(a.field for a in k.stores if a.field.name == "s")
+    assert s.strides == (1, 10, 120)  # a tuple for all fields leaves the 3D ones alone
+    with pytest.raises(ws.KernelError, match=r"^layout \(2, 1, 0, 3, 3\) for field T: give"):
+        extract(kf, ExtractOptions(shape=(10, 12, 14), layout={"T": (2, 1, 0, 3, 3)}))
+    with pytest.raises(ws.KernelError, match=r"contradicts its spatial layout"):
+        extract(kf, ExtractOptions(shape=(10, 12, 14), layout=(0, 1, 2, 3, 4)))
+
+
 def test_symbolic_field_sizes_need_a_shape_naming_the_size_symbols():
     src, dst = ps.fields("src, dst: double[3D]", layout="fzyx")
     asm = [ps.Assignment(dst.center, src[1, 0, 0] + src[0, 0, -1])]

@@ -32,10 +32,10 @@ from warpspeed.volumes.gathers import gather_volumes
 N = 66  # array extent: 64 interior cells and one ghost layer each side
 
 
-def _boundary_kernel(boundary, stencil: Stencil, dim: int, n: int = N):
+def _boundary_kernel(boundary, stencil: Stencil, dim: int, n: int = N, layout: str = "fzyx"):
     method = create_lb_method(LBMConfig(stencil=LBStencil(stencil)))
     q = len(LBStencil(stencil))
-    pdfs = ps.fields(f"pdfs({q}): double[{', '.join([str(n)] * dim)}]", layout="fzyx")
+    pdfs = ps.fields(f"pdfs({q}): double[{', '.join([str(n)] * dim)}]", layout=layout)
     index_field = ps.Field.create_generic(
         "indexField", spatial_dimensions=1, field_type=ps.FieldType.INDEXED,
         dtype=numpy_data_type_for_boundary_object(boundary, dim),
@@ -103,6 +103,46 @@ def test_list_order_without_the_list_by_hand():
     assert random.volumes.dram_load == pytest.approx(16 + 32, rel=1e-3)
     assert random.volumes.dram_store == pytest.approx(32)
     assert random.limits["dram"] < sorted_.limits["dram"]
+
+
+def test_an_array_of_structures_channel_matches_the_sector_hand_count():
+    # zyxf: a cell's 19 doubles adjacent, 152 B; 4 cells are 19 sectors, so the pattern
+    # repeats every 4 cells from a sector boundary (cell index = x + 66 (y + 66 z)). The
+    # read pdfs[x, y, z, dir] of the 5 links into the wall y = 0 (dirs 2, 9, 10, 12, 16:
+    # bytes 16, 72, 80, 96, 128 of the cell) touches 4, 3, 4, 4 sectors in cells 0..3 of a
+    # group, 15 per group; a row x = 1..64 at y = 1 starts at cell 3 of a group: 4 + 15 x 15
+    # + 11 = 240 sectors per 320 entries. Wall y = 65 (dirs 1, 7, 8, 11, 15: bytes 8, 56,
+    # 64, 88, 120): 4 sectors in each cell of a group, the row starts at cell 1: 12 + 15 x 16
+    # + 4 = 256. Per entry (240 + 256) x 32 / 640 = 24.8 B where the rows of an SoA array
+    # merge into 8 B (the test above), plus the 16 B list entry.
+    lst = _channel(Stencil.D3Q19, 3)
+    k = _boundary_kernel(NoSlip(), Stencil.D3Q19, 3, layout="zyxf")
+    p = ws.predict(wps.extract(k, wps.ExtractOptions(index_list=lst)).kernel, "A100",
+                   (256, 1, 1))
+    assert p.volumes.dram_load == pytest.approx(16 + (240 + 256) * 32 / 640, rel=1e-3)
+    # the write pdfs[cell + c_dir, inverse dir]: its distinct sectors counted over the list
+    dirs = np.array([tuple(d) for d in LBStencil(Stencil.D3Q19)])
+    inverse = np.array([np.flatnonzero((dirs == -d).all(axis=1))[0] for d in dirs])
+    d = lst["dir"]
+    cell = (lst["x"] + dirs[d, 0]) + N * ((lst["y"] + dirs[d, 1]) + N * (lst["z"] + dirs[d, 2]))
+    sectors = np.unique((cell * 19 + inverse[d]) * 8 // 32)
+    assert p.volumes.dram_store == pytest.approx(sectors.size * 32 / lst.size, rel=1e-3)
+    assert p.volumes.dram_store > 3 * 8  # what a sorted list of its length would have said
+
+
+@pytest.mark.parametrize("layout", ["zyxf", "c"])
+def test_a_sorted_list_by_its_length_is_refused_for_an_array_of_structures(layout):
+    k = _boundary_kernel(NoSlip(), Stencil.D3Q19, 3, layout=layout)
+    with pytest.raises(wps.IndirectAccessError,
+                       match=r"^the field pdfs keeps the 19 values of a cell adjacent .*sorted "
+                             r"index list given by its length .*give the list itself, "
+                             r"index_list=.*list_order='random'"):
+        wps.extract(k, wps.ExtractOptions(index_list=40960))
+    # random order costs a sector per entry whatever the layout: still predicted
+    random = wps.extract(k, wps.ExtractOptions(index_list=40960, list_order="random")).kernel
+    p = ws.predict(random, "A100", (256, 1, 1))
+    assert p.volumes.dram_load == pytest.approx(16 + 32, rel=1e-3)
+    assert p.volumes.dram_store == pytest.approx(32)
 
 
 def test_pystencils_neumann_boundary_kernel_is_a_gather():

@@ -23,7 +23,17 @@ e.g. lbmpy's boundary handling) or the order of the list:
   in the L2 before DRAM, which only the list itself shows;
 * ``order="sorted"``: consecutive entries are neighbouring cells of the
   contiguous dimension, merged into whole sectors (``itemsize`` bytes per
-  entry, the limit of long rows of wall cells).
+  entry, the limit of long rows of wall cells). This holds when each value
+  of a cell is contiguous over the cells (structures of arrays, lbmpy's
+  ``fzyx``), so that the entries naming one value of a row of cells cover
+  a contiguous row. In an array of structures (``zyxf``: a cell's values
+  adjacent) the entries name different values of nearby cells, and the
+  sectors they share depend on which values of each cell the list holds:
+  from ``itemsize`` B per entry (every value of every cell) to a 32 B
+  sector (one value per cell; lbmpy's D3Q19 channel list on a 130^3
+  ``zyxf`` array: 24.8 B read, 24.9 B written). The length cannot tell, so
+  the pystencils front end refuses ``"sorted"`` for such a field
+  (:func:`warpspeed.pystencils.indexlists.check_sorted`): give the list.
 
 Volumes are per lattice update, here per list entry. This module describes
 the access; its volumes and L1 cycles are counted in

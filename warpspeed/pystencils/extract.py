@@ -56,6 +56,7 @@ from .launch import counter_steps, domain, grid_stride
 from .layouts import (
     FieldLayout,
     ShapeSpec,
+    assumed_layout,
     missing_shape,
     resolve,
     size_symbols,
@@ -93,7 +94,7 @@ class Extraction:
     ``blockwise4d``); ``counter_steps`` is the step of the iteration
     counters along x, y, z (the stride of a strided iteration slice, or the
     fold of a folded kernel); ``notes`` lists the approximations made
-    (RNG work, loads forwarded from the thread's own stores).
+    (an assumed layout, RNG work, loads forwarded from the thread's own stores).
     """
 
     kernel: Kernel
@@ -232,7 +233,9 @@ def read(
         target=_target_name(kernel_function),
         unbounded=_unbounded(frame, walker),
     )
-    notes = (*walker.fp.notes, *space.notes, *_forwarded(walker), *lists.notes, *atomic_notes)
+    assumed = [n for f in frame.fields.values() if (n := assumed_layout(f, options.layout))]
+    notes = (*assumed, *walker.fp.notes, *space.notes, *_forwarded(walker), *lists.notes,
+             *atomic_notes)
     return Extraction(kernel, counter_steps(walker.counters), tuple(notes))
 
 
@@ -448,7 +451,7 @@ def _lists(walker: Walker, memory: _Memory, frame: _Frame, fields: Mapping[str, 
     if not memory.gathered:
         return _Lists(loads, (), ())
     found = gathers(
-        memory.gathered, fields, {p: lay.origin_offset for p, lay in frame.layouts.items() if lay},
+        memory.gathered, fields, frame.resolved,
         frame.stride_values, walker.list_loads, walker.tables, frame.index_list,
         options.list_order,
     )

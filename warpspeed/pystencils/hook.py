@@ -49,7 +49,7 @@ import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,9 @@ def predict(
     timing model and capacity curves. The same options as keywords
     (``predict(..., shape=...)``) still work and are deprecated. A kernel
     whose indexing scheme fixes the block raises
-    :class:`warpspeed.LaunchError` for any other block.
+    :class:`warpspeed.LaunchError` for any other block. The prediction's
+    notes begin with the extraction's (:attr:`Extraction.notes`: what was
+    assumed or approximated in reading the kernel).
     """
     opts = with_keywords(options, keywords, "predict", PREDICT_KEYWORDS)
     f = _fold3(fold or (1, 1, 1))
@@ -139,7 +141,8 @@ def predict(
             f"this kernel's indexing scheme fixes the block to {fixed}; got {b}: predict "
             f"with block={fixed}"
         )
-    return ws_predict(kernel, m, b, fits=opts.fits, model=opts.model)
+    p = ws_predict(kernel, m, b, fits=opts.fits, model=opts.model)
+    return replace(p, notes=tuple(dict.fromkeys(ex.notes + p.notes)))
 
 
 @dataclass(frozen=True)

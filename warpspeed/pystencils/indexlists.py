@@ -29,6 +29,7 @@ from ..errors import KernelError
 from ..input.gathers import ORDERS, Gather
 from ..input.kernel import Access, Field
 from .launch import BUILTINS
+from .layouts import FieldLayout
 from .poly import IntPoly
 from .unsupported import IndirectAccessError
 
@@ -124,6 +125,27 @@ def refuse(field: str, order_given: bool) -> IndirectAccessError:
     )
 
 
+def check_sorted(pointers: list[str], layouts: Mapping[str, FieldLayout]) -> None:
+    """Refuse a sorted list given by its length for a gathered array of
+    structures (MODEL.md §1 ``gathers``): consecutive entries name different
+    values of nearby cells, whose sectors depend on which values of each
+    cell the list holds (from ``itemsize`` B per entry, every value of every
+    cell listed, to a 32 B sector, one value per cell), which its length
+    cannot tell."""
+    for p in pointers:
+        lay = layouts[p]
+        if lay.interleaved:
+            raise IndirectAccessError(
+                f"the field {lay.name} keeps the {lay.values_per_cell} values of a cell "
+                "adjacent (an array of structures, as layout 'zyxf' or 'c'), so a sorted index "
+                "list given by its length cannot fix which sectors its entries share (from the "
+                "value's size to a 32 B sector each, by which values of each cell it names): "
+                "give the list itself, "
+                "index_list=<the structured NumPy array of the boundary handling>, or "
+                "list_order='random' (a sector per entry, an upper bound)"
+            )
+
+
 def list_accesses(
     list_loads: Mapping[tuple[str, IntPoly], tuple[sp.Symbol, int]],
     pointers: Mapping[str, Any],
@@ -173,7 +195,7 @@ def _evaluate(poly: IntPoly, values: Mapping[sp.Symbol, Any], tables: Mapping) -
 def gathers(
     accesses: list[tuple[str, IntPoly, bool]],
     fields: Mapping[str, Field],
-    origins: Mapping[str, int],
+    layouts: Mapping[str, FieldLayout],
     strides: Mapping[sp.Symbol, int],
     list_loads: Mapping[tuple[str, IntPoly], tuple[sp.Symbol, int]],
     tables: Mapping[sp.Symbol, tuple[tuple[int, ...], IntPoly]],
@@ -181,13 +203,16 @@ def gathers(
     order: str,
 ) -> tuple[Gather, ...]:
     """The gathers ``(pointer, offset, store)`` of a list kernel (module
-    docstring); ``origins``: element offset of each field's base pointer from
-    its element 0; ``strides``: values of stride parameters."""
+    docstring; MODEL.md §1 ``gathers``); ``layouts``: each gathered field's
+    layout (its base pointer's element offset from element 0, whether it is
+    an array of structures); ``strides``: values of stride parameters."""
     length = list_length(index_list)
     assert length is not None
     if not isinstance(index_list, np.ndarray):
         if order not in ORDERS:
             raise KernelError(f"list_order must be one of {ORDERS}, got {order!r}")
+        if order == "sorted":
+            check_sorted([p for p, _, _ in accesses], layouts)
         return tuple(Gather(fields[p], store, length, order=order) for p, _, store in accesses)
     values: dict[sp.Symbol, Any] = {**_thread_values(length), **strides}
     raw = np.ascontiguousarray(index_list).view(np.uint8).reshape(length, -1)
@@ -206,7 +231,7 @@ def gathers(
         values[atom] = np.ascontiguousarray(member).view(dtype).ravel().astype(np.int64)
     out = []
     for ptr, offset, store in accesses:
-        pos = _evaluate(offset, values, tables) + origins[ptr]
+        pos = _evaluate(offset, values, tables) + layouts[ptr].origin_offset
         out.append(Gather(fields[ptr], store, positions=np.broadcast_to(pos, (length,)).copy()))
     return tuple(out)
 
@@ -214,6 +239,7 @@ def gathers(
 __all__ = [
     "IndexListLengthError",
     "ListSpec",
+    "check_sorted",
     "fixed_length",
     "gathers",
     "is_gather",

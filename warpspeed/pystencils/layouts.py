@@ -13,7 +13,14 @@ of a symbolic field, so the place of the index dimensions is an
 assumption: slowest for fields whose x is contiguous (``fzyx``, lbmpy's
 default, and Fortran order), fastest for C-order fields (a numpy array);
 give ``layout="zyxf"`` (per field name or for all) for x-contiguous
-array-of-structures fields.
+array-of-structures fields. A field whose placement was assumed (more than
+one value per cell, no layout given) gets a note naming it, the placement
+assumed and the layout that states the other (:func:`assumed_layout`).
+pystencils' layout names place at most one index dimension; a field of
+more (``T(3, 3)``) takes pystencils' layout tuple, its dimensions slowest
+first (x, y, z = 0, 1, 2, the index dimensions after them): ``(2, 1, 0, 3,
+4)`` for an array of row-major 3x3 tensors with x fastest. A tuple given
+for all fields applies to those with as many dimensions.
 
 **New-style fields** (``ps.StaggeredField``, ``TensorField``): their size
 parameters are the *inner* region (so ``shape`` gives the inner extents,
@@ -44,6 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import sympy as sp
 from pystencils.field import Field as PsField
 from pystencils.field import compute_strides, layout_string_to_tuple
@@ -56,7 +64,7 @@ from .unsupported import MissingShapeError, UnsupportedKernelError
 from .wraps import substitute
 
 ShapeSpec = Sequence[int] | Mapping[str, Sequence[int]] | None
-LayoutSpec = str | Mapping[str, str] | None
+LayoutSpec = str | Sequence[int] | Mapping[str, str | Sequence[int]] | None
 
 
 @dataclass(frozen=True)
@@ -68,18 +76,35 @@ class FieldLayout:
     kernel's size parameters (the same for a ``ps.Field``; the inner region
     of a new-style field, whose ghost layers the allocation adds);
     ``origin``: the index of the element the base pointer points at (the
-    first inner element; zeros for a ``ps.Field``)."""
+    first inner element; zeros for a ``ps.Field``); ``spatial``: the number
+    of spatial dimensions (the first ones, the index dimensions follow)."""
 
     name: str
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     sizes: tuple[int, ...]
     origin: tuple[int, ...]
+    spatial: int
 
     @property
     def origin_offset(self) -> int:
         """Elements from allocation element 0 to the base pointer."""
         return sum(o * s for o, s in zip(self.origin, self.strides))
+
+    @property
+    def interleaved(self) -> bool:
+        """Whether a cell's values lie between neighbouring cells (an array
+        of structures, ``zyxf`` or C order; MODEL.md §1 ``gathers``): an index
+        dimension of more than one value is faster than a spatial one."""
+        n = len(self.shape)
+        index = [self.strides[d] for d in range(self.spatial, n) if self.shape[d] > 1]
+        cells = [self.strides[d] for d in range(self.spatial) if self.shape[d] > 1]
+        return bool(index and cells and min(index) < max(cells))
+
+    @property
+    def values_per_cell(self) -> int:
+        """The product of the index extents (a D3Q19 PDF field: 19)."""
+        return int(np.prod(self.shape[self.spatial:], dtype=np.int64))
 
     @property
     def order(self) -> tuple[int, ...]:
@@ -173,31 +198,111 @@ def field_shape(field: Any, spec: ShapeSpec) -> tuple[int, ...] | None:
 _INDEX_LAYOUTS = frozenset({"fzyx", "zyxf", "soa", "aos"})
 
 
+def _named(layout: LayoutSpec, field: Any) -> str | tuple[int, ...] | None:
+    """The layout ``layout`` gives ``field`` (None: none given; a tuple for
+    all fields gives none to a field of another number of dimensions)."""
+    if isinstance(layout, Mapping):
+        given = layout.get(field.name)
+    elif layout is None or isinstance(layout, str) or len(layout) == len(field.shape):
+        given = layout
+    else:
+        return None
+    return given if given is None or isinstance(given, str) else tuple(given)
+
+
+def _placements(field: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The two placements of a ``ps.Field``'s index dimensions around its
+    spatial layout, slowest first: structures of arrays (the index
+    dimensions slowest, the last one first: ``fzyx``) and an array of
+    structures (fastest, in their order: ``zyxf``)."""
+    spatial = tuple(field.layout)
+    index = tuple(range(field.spatial_dimensions, len(field.shape)))
+    return tuple(reversed(index)) + spatial, spatial + index
+
+
+def _tuple_hint(field: Any) -> str:
+    """How to give ``field``'s layout as a tuple (module docstring)."""
+    soa, aos = _placements(field)
+    n = field.spatial_dimensions
+    numbers = ", ".join(map(str, range(n, len(soa))))
+    return (f"give the order of its {len(soa)} dimensions as a tuple, slowest first "
+            f"({', '.join('xyz'[:n])} = {', '.join(map(str, range(n)))}, the index dimensions "
+            f"{numbers}), e.g. {aos} for an array of structures, {soa} for structures of arrays")
+
+
+def _given_layout(field: Any, name: str | tuple[int, ...]) -> tuple[int, ...]:
+    """The dimensions, slowest first, that the layout ``name`` (a pystencils
+    layout name or tuple) gives ``field`` (module docstring)."""
+    ndim, spatial_n = len(field.shape), field.spatial_dimensions
+    if not isinstance(name, str):
+        if sorted(name) != list(range(ndim)):
+            raise KernelError(f"layout {name} for field {field.name}: {_tuple_hint(field)}")
+        return name
+    try:
+        if ndim == spatial_n and name.lower() in _INDEX_LAYOUTS:
+            # a field without index dimensions: only the spatial order counts
+            return tuple(d for d in layout_string_to_tuple(name, ndim + 1) if d < ndim)
+        return tuple(layout_string_to_tuple(name, ndim))
+    except (ValueError, KeyError) as exc:
+        more = ""
+        if ndim - spatial_n > 1:
+            more = (f"; pystencils' layout names place at most one index dimension, "
+                    f"{field.name} has {ndim - spatial_n}: {_tuple_hint(field)}")
+        why = str(exc).rstrip(".")
+        raise KernelError(f"layout {name!r} for field {field.name}: {why}{more}") from None
+
+
 def _full_layout(field: Any, layout: LayoutSpec) -> tuple[int, ...]:
     """Dimensions of a ``ps.Field`` from slowest to fastest (module docstring)."""
-    ndim = len(field.shape)
-    spatial_n = field.spatial_dimensions
     spatial = tuple(field.layout)
-    name = layout.get(field.name) if isinstance(layout, Mapping) else layout
+    name = _named(layout, field)
     if name is not None:
-        try:
-            if ndim == spatial_n and str(name).lower() in _INDEX_LAYOUTS:
-                # a field without index dimensions: only the spatial order counts
-                full = tuple(d for d in layout_string_to_tuple(name, ndim + 1) if d < ndim)
-            else:
-                full = tuple(layout_string_to_tuple(name, ndim))
-        except (ValueError, KeyError) as exc:
-            raise KernelError(f"layout {name!r} for field {field.name}: {exc}") from None
-        if tuple(d for d in full if d < spatial_n) != spatial:
+        full = _given_layout(field, name)
+        if tuple(d for d in full if d < field.spatial_dimensions) != spatial:
             raise KernelError(
                 f"layout {name!r} for field {field.name} contradicts its spatial layout "
                 f"{spatial} (slowest first)"
             )
         return full
-    index = tuple(range(spatial_n, ndim))
-    if spatial and spatial[0] == 0 and spatial_n > 1:  # C order: index dimensions fastest
-        return spatial + index
-    return tuple(reversed(index)) + spatial
+    soa, aos = _placements(field)
+    if spatial and spatial[0] == 0 and len(spatial) > 1:  # C order: index dimensions fastest
+        return aos
+    return soa
+
+
+def _layout_name(full: tuple[int, ...]) -> str:
+    """``full`` as the pystencils layout name that gives it, else as a tuple."""
+    for name in ("fzyx", "zyxf", "c", "f"):
+        try:
+            if tuple(layout_string_to_tuple(name, len(full))) == full:
+                return repr(name)
+        except ValueError:
+            continue
+    return str(full)
+
+
+def assumed_layout(field: Any, layout: LayoutSpec) -> str | None:
+    """The note on a field whose index placement was assumed (module
+    docstring, MODEL.md §1 "Fields"): a ``ps.Field`` of symbolic strides
+    with more than one value per cell and no layout given; None otherwise."""
+    if not _is_legacy(field) or all(_is_int(s) for s in field.strides):
+        return None
+    index = tuple(field.index_shape)
+    if _named(layout, field) is not None or not all(_is_int(e) for e in index):
+        return None
+    values = int(np.prod([int(e) for e in index], dtype=np.int64))
+    if values <= 1:
+        return None
+    soa, aos = _placements(field)
+    full = _full_layout(field, None)
+    what = ("one array per value (structures of arrays)", "adjacent per cell (an array of "
+            "structures)")
+    other = aos if full == soa else soa
+    said, unsaid = what if full == soa else what[::-1]
+    return (f"field {field.name}: pystencils does not record where a field of symbolic size "
+            f"keeps its index dimensions; its {values} values per cell were assumed stored "
+            f"{said}, layout {_layout_name(full)}; if they are stored {unsaid}, say so: "
+            f"ExtractOptions(layout={{{field.name!r}: {_layout_name(other)}}})")
 
 
 def _ghost(field: Any, spatial_n: int) -> list[tuple[int, int]]:
@@ -218,7 +323,8 @@ def resolve(field: Any, spec: ShapeSpec, layout: LayoutSpec) -> FieldLayout | No
         if not all(_is_int(s) for s in strides):
             strides = compute_strides(sizes, _full_layout(field, layout))
         zeros = (0,) * len(sizes)
-        return FieldLayout(field.name, sizes, tuple(int(s) for s in strides), sizes, zeros)
+        return FieldLayout(field.name, sizes, tuple(int(s) for s in strides), sizes, zeros,
+                           int(field.spatial_dimensions))
     spatial_n = spatial_rank(field)
     ghost = _ghost(field, spatial_n) + [(0, 0)] * (len(sizes) - spatial_n)
     shape = tuple(n + lo + hi for n, (lo, hi) in zip(sizes, ghost))
@@ -231,7 +337,8 @@ def resolve(field: Any, spec: ShapeSpec, layout: LayoutSpec) -> FieldLayout | No
             step *= shape[d]
         strides = tuple(out)
     origin = tuple(lo for lo, _ in ghost)
-    return FieldLayout(field.name, shape, tuple(int(s) for s in strides), sizes, origin)
+    return FieldLayout(field.name, shape, tuple(int(s) for s in strides), sizes, origin,
+                       spatial_n)
 
 
 def missing_shape(fields: Sequence[Any]) -> MissingShapeError:
@@ -337,4 +444,12 @@ def _round_div(a: int, b: int) -> int:
     return q if a >= 0 else -q
 
 
-__all__ = ["FieldLayout", "field_shape", "missing_shape", "resolve", "split", "split_offset"]
+__all__ = [
+    "FieldLayout",
+    "assumed_layout",
+    "field_shape",
+    "missing_shape",
+    "resolve",
+    "split",
+    "split_offset",
+]

@@ -80,8 +80,12 @@ class ExtractOptions:
 
     layout: LayoutSpec = None
     """Memory layout of symbolic-size fields with index dimensions
-    (``"fzyx"``, ``"zyxf"``, ``"c"``, ``"f"``), one for all or a mapping
-    field name -> layout; the default is described in :mod:`.layouts`."""
+    (``"fzyx"``, ``"zyxf"``, ``"c"``, ``"f"``, or pystencils' layout tuple:
+    the dimensions slowest first, spatial ones then index ones, e.g.
+    ``(2, 1, 0, 3, 4)`` for an array of 3x3 tensors with x fastest, which no
+    name describes), one for all or a mapping field name -> layout; the
+    default is described in :mod:`.layouts`, and a prediction that assumed
+    it says so in a note."""
 
     base_offsets: Mapping[str, int] | None = None
     """Field name -> byte offset of the field's base pointer (element 0)
@@ -108,7 +112,10 @@ class ExtractOptions:
 
     list_order: str = "sorted"
     """The order of an index list given by its length: ``"sorted"`` (by
-    cell) or ``"random"``."""
+    cell) or ``"random"``. ``"sorted"`` is refused for a gathered field that
+    keeps a cell's values adjacent (an array of structures, ``zyxf``): which
+    sectors its entries share depends on the list itself
+    (:mod:`warpspeed.input.gathers`)."""
 
     registers: int | str | None = None
     """Registers per thread: a count (1-255), ``"estimate"`` (the
@@ -159,11 +166,20 @@ def _check_shape(shape: Any) -> None:
     ints_of(shape, "shape", error=KernelError)
 
 
+def _is_layout(value: Any) -> bool:
+    """A layout name or a tuple of dimensions (ints), slowest first."""
+    if isinstance(value, str):
+        return True
+    return isinstance(value, (tuple, list)) and all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value)
+
+
 def _check_layout(layout: Any) -> None:
     names = layout.values() if isinstance(layout, Mapping) else [layout]
-    if layout is not None and not all(isinstance(n, str) for n in names):
-        raise KernelError(f"layout must be a layout name ('fzyx', 'zyxf', 'c', 'f') or a "
-                          f"mapping field name -> name, got {layout!r}")
+    if layout is not None and not all(_is_layout(n) for n in names):
+        raise KernelError(f"layout must be a layout name ('fzyx', 'zyxf', 'c', 'f'), a tuple "
+                          f"of dimensions slowest first (pystencils' layout tuples, e.g. "
+                          f"(2, 1, 0, 3, 4)) or a mapping field name -> either, got {layout!r}")
 
 
 def _base_offsets(value: Any) -> dict[str, int]:
