@@ -67,6 +67,7 @@ from .options import (
     MAX_GRID_POINTS,
     READ_KEYWORDS,
     ExtractOptions,
+    check_base_offsets,
     with_keywords,
 )
 from .params import given_params, parameters, stride_params
@@ -348,20 +349,8 @@ def _check_complete(frame: _Frame, walker: Walker, memory: _Memory,
         raise _missing(frame.missing, options.shape)
     if not memory.stores and not memory.loads and not walker.list_loads:
         raise UnsupportedKernelError("the kernel accesses no field memory")
-    names = {f.name for p, f in frame.fields.items() if p in walker.itemsizes}
-    unknown = set(options.base_offsets or {}) - names
-    if unknown:
-        raise KernelError(
-            f"base_offsets names fields {sorted(unknown)} that the kernel does not access; "
-            f"its fields are {sorted(names)}"
-        )
-    for p, f in frame.fields.items():
-        offset, item = (options.base_offsets or {}).get(f.name, 0), walker.itemsizes.get(p)
-        if item and offset % item:
-            raise KernelError(
-                f"base_offsets[{f.name!r}] = {offset} is not a multiple of the field's {item}-byte "
-                f"items: a GPU reads them at addresses aligned to {item} B; give the byte offset "
-                f"of the field's first element from a 128 B boundary (a multiple of {item})")
+    check_base_offsets(options.base_offsets or {}, {
+        f.name: walker.itemsizes[p] for p, f in frame.fields.items() if p in walker.itemsizes})
 
 
 def _ws_fields(frame: _Frame, walker: Walker, options: ExtractOptions) -> dict[str, Field]:

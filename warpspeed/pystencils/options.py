@@ -195,6 +195,23 @@ def _base_offsets(value: Any) -> dict[str, int]:
     return offsets
 
 
+def check_base_offsets(offsets: Mapping[str, int], items: Mapping[str, int]) -> None:
+    """The base offsets of ``offsets`` name fields the kernel accesses
+    (``items``: field name -> item size in bytes) and never split an item
+    (MODEL.md §1, the fields' ``base_offset``)."""
+    unknown = set(offsets) - set(items)
+    if unknown:
+        raise KernelError(f"base_offsets names fields {sorted(unknown)} that the kernel does not "
+                          f"access; its fields are {sorted(items)}")
+    for name, offset in offsets.items():
+        if offset % items[name]:
+            item = items[name]
+            raise KernelError(
+                f"base_offsets[{name!r}] = {offset} is not a multiple of the field's {item}-byte "
+                f"items: a GPU reads them at addresses aligned to {item} B; give the byte offset "
+                f"of the field's first element from a 128 B boundary (a multiple of {item})")
+
+
 def _check_params(params: Any) -> None:
     if not params:
         return
