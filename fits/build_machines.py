@@ -75,37 +75,42 @@ BUILDS: dict[str, tuple[dict[str, str], list[str]]] = {
 #: name -> (known GPU, SMs, boost GHz, DRAM GB/s, bus bits, L2 MiB, further flags, the data
 #: sheet cited): ``warpspeed machines new`` for each; figures from the vendors' pages.
 DATASHEETS: dict[str, tuple[str, int, float, float, int, float, list[str], str]] = {
-    "A10": ("A40", 72, 1.695, 600, 384, 6, [],
+    "A10": ("A40", 72, 1.695, 600, 384, 6, ["--memory-gib", "24"],
             "NVIDIA A10 datasheet and GA102 whitepaper (72 SMs, boost 1695 MHz, 600 GB/s "
-            "384-bit GDDR6 with ECC, 6 MB L2)"),
-    "L4": ("L40", 58, 2.04, 300, 192, 48, [],
+            "384-bit GDDR6 with ECC, 6 MB L2, 24 GB)"),
+    "L4": ("L40", 58, 2.04, 300, 192, 48, ["--memory-gib", "24"],
            "NVIDIA L4 datasheet and Ada whitepaper (AD104: 58 SMs, boost 2040 MHz, 300 GB/s "
-           "192-bit GDDR6 with ECC, 48 MB L2)"),
-    "RTX4090": ("L40", 128, 2.52, 1008, 384, 72, ["--ecc", "off", "--memory", "GDDR6X"],
+           "192-bit GDDR6 with ECC, 48 MB L2, 24 GB)"),
+    "RTX4090": ("L40", 128, 2.52, 1008, 384, 72, ["--ecc", "off", "--memory", "GDDR6X",
+                                                    "--memory-gib", "24"],
                 "NVIDIA Ada whitepaper (RTX 4090: 128 SMs, boost 2520 MHz, 1008 GB/s 384-bit "
-                "GDDR6X, 72 MB L2; GeForce: no ECC)"),
-    "RTX3090": ("A40", 82, 1.695, 936, 384, 6, ["--ecc", "off", "--memory", "GDDR6X"],
+                "GDDR6X, 72 MB L2, 24 GB; GeForce: no ECC)"),
+    "RTX3090": ("A40", 82, 1.695, 936, 384, 6, ["--ecc", "off", "--memory", "GDDR6X",
+                                                 "--memory-gib", "24"],
                 "NVIDIA GA102 whitepaper (RTX 3090: 82 SMs, boost 1695 MHz, 936 GB/s 384-bit "
-                "GDDR6X, 6 MB L2; GeForce: no ECC)"),
-    "RTXA4000": ("A40", 48, 1.56, 448, 256, 4, ["--ecc", "off"],
+                "GDDR6X, 6 MB L2, 24 GB; GeForce: no ECC)"),
+    "RTXA4000": ("A40", 48, 1.56, 448, 256, 4, ["--ecc", "off", "--memory-gib", "16"],
                  "NVIDIA RTX A4000 datasheet (GA104: 48 SMs, boost 1560 MHz, 448 GB/s 256-bit "
-                 "GDDR6, 4 MB L2; a workstation board: ECC off by default)"),
-    "RadeonVII": ("MI100", 60, 1.75, 1024, 4096, 4, ["--architecture", "GCN5", "--arch", "gfx906"],
+                 "GDDR6, 4 MB L2, 16 GB; a workstation board: ECC off by default)"),
+    "RadeonVII": ("MI100", 60, 1.75, 1024, 4096, 4, ["--architecture", "GCN5", "--arch", "gfx906",
+                                                      "--memory-gib", "16"],
                   "AMD Radeon VII specifications (Vega 20, GCN5, wave64 like CDNA: 60 CUs, boost "
-                  "1750 MHz, 1024 GB/s HBM2 on 4096 bits, 4 MB L2)"),
-    "MI50": ("MI100", 60, 1.725, 1024, 4096, 4, ["--architecture", "GCN5", "--arch", "gfx906"],
+                  "1750 MHz, 1024 GB/s HBM2 on 4096 bits, 4 MB L2, 16 GB)"),
+    "MI50": ("MI100", 60, 1.725, 1024, 4096, 4, ["--architecture", "GCN5", "--arch", "gfx906",
+                                                  "--memory-gib", "32"],
              "AMD Instinct MI50 datasheet (Vega 20, GCN5, wave64 like CDNA: 60 CUs, peak engine "
-             "clock 1725 MHz, 1024 GB/s HBM2 on 4096 bits, 4 MB L2)"),
-    "W7800": ("RX7900XTX", 70, 2.499, 576, 256, 6, ["--llc-mib", "64"],
+             "clock 1725 MHz, 1024 GB/s HBM2 on 4096 bits, 4 MB L2, 16 or 32 GB: the larger)"),
+    "W7800": ("RX7900XTX", 70, 2.499, 576, 256, 6, ["--llc-mib", "64", "--memory-gib", "48"],
               "AMD Radeon PRO W7800 specifications (70 CUs, boost 2499 MHz, 576 GB/s 256-bit "
-              "GDDR6, 6 MB L2, 64 MB Infinity Cache)"),
+              "GDDR6, 6 MB L2, 64 MB Infinity Cache, 32 GB; the later 48 GB edition: the larger)"),
     "RX7600": ("RX7900XTX", 32, 2.655, 288, 128, 2,
-               ["--llc-mib", "32", "--arch", "gfx1102", "--register-kib", "256"],
+               ["--llc-mib", "32", "--arch", "gfx1102", "--register-kib", "256",
+                "--memory-gib", "8"],
                "AMD Radeon RX 7600 specifications (Navi 33: 32 CUs, boost 2655 MHz, 288 GB/s "
-               "128-bit GDDR6, 2 MB L2, 32 MB Infinity Cache); its VGPR file is RDNA2's 128 KiB "
-               "per SIMD, 256 KiB per CU (LLVM AMDGPU: gfx1102 lacks FeatureGFX11FullVGPRs, "
-               "the 192 KiB file of gfx1100/gfx1101; Chips and Cheese, 'AMD's RX 7600: Small "
-               "RDNA 3 Appears', 2023)"),
+               "128-bit GDDR6, 2 MB L2, 32 MB Infinity Cache, 8 GB); its VGPR file is RDNA2's "
+               "128 KiB per SIMD, 256 KiB per CU (LLVM AMDGPU: gfx1102 lacks "
+               "FeatureGFX11FullVGPRs, the 192 KiB file of gfx1100/gfx1101; Chips and Cheese, "
+               "'AMD's RX 7600: Small RDNA 3 Appears', 2023)"),
 }
 
 

@@ -106,3 +106,19 @@ def test_an_amd_grid_of_more_than_2_to_the_32_threads_along_an_axis_is_refused()
     check_grid((2**22 - 1, 1, 1), (1024, 1, 1), m)  # 2^32 - 1024 threads: launchable
     with pytest.raises(LaunchError, match="4294967296 threads along x; AMD GPUs launch at most"):
         check_grid((2**22, 1, 1), (1024, 1, 1), m)
+
+
+def test_a_kernel_larger_than_the_gpus_memory_is_refused_unless_the_file_has_no_size():
+    """Two double fields of 4096^3 cells and a ghost layer take
+    2 * 4098^3 * 8 B = 1025.5 GiB; an A100 has 40 (MODEL.md §3). A machine
+    file without ``memory_gib`` is not checked."""
+    from stencils import star3d
+
+    k = star3d.kernel(radius=1, shape=(4096, 4096, 4096))
+    need = 2 * 4098**3 * 8 / 2**30
+    with pytest.raises(ws.LaunchError, match=f"fields take {need:,.1f} GiB, but A100 has 40 GiB"):
+        ws.predict(k, "A100", block=(128, 2, 1))
+    unsized = dataclasses.replace(ws.load_machine("A100"), memory_gib=None)
+    assert ws.predict(k, unsized, block=(128, 2, 1)).glups > 0
+    fits = star3d.kernel(radius=1, shape=(1024, 1024, 1024))  # 16 GiB
+    assert ws.predict(fits, "A100", block=(128, 2, 1)).glups > 0

@@ -244,3 +244,16 @@ def test_a_smaller_register_file_scales_the_allocation_granule(tmp_path):
     # WGP mode: two CUs' files over 1024 threads
     assert register_budget(m) == 128 and register_budget(ws.load_machine("RX7900XTX")) == 192
     assert ws.load_machine("RX7600").registers_per_sm == 65536
+
+
+def test_the_memory_is_given_or_not_checked_never_carried_over(tmp_path):
+    """A new GPU's memory is its own: without --memory-gib the file has none
+    (and a kernel's size is not checked), with it the figure and its source."""
+    flags = ["--like", "A40", "--sms", "40", "--clock-ghz", "1", "--dram-gbs", "500",
+             "--l2-mib", "4"]
+    code, out = _new(tmp_path, *flags)
+    assert code == 0 and ws.load_machine("A40").memory_gib == 48
+    assert ws.load_machine(out).memory_gib is None
+    code, out = _new(tmp_path, *flags, "--memory-gib", "12", "--cite", "sheet", name="B")
+    data = tomllib.loads(out.read_text())
+    assert code == 0 and data["memory_gib"] == {"value": 12.0, "source": "sheet: 12 GB of memory"}

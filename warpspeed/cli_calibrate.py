@@ -86,6 +86,9 @@ def _add_new(sub: argparse._SubParsersAction) -> None:
                                   "register budget")
     p.add_argument("--register-kib", type=float,
                    help="register file per SM / CU, KiB (default: the known's)")
+    p.add_argument("--memory-gib", type=float,
+                   help="the GPU's memory, GB (the largest variant; without it a kernel's "
+                        "size is not checked against it)")
     p.add_argument("--cite", default="the data sheet",
                    help="where the figures come from, written into their sources")
     p.add_argument("--out", required=True, type=Path, help="the machine file to write (.toml)")
@@ -100,11 +103,13 @@ def cmd_new(args: argparse.Namespace) -> int:
                       llc_mib=args.llc_mib, l1_kib=args.l1_kib, bus_bits=args.bus_bits,
                       ecc=None if args.ecc is None else args.ecc == "on", memory=args.memory,
                       architecture=args.architecture, arch=args.arch,
-                      register_kib=args.register_kib, cite=args.cite)
+                      register_kib=args.register_kib, memory_gib=args.memory_gib,
+                      cite=args.cite)
     data = describe(args.like, sheet)
     words = ["warpspeed", "machines", "new", args.name, "--like", str(args.like)]
     for flag in ("sms", "clock_ghz", "dram_gbs", "l2_mib", "llc_mib", "l1_kib", "bus_bits",
-                 "ecc", "memory", "architecture", "arch", "register_kib", "cite"):
+                 "ecc", "memory", "architecture", "arch", "register_kib", "memory_gib",
+                 "cite"):
         value = getattr(args, flag)
         if value is not None:
             words += [f"--{flag.replace('_', '-')}", f"{value:g}" if isinstance(value, float)

@@ -107,6 +107,9 @@ class Machine:
     # A file without them gets no memory-system term.
     dram_peak: float | None = None
     dram_bus_bits: int | None = None
+    # The GPU's memory in GiB (the data sheet's largest variant): a kernel whose
+    # fields need more cannot run there (MODEL.md §3). None: not checked.
+    memory_gib: float | None = None
     memory: str = ""
     ecc: bool = False
 
@@ -142,7 +145,7 @@ _COSTS = ("fp64_cost", "fp32_cost")
 #: Optional parameters: of single constructs (atomics: warpspeed.input.atomics) and of
 #: many concurrent DRAM streams (MODEL.md §11); a file without them gets no such term.
 OPTIONAL_PARAMETERS = {"atomics_per_clock": "float", "dram_scattered_fraction": "float",
-                       "dram_peak": "float", "dram_bus_bits": "int"}
+                       "dram_peak": "float", "dram_bus_bits": "int", "memory_gib": "float"}
 #: Parameters of the memory hierarchy with NVIDIA defaults (MODEL.md §15): the L1
 #: sector and line (32 B, 128 B), SIMDs per SM/CU sharing its register file (1: one
 #: pool), the last-level cache behind the L2 (AMD Infinity Cache / MALL; 0: none),

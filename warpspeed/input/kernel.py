@@ -323,3 +323,12 @@ class Kernel:
         for a in self.loads + self.stores:
             seen.setdefault(a.field.name, a.field)
         return tuple(seen.values())
+
+
+def data_bytes(kernel: Kernel) -> int:
+    """Bytes of every distinct field the kernel loads, stores or gathers:
+    whole arrays (their ``shape`` times ``itemsize``), the kernel's data set
+    (MODEL.md §15, the last-level cache; §3, the GPU's memory)."""
+    fields = {a.field.name: a.field for a in kernel.loads + kernel.stores}
+    fields.update({g.field.name: g.field for g in kernel.gathers})
+    return sum(math.prod(f.shape) * f.itemsize for f in fields.values())

@@ -20,24 +20,15 @@ prediction carries where the model's terms have no counterpart on the machine.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
-from ..input.kernel import Kernel
+from ..input.kernel import Kernel, data_bytes
 from ..machine import Machine
 from ..volumes.launch import wgp_mode
 from ..volumes.levels import Volumes
 
 #: The code generator's target for each vendor (pystencils ``Target`` names).
 VENDOR_TARGET = {"NVIDIA": "CUDA", "AMD": "HIP"}
-
-
-def data_bytes(kernel: Kernel) -> int:
-    """Bytes of every distinct field the kernel loads, stores or gathers:
-    whole arrays (their ``shape`` times ``itemsize``), the kernel's data set."""
-    fields = {a.field.name: a.field for a in kernel.loads + kernel.stores}
-    fields.update({g.field.name: g.field for g in kernel.gathers})
-    return sum(math.prod(f.shape) * f.itemsize for f in fields.values())
 
 
 def with_mall(kernel: Kernel, machine: Machine, past_l2: Volumes,

@@ -11,7 +11,8 @@ sheet gives. Every other number is derived from KNOWN's file by a rule that its
   divided by KNOWN's ``l2_partitions``), the last-level cache, the L1, the DRAM
   bus width, the kind of DRAM, ECC, the compiler's target (``arch``: on AMD
   it decides whether AGPRs widen the register budget, MODEL.md §15) and the
-  register file per SM / CU;
+  register file per SM / CU, the memory in GiB (never carried over: without
+  it a kernel's size is not checked against the GPU's memory);
 * **scaled with the DRAM peak**: the stream plateaus of the default model and
   the paper model's DRAM figure (KNOWN's plateaus over KNOWN's peak: the share
   of its peak the memory system reaches, carried over);
@@ -47,7 +48,8 @@ DRAM_KEYS = ("dram_bandwidth", "dram_bw_read", "dram_bw_copy", "dram_bw_write")
 #: Plausible ranges of the given figures (name, unit, low, high).
 RANGES = {"sms": (1, 1024), "clock_ghz": (0.1, 6.0), "dram_gbs": (1.0, 100_000.0),
           "l2_mib": (0.0625, 8192.0), "llc_mib": (0.0, 65536.0), "l1_kib": (1.0, 4096.0),
-          "bus_bits": (16, 65536), "register_kib": (16.0, 4096.0)}
+          "bus_bits": (16, 65536), "register_kib": (16.0, 4096.0),
+          "memory_gib": (0.25, 65536.0)}
 #: Architectures a known GPU of another one describes: CDNA's compute units are
 #: GCN5's (wave64, a 16 KiB vL1D of 64 B lines, 64 KiB LDS, 256 KiB of VGPRs per
 #: CU; AMD CDNA whitepaper). The AGPRs CDNA added follow ``--arch``.
@@ -74,6 +76,7 @@ class DataSheet:
     architecture: str | None = None
     arch: str | None = None
     register_kib: float | None = None
+    memory_gib: float | None = None
     cite: str = "the data sheet"
 
 
@@ -85,6 +88,7 @@ def describe(known: Machine | str | Path, sheet: DataSheet) -> dict:
     k = load_machine(known)
     _check(k, sheet)
     data = _carried(k)
+    data.pop("memory_gib", None)  # another GPU's memory: given or not checked
     data.update(_identity(k, sheet))
     data.update(_given(k, sheet))
     data.update(_scaled(k, sheet, data))
@@ -203,6 +207,8 @@ def _given(k: Machine, s: DataSheet) -> dict:
         out["memory"] = _entry(s.memory, f"{c}: {s.memory}")
     if s.register_kib is not None:
         out.update(_registers(k, s))
+    if s.memory_gib is not None:
+        out["memory_gib"] = _entry(float(s.memory_gib), f"{c}: {s.memory_gib:g} GB of memory")
     if s.llc_mib is not None:
         out["mall_bytes"] = _entry(int(round(s.llc_mib * 2**20)),
                                    f"{c}: {s.llc_mib:g} MiB last-level cache (Infinity Cache)")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import LaunchError
-from ..input.kernel import Kernel
+from ..input.kernel import Kernel, data_bytes
 from ..input.triples import as_triple
 from ..machine import Machine
 
@@ -91,6 +91,18 @@ def check_block(block: Sequence[int], machine: Machine) -> tuple[int, int, int]:
             raise LaunchError(f"block {b} has {v} threads along {axis}; {machine.vendor} GPUs "
                               f"launch at most {most} along {axis}: use a smaller block {axis}")
     return b
+
+
+def check_memory(kernel: Kernel, machine: Machine) -> None:
+    """Refuse a kernel whose fields (:func:`~warpspeed.input.kernel.data_bytes`)
+    exceed the machine's memory (``memory_gib``; MODEL.md §3); a machine
+    file without it is not checked."""
+    need = data_bytes(kernel)
+    if machine.memory_gib is not None and need > machine.memory_gib * 2**30:
+        raise LaunchError(
+            f"kernel {kernel.name}'s fields take {need / 2**30:,.1f} GiB, but {machine.name} has "
+            f"{machine.memory_gib:g} GiB of memory: it cannot run there; use a smaller domain "
+            "or split it over several GPUs")
 
 
 def check_grid(grid: tuple[int, int, int], block: tuple[int, int, int], machine: Machine
@@ -225,6 +237,7 @@ def make_launch(kernel: Kernel, machine: Machine, block: Sequence[int]) -> Launc
             f"kernel {kernel.name} can only be launched with the block {kernel.fixed_block} "
             f"that its indexing scheme fixes; got {b}"
         )
+    check_memory(kernel, machine)
     d = kernel.domain
     g = as_triple(math.ceil(d[i] / b[i]) for i in range(3))
     check_grid(g, b, machine)
