@@ -210,3 +210,19 @@ def test_the_cli_says_why_the_register_count_is_an_estimate(monkeypatch):
     monkeypatch.setenv("PATH", os.pathsep.join(path))
     none = run(*args, "--machine", "A100").stdout
     assert f"registers per thread: {est} (estimate: nvcc is not installed)" in none
+
+
+def test_predict_says_when_the_register_estimate_stands_in_for_nvcc():
+    """wps.predict carries the estimate's note as rank and create_kernel do
+    (a HIP kernel: nvcc cannot count it)."""
+    import pystencils as ps
+
+    import warpspeed.pystencils as wps
+
+    a, b = ps.fields("a, b: double[66, 66, 66]")
+    cfg = ps.CreateKernelConfig(target=ps.Target.HIP, jit=ps.no_jit)
+    p = wps.predict([ps.Assignment(b.center, a[1, 0, 0] + a[-1, 0, 0])], "MI210", (64, 2, 2),
+                    config=cfg)
+    assert p.registers_source.startswith("estimate")
+    assert any(n.startswith(f"registers per thread: {p.registers}, a conservative estimate")
+               for n in p.notes)

@@ -123,7 +123,8 @@ def predict(
     whose indexing scheme fixes the block raises
     :class:`warpspeed.LaunchError` for any other block. The prediction's
     notes begin with the extraction's (:attr:`Extraction.notes`: what was
-    assumed or approximated in reading the kernel).
+    assumed or approximated in reading the kernel) and, when the estimate
+    stands in for nvcc, the register count's.
     """
     opts = with_keywords(options, keywords, "predict", PREDICT_KEYWORDS)
     f = _fold3(fold or (1, 1, 1))
@@ -133,7 +134,7 @@ def predict(
         kernel_function = generate(kernel_or_assignments, config, f, shape=opts.shape)
     ex = read(kernel_function, opts, fold=f)
     m = load_machine(machine)
-    kernel, _ = with_registers(ex.kernel, kernel_function, m.arch, opts.registers)
+    kernel, reg_note = with_registers(ex.kernel, kernel_function, m.arch, opts.registers)
     b = tuple(int(v) for v in block)
     fixed = kernel.fixed_block
     if fixed is not None and b != fixed:
@@ -142,7 +143,8 @@ def predict(
             f"with block={fixed}"
         )
     p = ws_predict(kernel, m, b, fits=opts.fits, model=opts.model)
-    return replace(p, notes=tuple(dict.fromkeys(ex.notes + p.notes)))
+    own = ex.notes + ((reg_note,) if reg_note else ())
+    return replace(p, notes=tuple(dict.fromkeys(own + p.notes)))
 
 
 @dataclass(frozen=True)
