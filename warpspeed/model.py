@@ -329,16 +329,15 @@ def finish(
         lv.volumes.dram_load, lv.volumes.dram_store), dram_access_bytes=streams.access_bytes))
     t = with_atomics(spec.time(kernel, mem, launch, stage.l1_cycles, lv.volumes, wave),
                      kernel, mem, launch)
+    optional = (
+        mall_note,
+        partial_wave(launch.block, m),  # MODEL.md §15: whole wavefronts issued
+        occupancy_note(launch, m, kernel.registers),  # MODEL.md §15: AMD registers
+        one_row_note(kernel, m, launch.block, t.limiter),  # MODEL.md §10: RDNA
+        warp_note(kernel, m),  # MODEL.md §8: the code's warp reduction
+    )
     notes = (architecture_notes(kernel, m) + spec.notes(kernel, m) + stage.notes
-             + ((mall_note,) if mall_note else ()))
-    partial = partial_wave(launch.block, m)  # MODEL.md §15: whole wavefronts issued
-    notes += (partial,) if partial else ()
-    occ_note = occupancy_note(launch, m, kernel.registers)  # MODEL.md §15: AMD registers
-    notes += (occ_note,) if occ_note else ()
-    row_note = one_row_note(kernel, m, launch.block, t.limiter)  # MODEL.md §10: RDNA
-    notes += (row_note,) if row_note else ()
-    lanes_note = warp_note(kernel, m)  # MODEL.md §8: the code's warp reduction
-    notes += (lanes_note,) if lanes_note else ()
+             + tuple(n for n in optional if n))
     return Prediction(
         machine=m.name,
         kernel=kernel.name,

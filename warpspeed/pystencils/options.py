@@ -204,8 +204,8 @@ def check_base_offsets(offsets: Mapping[str, int], items: Mapping[str, int]) -> 
         raise KernelError(f"base_offsets names fields {sorted(unknown)} that the kernel does not "
                           f"access; its fields are {sorted(items)}")
     for name, offset in offsets.items():
-        if offset % items[name]:
-            item = items[name]
+        item = items[name]
+        if offset % item:
             raise KernelError(
                 f"base_offsets[{name!r}] = {offset} is not a multiple of the field's {item}-byte "
                 f"items: a GPU reads them at addresses aligned to {item} B; give the byte offset "
