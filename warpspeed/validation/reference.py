@@ -55,7 +55,7 @@ def shared_dir() -> Path:
 
 #: The development data sets the project ships a copy of (``fits/data``, each with
 #: its source note; their READMEs in ``shared/data`` allow it).
-SHIPPED = ("v100", "a100", "crossgpu", "lbm")
+SHIPPED = ("v100", "a100", "crossgpu", "lbm", "h200")
 
 
 def dataset_dir(name: str) -> Path:
