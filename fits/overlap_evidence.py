@@ -62,7 +62,7 @@ def in_flight_glups(p: ws.Prediction, m: ws.Machine) -> float:
     """GLup/s of hypothesis 1: the block's issue time lengthens the
     residence of Little's law, then ``max(core, memory)``."""
     t, v = p.terms, p.volumes
-    mem = memory_params(m)
+    mem = memory_params(m, t["dram_stream_efficiency"])
     mem = dataclasses.replace(mem, turnover_ns=mem.turnover_ns + issue_time_ns(p.block, t, m.sms))
     dram = v.dram_load + v.dram_store
     t_dram = dram / achieved_bandwidth(mem, t["dram_bytes_in_flight"], v.dram_load / dram)

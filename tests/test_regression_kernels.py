@@ -18,12 +18,17 @@ def test_default_model_stays_within_the_explained_band_of_the_paper(case):
 
 def test_lbm_d3q19_runs_close_to_the_calibrated_copy_bandwidth():
     # 19 loads and 19 stores of 4 B per update: a memory-bound kernel with
-    # little core work gets within 10 % of the copy stream's bandwidth
+    # little core work gets within 15 % of the copy stream's bandwidth when its
+    # blocks visit the DRAM rows in long runs (256 wide: 5 % of HBM's
+    # activation gap, the rest Little's law short of the plateau); blocks 8 wide
+    # visit each row for 40 B and pay the gap in full (MODEL.md §11)
     for machine in ("V100", "A100", "A100-80GB", "H100", "H200", "GH200"):
         m = ws.load_machine(machine)
-        p = ws.predict(lbm_d3q19.kernel(precision=32), m, (64, 1, 1))
+        k = lbm_d3q19.kernel(precision=32)
+        p = ws.predict(k, m, (256, 1, 1))
         stream = m.dram_bw_copy / (p.volumes.dram_load + p.volumes.dram_store)
-        assert 0.9 * stream <= p.glups <= 1.02 * stream, machine
+        assert 0.85 * stream <= p.glups <= 1.02 * stream, machine
+        assert ws.predict(k, m, (8, 32, 1)).glups < 0.8 * p.glups, machine
 
 
 @pytest.mark.parametrize("case", TINY, ids=[c.name for c in TINY])

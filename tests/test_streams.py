@@ -145,3 +145,30 @@ def test_machine_fraction_is_the_rule_on_its_tables(machine: str, gpu: str) -> N
     m = ws.load_machine(machine)
     assert m.dram_scattered_fraction == round(sc.fraction, 3)
     assert f"l2_cache/{gpu}.csv" in m.source("dram_scattered_fraction")
+
+
+@pytest.mark.parametrize("block, run", [
+    ((4, 8, 1), 32.0),     # 4 doubles of a row: one sector
+    ((8, 4, 1), 64.0),     # 8 doubles: two sectors
+    ((64, 2, 1), 512.0),   # 64 doubles: sixteen sectors
+    ((1, 32, 1), 32.0),    # one double still moves its whole sector
+])
+def test_a_block_visits_each_row_for_its_run_of_sectors(block, run) -> None:
+    # a copy of aligned rows of 256 doubles: each row of the block is one run of
+    # block_x * 8 bytes, rounded up to whole 32 B sectors (MODEL.md §11)
+    a = ws.Field("a", shape=(256, 256, 256))
+    b = ws.Field("b", shape=(256, 256, 256))
+    k = ws.Kernel(loads=[a[x, y, z]], stores=[b[x, y, z]], domain=(256, 256, 256))
+    assert ws.predict(k, "H200", block).volumes.dram_run_bytes == run
+
+
+def test_a_stencil_run_spans_its_neighbours() -> None:
+    # a 3-point stencil along x on rows of 258 doubles (2064 B: the rows start 0
+    # or 16 B into a sector): a block 8 wide reads x - 1 .. x + 8 of each row,
+    # 80 B over three sectors at either alignment, and stores 64 B from one
+    # double further, over three sectors too
+    a = ws.Field("a", shape=(258, 256, 256))
+    b = ws.Field("b", shape=(258, 256, 256))
+    k = ws.Kernel(loads=[a[x + 1 + d, y, z] for d in (-1, 0, 1)], stores=[b[x + 1, y, z]],
+                  domain=(256, 256, 256))
+    assert ws.predict(k, "H200", (8, 4, 1)).volumes.dram_run_bytes == 96.0

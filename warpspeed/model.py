@@ -326,7 +326,8 @@ def finish(
         lv = behind
     streams = stage.footprint.streams
     lv = replace(lv, volumes=replace(lv.volumes, dram_streams=streams.dram_streams(
-        lv.volumes.dram_load, lv.volumes.dram_store), dram_access_bytes=streams.access_bytes))
+        lv.volumes.dram_load, lv.volumes.dram_store), dram_access_bytes=streams.access_bytes,
+        dram_run_bytes=streams.run_bytes))
     t = with_atomics(spec.time(kernel, mem, launch, stage.l1_cycles, lv.volumes, wave),
                      kernel, mem, launch)
     optional = (

@@ -7,11 +7,22 @@ arrays of a structure-of-arrays D3Q19 step) makes the DRAM open rows for
 streams that share a bank; what that costs depends on the memory system, which
 the machine file describes by its vendor, ``memory`` (GDDR or HBM) and ``ecc``:
 
-* **NVIDIA, HBM or GDDR without ECC**: the loss the ``l2_cache``
-  micro-benchmark measures beyond every cache, where every block streams its
-  own run (``dram_scattered_fraction`` ``F``), between one stream and many by
-  the bank law of :func:`scattered_efficiency`. No constant is fitted; these
-  GPUs reach 94-98 % of their stream plateaus with the D3Q19 kernel.
+* **NVIDIA, GDDR without ECC**: the loss the ``l2_cache`` micro-benchmark
+  measures beyond every cache, where every block streams its own run
+  (``dram_scattered_fraction`` ``F``), between one stream and many by the bank
+  law of :func:`scattered_efficiency`. No constant is fitted; these GPUs reach
+  94-98 % of their stream plateaus with the D3Q19 kernel.
+* **NVIDIA, HBM**: ``F`` as above, and the activation gap of AMD's HBM (next
+  item) per row visit, where a visit is one *block's* run of contiguous
+  sectors of a field (``run_bytes``, :func:`warpspeed.volumes.streams.block_run_bytes`):
+  the memory controller gathers the requests of a block's warps to one row, so
+  a block 256 doubles wide visits a row once for 2 KiB, one 4 wide for 48 B.
+  The H200's lattice Boltzmann kernel shows it (``fits/data/h200``, ``python
+  fits/h200_timing.py --fit``): 11.6 GLup/s with blocks 256 wide, 7.1 with 8
+  wide, 5.6 with 4 wide, at the same DRAM volume. The gap is HBM's, one
+  constant for both vendors: fitted on the AMD rows of FluidX3D alone
+  (3.81 ns), it predicts the H200 rows left out (their own fit: 4.2 ns; blocks
+  1 and 2 wide run slower still, MODEL.md §10).
 * **ECC on GDDR** (NVIDIA data-centre boards run with it on): GDDR has no
   spare bits, so the check bits live in the DRAM itself (1/16 of it on NVIDIA's
   GDDR6 boards: a 16 GB T4 offers 15 GB with ECC on) and take reads and
@@ -76,17 +87,20 @@ class MemorySystem:
     scattered: bool = True
     per_byte: float = 0.0
     activate_ns: float = 0.0
+    #: Whether a row visit is one block's run of sectors (NVIDIA: the controller
+    #: gathers the warps of a block to a row) rather than one wavefront access (AMD).
+    block_runs: bool = False
 
 
 @dataclass(frozen=True)
 class Constants:
     """The memory systems' fitted constants (module docstring): extra busy
     time per byte of conflicting streams with ECC on GDDR and on AMD's GDDR
-    behind an Infinity Cache, and the activation gap of AMD's HBM (ns). Fitted
+    behind an Infinity Cache, and the activation gap of HBM (ns). Fitted
     by ``fits/memory_systems.py`` (:mod:`warpspeed.validation.memory_fit`)."""
 
     ecc_per_byte: float = 0.217
-    amd_hbm_activate_ns: float = 3.81
+    hbm_activate_ns: float = 3.81
     amd_gddr_per_byte: float = 0.506
 
 
@@ -97,9 +111,10 @@ FITTED = Constants()
 def kinds(c: Constants = FITTED) -> dict[str, MemorySystem]:
     """The kinds of memory system with constants ``c`` (module docstring)."""
     return {
-        "nvidia-hbm": MemorySystem("HBM (NVIDIA)"),
+        "nvidia-hbm": MemorySystem("HBM (NVIDIA)", activate_ns=c.hbm_activate_ns,
+                                   block_runs=True),
         "nvidia-gddr": MemorySystem("GDDR (NVIDIA)"),
-        "amd-hbm": MemorySystem("HBM (AMD)", scattered=False, activate_ns=c.amd_hbm_activate_ns),
+        "amd-hbm": MemorySystem("HBM (AMD)", scattered=False, activate_ns=c.hbm_activate_ns),
         "amd-gddr": MemorySystem("GDDR behind an Infinity Cache (AMD)", scattered=False,
                                  per_byte=c.amd_gddr_per_byte),
     }
@@ -154,21 +169,32 @@ def scattered_efficiency(streams: float, scattered_fraction: float | None) -> fl
     return f + (1.0 - f) * (1.0 - conflicts(streams))
 
 
+def visit_bytes(kind: MemorySystem, warp_size: int, access_bytes: float,
+                run_bytes: float) -> float:
+    """``b``: the bytes of one row visit (module docstring): one wavefront
+    access (``warp_size`` times ``access_bytes``) on AMD; on NVIDIA's HBM one
+    block's run of sectors (``run_bytes``; a wavefront access where the run
+    was not counted)."""
+    wave = warp_size * access_bytes
+    return run_bytes if kind.block_runs and run_bytes > 0 else wave
+
+
 def stream_efficiency(streams: float, m: Machine, access_bytes: float,
-                      c: Constants = FITTED) -> float:
+                      c: Constants = FITTED, run_bytes: float = 0.0) -> float:
     """The share of ``m``'s stream plateaus a kernel of ``streams`` concurrent
-    streams, moving ``access_bytes`` per thread and access, reaches (module
-    docstring), with the memory systems' constants ``c``."""
+    streams, moving ``access_bytes`` per thread and access and ``run_bytes``
+    per block's row visit, reaches (module docstring), with the memory
+    systems' constants ``c``."""
     kind = memory_system(m, c)
     if kind is None:
         return scattered_efficiency(streams, m.dram_scattered_fraction)
     e = scattered_efficiency(streams, m.dram_scattered_fraction) if kind.scattered else 1.0
-    wave = m.warp_size * access_bytes
+    b = visit_bytes(kind, m.warp_size, access_bytes, run_bytes)
     gap = access_gap_bytes(m, kind)
-    extra = kind.per_byte + (gap / wave if wave > 0 else 0.0)
+    extra = kind.per_byte + (gap / b if b > 0 else 0.0)
     return e / (1.0 + conflicts(streams) * extra)
 
 
 __all__ = ["DEFAULT_PIN_GBPS", "DRAM_BANKS", "FITTED", "Constants", "MemorySystem",
            "access_gap_bytes", "conflicts", "kinds", "memory_system", "scattered_efficiency",
-           "stream_efficiency"]
+           "stream_efficiency", "visit_bytes"]

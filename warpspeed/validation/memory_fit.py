@@ -4,7 +4,7 @@ kind, and the leave-one-GPU-out check.
 
 Each kind of memory system has at most one constant that no micro-benchmark
 measures (:class:`warpspeed.timing.memory_systems.Constants`): ECC on GDDR
-(``ecc_per_byte``), AMD's HBM (``amd_hbm_activate_ns``) and AMD's GDDR behind
+(``ecc_per_byte``), HBM (``hbm_activate_ns``) and AMD's GDDR behind
 an Infinity Cache (``amd_gddr_per_byte``). A kind's constant is fitted on the rows of the
 GPUs of that kind only (both storage columns of FluidX3D's D3Q19 table),
 minimising the mean squared log of predicted over measured GLup/s, so that
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 #: Bounds of each fitted constant (:class:`warpspeed.timing.memory_systems.Constants`).
 BOUNDS: dict[str, tuple[float, float]] = {
     "ecc_per_byte": (0.0, 2.0),
-    "amd_hbm_activate_ns": (0.0, 50.0),
+    "hbm_activate_ns": (0.0, 50.0),
     "amd_gddr_per_byte": (0.0, 3.0),
 }
 
@@ -44,9 +44,11 @@ def constant_of(m: Machine) -> str | None:
     if not m.memory:
         return None
     hbm = m.memory.startswith("HBM")
+    if hbm:
+        return "hbm_activate_ns"
     if m.vendor == "AMD":
-        return "amd_hbm_activate_ns" if hbm else "amd_gddr_per_byte"
-    return "ecc_per_byte" if m.ecc and not hbm else None
+        return "amd_gddr_per_byte"
+    return "ecc_per_byte" if m.ecc else None
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ class GpuRows:
             v = p.volumes
             assert value is not None  # given with its name
             c = replace(FITTED, **{name: float(value)})
-            e = stream_efficiency(v.dram_streams, self.machine, v.dram_access_bytes, c)
+            e = stream_efficiency(v.dram_streams, self.machine, v.dram_access_bytes, c,
+                                  run_bytes=v.dram_run_bytes)
             out.append(glups_with_efficiency(p.terms, self.machine, v, e) / meas)
         return np.array(out)
 

@@ -49,6 +49,7 @@ class Volumes:
     dram_load_rereads: float = 0.0  # L1 re-reads missing the L2 (default model), in dram_load
     dram_streams: float = 0.0  # concurrent DRAM streams (volumes/streams.py, MODEL.md §11)
     dram_access_bytes: float = 0.0  # bytes a thread moves per access (streams.Streams)
+    dram_run_bytes: float = 0.0  # bytes of one block's DRAM row visit (streams.Streams.run_bytes)
     loads_per_lup: float = 0.0  # load instructions per thread and update (MODEL.md §15)
 
 

@@ -44,6 +44,11 @@ class Streams:
     #: bytes they move (sum of itemsize**2 over sum of itemsize): a wavefront access
     #: moves ``warp_size`` times this much of one stream (MODEL.md §11, "Memory systems").
     access_bytes: float = 0.0
+    #: Bytes of one DRAM row visit: the mean run of contiguous 32 B sectors that one
+    #: block's working threads read or write of one field (all its accesses together),
+    #: the unit in which the memory controller can gather a block's requests to one
+    #: DRAM row (MODEL.md §11, "Memory systems"). 0: not counted.
+    run_bytes: float = 0.0
 
     def dram_streams(self, dram_load: float, dram_store: float) -> float:
         """Concurrent DRAM streams of a kernel moving ``dram_load`` and
@@ -69,7 +74,33 @@ def address_streams(s: Sample, n_loads: int) -> Streams:
              min((a.field.itemsize for a in s.accesses[n_loads:]), default=8)]
     items = [a.field.itemsize for a in s.accesses]
     return Streams(runs[0], runs[1], small[0], small[1],
-                   sum(i * i for i in items) / sum(items))
+                   sum(i * i for i in items) / sum(items), block_run_bytes(s, b))
+
+
+#: Bytes of a DRAM sector, the smallest unit a row visit moves.
+SECTOR = 32
+
+
+def block_run_bytes(s: Sample, b: int) -> float:
+    """The mean run of contiguous sectors (bytes) that block ``b``'s working
+    threads touch of one field, over the fields and runs of the block
+    (:attr:`Streams.run_bytes`): the sectors of every access of a field
+    together, split where a sector is skipped. A thread folded along x, or
+    the neighbours of a stencil, lengthen the run; a block one thread wide
+    moves one sector per row. Approximation: loads and stores of a field are
+    pooled, and a run is counted whole even where a DRAM row boundary
+    splits it."""
+    active = s.active[b]
+    if not active.any():
+        return 0.0
+    addresses = s.class_addresses[s.access_class, b][:, active] + s.access_shift[:, None]
+    fields: dict[str, list[np.ndarray]] = {}
+    for k, acc in enumerate(s.accesses):
+        fields.setdefault(acc.field.name, []).append(addresses[k] // SECTOR)
+    lengths = [np.diff(np.flatnonzero(np.diff(u) != 1), prepend=-1, append=u.size - 1)
+               for u in (np.unique(np.concatenate(v)) for v in fields.values())]
+    runs = np.concatenate(lengths)
+    return float(SECTOR * runs.sum() / runs.size)
 
 
 def _times(volume: float, itemsize: int) -> int:
@@ -84,4 +115,4 @@ def _runs(addresses: list[int]) -> int:
     return 1 + sum(1 for lo, hi in zip(a, a[1:]) if hi - lo > STREAM_GAP)
 
 
-__all__ = ["STREAM_GAP", "Streams", "address_streams"]
+__all__ = ["SECTOR", "STREAM_GAP", "Streams", "address_streams", "block_run_bytes"]
