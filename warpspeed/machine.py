@@ -110,6 +110,10 @@ class Machine:
     # The GPU's memory in GiB (the data sheet's largest variant): a kernel whose
     # fields need more cannot run there (MODEL.md §3). None: not checked.
     memory_gib: float | None = None
+    # One launch timed alone (CUDA events around the host's launch call), for an
+    # empty kernel: what a small launch costs as the measurement harness times it
+    # (MODEL.md §11, "Waves and launch"). None: the back-to-back launch overhead.
+    launch_latency_us: float | None = None
     memory: str = ""
     ecc: bool = False
 
@@ -145,7 +149,8 @@ _COSTS = ("fp64_cost", "fp32_cost")
 #: Optional parameters: of single constructs (atomics: warpspeed.input.atomics) and of
 #: many concurrent DRAM streams (MODEL.md §11); a file without them gets no such term.
 OPTIONAL_PARAMETERS = {"atomics_per_clock": "float", "dram_scattered_fraction": "float",
-                       "dram_peak": "float", "dram_bus_bits": "int", "memory_gib": "float"}
+                       "dram_peak": "float", "dram_bus_bits": "int", "memory_gib": "float",
+                       "launch_latency_us": "float"}
 #: Parameters of the memory hierarchy with NVIDIA defaults (MODEL.md §15): the L1
 #: sector and line (32 B, 128 B), SIMDs per SM/CU sharing its register file (1: one
 #: pool), the last-level cache behind the L2 (AMD Infinity Cache / MALL; 0: none),

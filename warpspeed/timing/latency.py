@@ -211,6 +211,15 @@ def guarded_l1_ns(kernel: Kernel, m: Machine, launch: Launch, loads_per_lup: flo
     return loads_per_lup * float(require(m).l2_latency_ns) / (resident * m.sms)
 
 
+def launch_us(m: Machine) -> float:
+    """What one launch costs beside its kernel body (µs, module docstring,
+    "Waves and launch"): one launch timed alone where the machine file measured
+    it (``launch_latency_us``), else the back-to-back launch overhead."""
+    if m.launch_latency_us is not None:
+        return float(m.launch_latency_us)
+    return float(require(m).launch_overhead_us)
+
+
 #: The limiters of the whole kernel's time beside the four levels (MODEL.md §11).
 LAUNCH, PARTIAL_WAVE = "launch", "partial wave"
 
@@ -273,7 +282,8 @@ def predict_time(
     """GLup/s, limiter, limits and terms of the default model (module
     docstring)."""
     p = require(m)
-    efficiency = stream_efficiency(v.dram_streams, m, v.dram_access_bytes)
+    efficiency = stream_efficiency(v.dram_streams, m, v.dram_access_bytes,
+                                   run_bytes=v.dram_run_bytes)
     mem = memory_params(m, efficiency)
     lups = kernel.lups_per_thread
     threads = resident_threads(kernel, launch)
@@ -307,7 +317,7 @@ def predict_time(
     # a block's working threads: threads beyond a small domain stay idle
     block_lups = math.prod(min(b, d) for b, d in zip(launch.block, kernel.domain)) * lups
     chain = float(p.dram_latency_ns) + core * m.sms * block_lups
-    launch_ns = 1000.0 * float(p.launch_overhead_us)
+    launch_ns = 1000.0 * launch_us(m)
     total_ns = kernel_time_ns(t_update, total_lups, n_waves, chain, launch_ns)
     limiter = max(times, key=times.__getitem__)
     limits = {k: (1.0 / t if t > 0 else None) for k, t in times.items()}
@@ -324,6 +334,7 @@ def predict_time(
         "dram_bandwidth_achieved": dram_bw,
         "dram_streams": v.dram_streams,
         "dram_stream_efficiency": efficiency,
+        "dram_run_bytes": v.dram_run_bytes,
         "dram_bytes_in_flight": dram_flight,
         "l2_bandwidth_achieved": l2_bw,
         "overlap_factor": t_update / worst,
@@ -343,5 +354,5 @@ def predict_time(
 
 __all__ = ["LAUNCH", "PARTIAL_WAVE", "DefaultModelParameters", "binding_limiter", "fp_slots",
            "glups_from_terms", "glups_with_efficiency", "guarded_l1_ns", "kernel_time_ns",
-           "launch_limits", "memory_params", "overlap", "predict_time", "require",
+           "launch_limits", "launch_us", "memory_params", "overlap", "predict_time", "require",
            "resident_threads", "update_time", "wave_efficiency", "waves"]

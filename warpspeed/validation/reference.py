@@ -184,11 +184,34 @@ def box2d(radius: int = 7, n: int = 15000) -> Kernel:
                   name=f"box2d_r{radius}")
 
 
+#: Prefix of a row's ``kernel`` that marks a stencil of the project's own
+#: measurements (``measured:star3d``; :mod:`warpspeed.validation.measured_sets`).
+MEASURED = "measured:"
+
+
+def measured_kernel(row: Row) -> Kernel:
+    """The kernel of a row of the project's own measurements, generated again
+    as the harness generated it, with the register count of the measured
+    binary where the row's parameters carry it (``registers``)."""
+    from dataclasses import replace
+
+    from ..measure import generate_variant
+
+    params = {k: list(v) if isinstance(v, tuple) else v for k, v in row.params}
+    regs = params.pop("registers", None)
+    k = generate_variant(row.kernel.removeprefix(MEASURED), params, row.fold)[0]
+    if isinstance(regs, int):
+        k = replace(k, registers=regs, registers_source="Nsight Compute, the measured binary")
+    return k
+
+
 def kernel_for(row: Row) -> Kernel:
     """The kernel a row measured, built as it ran (module docstring)."""
     # the kernel's own parameters, as its data set gives them: their types are
     # those of that kernel's function
     params: dict[str, Any] = dict(row.params)
+    if row.kernel.startswith(MEASURED):
+        return measured_kernel(row)
     if row.kernel == "box2d":
         return box2d(int(params["radius"]), int(params["n"]))
     if row.kernel == "fluidx3d":
@@ -391,7 +414,7 @@ def lbm_rows(gpu: str) -> list[Row]:
     return out
 
 
-__all__ = ["CONVOLUTION", "CROSSGPU", "DATASETS", "LBM", "SHIPPED", "ReferenceDataError", "Row",
-           "Scores", "box2d", "convolution_rows", "data_dir", "dataset_dir", "format_report",
-           "kernel_for", "lbm_gpus", "lbm_rows", "predictions", "report", "rows", "score",
-           "shared_dir"]
+__all__ = ["CONVOLUTION", "CROSSGPU", "DATASETS", "LBM", "MEASURED", "SHIPPED",
+           "ReferenceDataError", "Row", "Scores", "box2d", "convolution_rows", "data_dir",
+           "dataset_dir", "format_report", "kernel_for", "lbm_gpus", "lbm_rows",
+           "measured_kernel", "predictions", "report", "rows", "score", "shared_dir"]

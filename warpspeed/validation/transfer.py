@@ -24,6 +24,12 @@ one GPU (:mod:`warpspeed.validation.reference`):
   fit the memory systems' constants instead (MODEL.md §11, "Memory systems";
   :mod:`warpspeed.validation.memory_fit`, with its own leave-one-GPU-out
   table).
+* ``h200_<set>``: the project's own stencils timed on an H200 SXM
+  (``fits/data/h200``, :mod:`warpspeed.validation.measured_sets`): the 7-point
+  and 25-point stars over the 256/512/1024-thread design space with folds,
+  lbmpy's D3Q19 in double, a layer-condition scan and copies of 2 MB to
+  17 GB. Reported with both models; not in the fit of the L1 exponent (the
+  H200 file carries the roofline micro-benchmark's exponent, MODEL.md §11).
 
 The table a user reads: for every set, the exponent fitted on the *other*
 sets and the scores of the set left out with it; and the scores of the
@@ -56,6 +62,7 @@ from ..timing.kernel_fit import (
     score_set,
     scores,
 )
+from .measured_sets import H200, H200_SETS, measured_rows
 from .reference import LBM, Predict, Row, convolution_rows, lbm_rows, predictions, rows
 
 if TYPE_CHECKING:
@@ -94,6 +101,8 @@ DEV_SETS: tuple[DevSet, ...] = (
            fitted=False),
     DevSet("convolution_15x15_W7800", "W7800", partial(convolution_rows, "W7800"), fitted=False),
     *(DevSet(f"{LBM}_{gpu}", gpu, partial(lbm_rows, gpu), fitted=False) for gpu in LBM_GPUS),
+    *(DevSet(f"{H200}_{name}", "H200", partial(measured_rows, name), fitted=False)
+      for name in H200_SETS),
 )
 
 

@@ -1,0 +1,72 @@
+"""The project's own measurements as development sets (MODEL.md §9): the
+H200 run of the shipped stencils (``fits/data/h200``, read with
+:func:`warpspeed.measure.read_csv`), one set per ``set NAME`` of its ``note``
+column.
+
+A row's kernel is generated again from its stencil, parameters and fold, as
+the measurement harness generated it (:func:`warpspeed.measure.generate_variant`),
+with the register count of the compiled kernel: the ``registers`` column,
+read by Nsight Compute on one row of each stencil and fold (the same binary
+ran on the variant's other rows). A variant without a count keeps the
+kernel's own.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ..measure import Measurement, read_csv
+from .reference import MEASURED, ReferenceDataError, Row, dataset_dir
+
+#: The folder of the H200 run (:func:`warpspeed.validation.reference.dataset_dir`).
+H200 = "h200"
+#: The sets of the H200 run, in the order of its README.
+H200_SETS = ("star_r1_512", "star_r4", "lbm_d3q19_f64", "layer_r1_2048xNYx32", "copy_size")
+
+
+def set_of(m: Measurement) -> str:
+    """The set a row belongs to: the ``NAME`` of its note's ``set NAME``."""
+    head = m.note.split(";")[0].strip()
+    return head.removeprefix("set ").strip() if head.startswith("set ") else ""
+
+
+@cache
+def _measurements(folder: str) -> tuple[Measurement, ...]:
+    path = dataset_dir(folder) / "measurements.csv"
+    if not path.is_file():
+        from .provenance import missing_message
+
+        raise ReferenceDataError(missing_message(str(path)))
+    return tuple(read_csv(path))
+
+
+def registers(folder: str = H200) -> dict[tuple[str, str, tuple[int, int, int]], int]:
+    """The compiled kernel's registers per stencil, parameters and fold."""
+    return {(m.stencil, m.params, m.fold): int(m.registers)
+            for m in _measurements(folder) if m.registers}
+
+
+def measured_rows(name: str, folder: str = H200) -> list[Row]:
+    """The rows of set ``name`` of a measurement run, as development rows (the
+    register count of the variant's compiled kernel among the parameters)."""
+    regs = registers(folder)
+    out = []
+    for m in _measurements(folder):
+        if set_of(m) != name:
+            continue
+        params: dict[str, object] = dict(m.parameters)
+        if (n := regs.get((m.stencil, m.params, m.fold))) is not None:
+            params["registers"] = n
+        out.append(Row(f"{folder}_{name}", MEASURED + m.stencil,
+                       tuple(sorted((k, _frozen(v)) for k, v in params.items())),
+                       m.block, m.fold, m.dram_load, m.l2_load, m.glups))
+    if not out:
+        raise ReferenceDataError(f"the {folder} measurements have no set {name!r}")
+    return out
+
+
+def _frozen(value: object) -> object:
+    return tuple(value) if isinstance(value, list) else value
+
+
+__all__ = ["H200", "H200_SETS", "measured_rows", "registers", "set_of"]
