@@ -32,7 +32,8 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 #: figures need the public reference data beside the repository: without
 #: them the notebook says so and draws nothing.
 FIGURES = {
-    "layer_conditions.ipynb": ("layer_conditions_A100.png", "layer_conditions_V100.png"),
+    "layer_conditions.ipynb": ("layer_conditions_A100.png", "layer_conditions_V100.png",
+                               "layer_conditions_H200.png"),
     "ranking.ipynb": ("ranking_star3d_A100.png", "breakdown_star3d_A100.png"),
     "validation.ipynb": (("validation_v100.png", "transfer_loo.png")
                          if (SHARED / "v100").is_dir() and (SHARED / "a100").is_dir() else ()),
