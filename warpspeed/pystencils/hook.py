@@ -45,8 +45,6 @@ every variant's reason (``.reasons``): a ranking is never empty.
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
@@ -60,7 +58,7 @@ from ..input.kernel import Kernel
 from ..machine import Machine, load_machine
 from ..model import Prediction
 from ..model import predict as ws_predict
-from ..search.design_space import DEFAULT_FOLDS, MAX_BLOCK_DIMS, block_shapes
+from ..search.design_space import DEFAULT_FOLDS, design_blocks
 from ..search.executor import no_collection
 from ..search.rank import rank as ws_rank
 from ..search.rank import summary
@@ -79,19 +77,9 @@ def blocks(
     threads: int, domain: tuple[int, int, int] = (2**30, 2**30, 2**30)
 ) -> list[tuple[int, int, int]]:
     """Power-of-two block sizes of ``threads`` threads in the paper's design
-    space (MODEL.md §8: :func:`warpspeed.search.design_space.block_shapes`
-    within its extent limits), without dimensions larger than the domain
-    needs."""
-    if (isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1
-            or threads & (threads - 1)):
-        raise LaunchError(f"threads={threads!r}: threads per block must be a positive power of "
-                          "two, e.g. 256")
-    cap = tuple(min(lim, 1 << max(0, math.ceil(math.log2(d))))
-                for lim, d in zip(MAX_BLOCK_DIMS, domain))
-    out = list(block_shapes(int(threads), max_dims=cap))
-    if not out:
-        raise LaunchError(f"no block of {threads} threads fits the domain {domain}")
-    return out
+    space (MODEL.md §8: :func:`warpspeed.search.design_space.design_blocks`),
+    without dimensions larger than the domain needs."""
+    return design_blocks(threads, domain)
 
 
 def _is_kernel_function(obj: Any) -> bool:
