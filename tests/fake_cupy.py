@@ -149,6 +149,7 @@ def build() -> types.ModuleType:
     cp.ndarray = ndarray  # type: ignore[attr-defined]
     cp.random = types.SimpleNamespace(default_rng=lambda seed=0: _Generator())  # type: ignore[attr-defined]
     cp.get_default_memory_pool = lambda: _Pool()  # type: ignore[attr-defined]
+    cp.show_config = lambda: print("CuPy Version : 0.0+fake (a stand-in, no GPU)")  # type: ignore[attr-defined]
     runtime = types.SimpleNamespace(
         deviceSynchronize=lambda: None, runtimeGetVersion=lambda: 13000,
         getDeviceProperties=lambda i: {"name": b"Fake GPU"}, getDeviceCount=lambda: 1)

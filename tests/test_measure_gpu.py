@@ -220,7 +220,7 @@ def fake_environment(tmp_path: Path, blocked: tuple[str, ...]) -> dict[str, str]
     """PYTHONPATH for child processes: ``cupy`` is the fake, and importing
     any of ``blocked`` fails (a meta path finder in sitecustomize)."""
     shim = tmp_path / "shim"
-    (shim / "cupy").mkdir(parents=True)
+    (shim / "cupy").mkdir(parents=True, exist_ok=True)
     (shim / "cupy" / "__init__.py").write_text(
         "import sys\nfrom tests import fake_cupy\nsys.modules[__name__] = fake_cupy.build()\n")
     (shim / "sitecustomize.py").write_text(
