@@ -271,12 +271,14 @@ class Replay:
 
 class GpuBackend:
     """This machine's GPU: each fold's :class:`Plan` compiled when first
-    needed, each block timed by ``rule`` (:mod:`warpspeed.measure.gpu`)."""
+    needed, each block timed by ``rule`` (:mod:`warpspeed.measure.gpu`);
+    ``missing`` says why a fold has no plan."""
 
     def __init__(self, plans: Mapping[Triple, Plan], rule: TimingRule | None = None,
-                 cupy: Any = None) -> None:
+                 cupy: Any = None, missing: Mapping[Triple, str] | None = None) -> None:
         self.plans = dict(plans)
         self.rule = rule or TimingRule()
+        self.missing = dict(missing or {})
         self.cp = cupy if cupy is not None else cupy_module()
 
     @property
@@ -291,7 +293,8 @@ class GpuBackend:
             plan = self.plans.get(fold)
             blocks = [b for f, b in configs if f == fold]
             if plan is None:
-                out.update({(fold, b): "no program for this fold" for b in blocks})
+                why = self.missing.get(fold, "no program for this fold")
+                out.update({(fold, b): why for b in blocks})
                 continue
             try:
                 dev = Loaded(self.cp, plan.program)

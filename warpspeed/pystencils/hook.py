@@ -56,6 +56,7 @@ import pystencils as ps
 from ..errors import EmptyRankingError, FitError, LaunchError, MachineError
 from ..input.kernel import Kernel
 from ..machine import Machine, load_machine
+from ..measure.tune import Replay, Tuned
 from ..model import Prediction
 from ..model import predict as ws_predict
 from ..search.design_space import DEFAULT_FOLDS, design_blocks
@@ -68,6 +69,7 @@ from .default_block import with_default_block
 from .extract import Extraction, read
 from .fold import Fold, _fold3, generate
 from .layouts import ShapeSpec
+from .measured import measured_choice
 from .options import PREDICT_KEYWORDS, RANK_KEYWORDS, ExtractOptions, with_keywords
 from .registers import with_registers
 from .variants import Job, Variant, make_variants, reason
@@ -137,13 +139,16 @@ def predict(
 
 @dataclass(frozen=True)
 class Ranked:
-    """The kernel of the best configuration, every prediction best first,
-    and the folding variants skipped with the reason (module docstring)."""
+    """The kernel of the best configuration (the measured best with
+    ``measure=K``), every prediction best first, the folding variants skipped
+    with the reason (module docstring), and what was timed."""
 
     kernel: Any
     ranking: tuple[Prediction, ...]
     skipped: tuple[tuple[Fold, str], ...] = ()
     notes: tuple[str, ...] = ()
+    #: The configurations timed with ``measure=K`` (None without it).
+    tuned: Tuned | None = None
 
     def __iter__(self):  # allows ``kernel, ranking = create_kernel(...)``
         return iter((self.kernel, list(self.ranking)))
@@ -196,6 +201,8 @@ def create_kernel(
     folds: Sequence[Sequence[int]] = DEFAULT_FOLDS,
     jobs: int | None = None,
     options: ExtractOptions | None = None,
+    measure: int | None = None,
+    replay: str | Path | Replay | None = None,
     **keywords: Any,
 ) -> Ranked:
     """Generate ``assignments`` with the best block size and folding.
@@ -219,6 +226,14 @@ def create_kernel(
     deprecated. Variants that cannot be made or predicted are skipped
     (:attr:`Ranked.skipped`); if none can be ranked,
     :class:`warpspeed.EmptyRankingError` lists why (module docstring).
+
+    ``measure=K``: time the ranking's best ``K`` configurations (and their
+    ties) on this machine's GPU, or replay them from a measurement CSV
+    (``replay``: its path, or a :class:`warpspeed.measure.tune.Replay` of one
+    kernel's rows), and return the kernel of the measured best;
+    :attr:`Ranked.tuned` holds the predicted and measured GLup/s of each
+    configuration timed (:mod:`.measured`). Without a GPU the ranking stands
+    and ``tuned`` says why.
 
     Example: the best block of 256 threads, unfolded or folded twice along
     z, for a 7-point Jacobi sweep (no GPU needed)::
@@ -258,10 +273,14 @@ def create_kernel(
         # a prediction's fold is its kernel's (a grid-strided kernel's counts the
         # points of each thread); the variant it came from is generated
         variant_of = {ex.kernel.fold: f for f, ex in variants.items()}
-        best = ranking[0]
-        kernel, why = _best_kernel(made, variant_of[best.fold], best.block, assignments, config,
+        tuned = None if measure is None else measured_choice(
+            ranking, measure, replay, made, variant_of, assignments, config, opts.shape)
+        fold, block = ((ranking[0].fold, ranking[0].block) if tuned is None
+                       else (tuned.chosen.fold, tuned.chosen.block))
+        kernel, why = _best_kernel(made, variant_of[fold], block, assignments, config,
                                    opts.shape)
-        return Ranked(kernel, tuple(ranking), tuple(skipped), _notes(made, variants) + why)
+        return Ranked(kernel, tuple(ranking), tuple(skipped), _notes(made, variants) + why,
+                      tuned)
 
 
 def _notes(made: Sequence[Variant], variants: Mapping[Fold, Extraction]) -> tuple[str, ...]:
