@@ -244,3 +244,23 @@ def test_create_kernel_measures_on_the_gpu(monkeypatch):
                                            / 1e9)
     assert t.chosen.block == max(t.timed, key=lambda x: (x.measured, -x.rank)).block
     assert kernel.get_launch_configuration().default_block_size == t.chosen.block
+
+
+def test_measure_and_replay_are_checked_options():
+    import warnings
+
+    import warpspeed.pystencils as wps
+    from warpspeed.pystencils.options import TUNE_KEYWORDS, with_keywords
+
+    assert wps.ExtractOptions(measure=5, replay="m.csv").measure == 5
+    for bad in (0, -1, True, 2.5):
+        with pytest.raises(ws.LaunchError, match="measure must be a positive number"):
+            wps.ExtractOptions(measure=bad)
+    with pytest.raises(ws.LaunchError, match="replay= needs measure=K"):
+        wps.ExtractOptions(replay="m.csv")
+    with pytest.raises(ws.LaunchError, match="replay must be the path"):
+        wps.ExtractOptions(measure=1, replay=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # measure= and replay= are no deprecated keywords
+        opts = with_keywords(None, {"measure": 3}, "create_kernel", TUNE_KEYWORDS, TUNE_KEYWORDS)
+    assert opts.measure == 3

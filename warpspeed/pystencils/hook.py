@@ -56,7 +56,7 @@ import pystencils as ps
 from ..errors import EmptyRankingError, FitError, LaunchError, MachineError
 from ..input.kernel import Kernel
 from ..machine import Machine, load_machine
-from ..measure.tune import Replay, Tuned
+from ..measure.tune import Tuned
 from ..model import Prediction
 from ..model import predict as ws_predict
 from ..search.design_space import DEFAULT_FOLDS, design_blocks
@@ -70,7 +70,13 @@ from .extract import Extraction, read
 from .fold import Fold, _fold3, generate
 from .layouts import ShapeSpec
 from .measured import measured_choice
-from .options import PREDICT_KEYWORDS, RANK_KEYWORDS, ExtractOptions, with_keywords
+from .options import (
+    PREDICT_KEYWORDS,
+    RANK_KEYWORDS,
+    TUNE_KEYWORDS,
+    ExtractOptions,
+    with_keywords,
+)
 from .registers import with_registers
 from .variants import Job, Variant, make_variants, reason
 
@@ -201,8 +207,6 @@ def create_kernel(
     folds: Sequence[Sequence[int]] = DEFAULT_FOLDS,
     jobs: int | None = None,
     options: ExtractOptions | None = None,
-    measure: int | None = None,
-    replay: str | Path | Replay | None = None,
     **keywords: Any,
 ) -> Ranked:
     """Generate ``assignments`` with the best block size and folding.
@@ -227,13 +231,14 @@ def create_kernel(
     (:attr:`Ranked.skipped`); if none can be ranked,
     :class:`warpspeed.EmptyRankingError` lists why (module docstring).
 
-    ``measure=K``: time the ranking's best ``K`` configurations (and their
-    ties) on this machine's GPU, or replay them from a measurement CSV
-    (``replay``: its path, or a :class:`warpspeed.measure.tune.Replay` of one
-    kernel's rows), and return the kernel of the measured best;
-    :attr:`Ranked.tuned` holds the predicted and measured GLup/s of each
-    configuration timed (:mod:`.measured`). Without a GPU the ranking stands
-    and ``tuned`` says why.
+    ``measure=K`` (a keyword, or the options' field): time the ranking's best
+    ``K`` configurations (and their ties) on this machine's GPU, or replay
+    them from a measurement CSV (``replay=``: its path, or a
+    :class:`warpspeed.measure.tune.Replay` of one kernel's rows), and return
+    the kernel of the measured best; :attr:`Ranked.tuned` holds the
+    predicted and measured GLup/s of each configuration timed
+    (:mod:`.measured`). Without a GPU the ranking stands and ``tuned`` says
+    why.
 
     Example: the best block of 256 threads, unfolded or folded twice along
     z, for a 7-point Jacobi sweep (no GPU needed)::
@@ -254,7 +259,8 @@ def create_kernel(
         >>> type(kernel).__name__  # the pystencils kernel of the best fold
         'GpuKernel'
     """
-    opts = with_keywords(options, keywords, "create_kernel", PREDICT_KEYWORDS)
+    opts = with_keywords(options, keywords, "create_kernel", PREDICT_KEYWORDS | TUNE_KEYWORDS,
+                         current=TUNE_KEYWORDS)
     with no_collection():  # no walk of pystencils' heap here or in the workers
         m = load_machine(machine)
         if threads is not None:  # refused before any variant is generated
@@ -273,8 +279,9 @@ def create_kernel(
         # a prediction's fold is its kernel's (a grid-strided kernel's counts the
         # points of each thread); the variant it came from is generated
         variant_of = {ex.kernel.fold: f for f, ex in variants.items()}
-        tuned = None if measure is None else measured_choice(
-            ranking, measure, replay, made, variant_of, assignments, config, opts.shape)
+        tuned = None if opts.measure is None else measured_choice(
+            ranking, opts.measure, opts.replay, made, variant_of, assignments, config,
+            opts.shape)
         fold, block = ((ranking[0].fold, ranking[0].block) if tuned is None
                        else (tuned.chosen.fold, tuned.chosen.block))
         kernel, why = _best_kernel(made, variant_of[fold], block, assignments, config,
