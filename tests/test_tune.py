@@ -127,8 +127,8 @@ def test_the_gpu_backend_times_each_fold_on_the_device(base):
 
 def test_a_replay_reads_one_kernel_of_a_csv(tmp_path):
     rows = []
-    for i, (radius, block, g) in enumerate([(1, (64, 1, 1), 5.0), (1, (64, 1, 1), 7.0),
-                                            (1, (128, 1, 1), 6.0), (2, (64, 1, 1), 1.0)]):
+    for radius, block, g in [(1, (64, 1, 1), 5.0), (1, (64, 1, 1), 7.0), (1, (128, 1, 1), 6.0),
+                             (2, (64, 1, 1), 1.0)]:
         params = wm.params_json({"radius": radius, "shape": (64, 64, 64)})
         rows.append(wm.Measurement(
             machine="X", stencil="star3d", params=params, kernel=f"star3d_r{radius}",

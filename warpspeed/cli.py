@@ -335,6 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_v = sub.add_parser("validate", help="compare predictions with a measurements CSV, or "
                          "both models with the public V100 data (--v100)")
     p_v.add_argument("csv", nargs="?", help="measurements CSV (schema: warpspeed.measure)")
+    p_v.add_argument("--measurements", metavar="FILE.csv",
+                     help="the measurements CSV (the same as giving it first)")
     p_v.add_argument("--model", default="paper", choices=tuple(MODELS),
                      help="timing model for a CSV (default paper, as the refit uses)")
     p_v.add_argument("--v100", action="store_true",
@@ -351,6 +353,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.measurements is not None:
+        if args.csv is not None:
+            raise UsageError("give the measurements CSV once: first, or with --measurements")
+        args.csv = args.measurements
     if args.v100 or args.csv is None:
         if args.csv is not None:
             raise UsageError("give either a measurements CSV or --v100, not both")
