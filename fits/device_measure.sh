@@ -27,6 +27,9 @@ if [ "${1:-}" = "--dry-run" ]; then DRY=1; shift; fi
 PROGRAMS=${1:-.measure_programs}
 OUT_DIR=${2:-${OUT:-}}
 PY=${PYTHON:-python3}
+# ncu: on the PATH, else where CUDA and Nsight Compute install it
+NCU=${NCU:-$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu \
+             2>/dev/null | head -n 1)}
 NCU=${NCU:-ncu}
 JOBS=${JOBS:-14}
 BUDGET_S=${BUDGET_S:-330}

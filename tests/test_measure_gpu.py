@@ -247,10 +247,11 @@ if argv == ["--version"]:
 prog = argv[argv.index("-m") - 1:]
 assert subprocess.run(prog).returncode == 0
 pairs = json.loads(open(prog[prog.index("--selection") + 1]).read())
+folder = prog[prog.index("--programs") + 1]
 head = ["ID", "Kernel Name", "Block Size", "Metric Name", "Metric Unit", "Metric Value"]
 print(",".join(f'"{{h}}"' for h in head))
 for i, (name, block) in enumerate(pairs):
-    fn = "ws_" + name
+    fn = json.loads(open(f"{{folder}}/{{name}}.json").read())["program"]["function"]
     for metric, unit, value in (("dram__bytes_read.sum", "byte", 1000 * (i + 1)),
                                 ("launch__registers_per_thread", "register/thread", 40)):
         cells = [str(i), fn, "(" + block.replace(",", ", ") + ")", metric, unit, str(value)]

@@ -184,6 +184,10 @@ def test_tune_without_a_gpu_says_so_and_keeps_the_ranking(capsys, monkeypatch):
     out = capsys.readouterr().out.splitlines()
     assert out[1].startswith("no GPU: CuPy is not installed")
     assert out[2].startswith("the model's choice: fold 1,1,1 block ")
+    ranked = [line.split() for line in out[4:]]
+    assert [r[0] for r in ranked] == [str(i) for i in range(1, len(ranked) + 1)]
+    assert len(ranked) == min(10, len(ranked)) and out[2].split("block ")[1].startswith(
+        ranked[0][2])
 
 
 def test_tune_errors_are_one_line(tmp_path, capsys):

@@ -92,7 +92,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(json.dumps({"kernel": r.kernel, "machine": r.machine, "model": r.model,
                           **tuned.to_dict()}, indent=2))
         return 0
+    timed = f"the best {args.measure} timed" if tuned.timed else "none timed"
     print(f"{r.kernel} on {r.machine} ({r.model} model): {r.configurations} configurations "
-          f"ranked, the best {args.measure} timed")
+          f"ranked, {timed}")
     print("\n".join(tuned.lines()))
     return 0

@@ -175,11 +175,14 @@ def _config(t: Timed) -> str:
 def format_tuned(t: Tuned, shown: int = 10) -> list[str]:
     """The configurations tried as a table (predicted, measured, their ratio)
     and the outcome in words: the choice, how far the model was off."""
-    if not t.timed:
-        return [*t.notes, f"the model's choice: {_config(t.chosen)}, "
-                f"{t.chosen.predicted:.2f} GLup/s predicted"]
     head = (f"{'rank':>4}  {'fold':<7} {'block':<11} {'predicted':>9} {'measured':>9} "
             f"{'pred/meas':>9}")
+    if not t.timed:
+        return [*t.notes, f"the model's choice: {_config(t.chosen)}, "
+                f"{t.chosen.predicted:.2f} GLup/s predicted; its ranking (GLup/s):",
+                head[:head.index(" measured")],
+                *(f"{r.rank:>4}  {format_triple(r.fold):<7} {format_triple(r.block):<11} "
+                  f"{r.predicted:9.2f}" for r in t.tried[:shown])]
     lines = [f"timed on {t.backend} (GLup/s):", head]
     for r in t.tried[:shown] if len(t.tried) > shown + 2 else t.tried:
         meas = f"{r.measured:9.2f}" if r.measured is not None else f"{'-':>9}"
