@@ -6,6 +6,7 @@ or islpy, as on the GPU machine."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -91,3 +92,22 @@ def test_the_cross_check_series_spreads_over_the_shipped_run(tmp_path):
     assert plan.params == wm.params_json({"radius": 1, "shape": (512, 512, 512)})
     assert prep.spread([1, 2, 3, 4, 5], 3) == [1, 3, 5] and prep.spread([1, 2], 5) == [1, 2]
     assert prep.set_of("set copy_size; timed with CUDA events") == "copy_size"
+
+
+def test_two_runs_are_compared_configuration_by_configuration(tmp_path, capsys):
+    cmp = script("compare_runs")
+    old = [wm.Measurement(machine="X", stencil="star3d", params="{}", kernel="k",
+                          domain=(8, 8, 8), block=(b, 1, 1), fold=(1, 1, 1), lups=512,
+                          time_s=512 / g / 1e9, glups=g, note="set star")
+           for b, g in ((32, 10.0), (64, 20.0), (128, 30.0))]
+    new = [dataclasses.replace(m, glups=m.glups * f, note="set check_star; timed")
+           for m, f in zip(old[:2], (1.1, 0.9))]
+    pairs = cmp.compare(new, old)
+    assert list(pairs) == ["star"] and len(pairs["star"]) == 2
+    a, b = wm.write_csv(tmp_path / "new.csv", new), wm.write_csv(tmp_path / "old.csv", old)
+    assert cmp.main([str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "| star | 2 | 1.000 | 0.900 | 1.100 | 1.00 |" in out
+    empty = wm.write_csv(tmp_path / "other.csv", [dataclasses.replace(old[2], stencil="box3d")])
+    assert cmp.main([str(a), str(empty)]) == 2
+    assert "share no configuration" in capsys.readouterr().err
