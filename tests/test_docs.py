@@ -309,3 +309,44 @@ def test_the_readme_names_every_shipped_machine():
     readme = (ROOT / "README.md").read_text()
     shipped = sorted(p.stem for p in (ROOT / "warpspeed" / "machines").glob("*.toml"))
     assert shipped and [n for n in shipped if not re.search(rf"\b{re.escape(n)}\b", readme)] == []
+
+
+def _section(title: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index(f"## {title}"):]
+    return section[:section.index("\n## ", 1)]
+
+
+@slow
+def test_the_measure_and_tune_section_runs_as_written(tmp_path, monkeypatch, capsys):
+    """The README's "Measure and tune on your GPU" commands, run as written
+    (the replayed H200 run at its place in the clone), and its Python example."""
+    import shlex
+
+    from warpspeed.cli import main
+    from warpspeed.validation.reference import dataset_dir
+
+    csv = dataset_dir("h200") / "measurements.csv"
+    if not csv.is_file():
+        pytest.skip(f"no H200 measurements at {csv}")
+    section = _section("Measure and tune on your GPU")
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1).replace("\\\n", " ")
+    monkeypatch.chdir(tmp_path)
+    outputs = []
+    for line in block.strip().splitlines():
+        words = [str(csv) if w == "fits/data/h200/measurements.csv" else w
+                 for w in shlex.split(line)]
+        assert words[0].endswith("warpspeed")
+        assert main(words[1:]) == 0, line
+        outputs.append(capsys.readouterr().out)
+    tune, calibrate, validate = outputs
+    assert "timed on a replay of measurements.csv" in tune and "chosen: fold" in tune
+    assert "grounding kernels" in calibrate and (tmp_path / "h200-kernels.toml").is_file()
+    assert "validation on H200" in validate and "top-1" in validate
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    monkeypatch.chdir(ROOT)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    tuned = namespace["tuned"].tuned
+    assert tuned.chosen.measured == max(t.measured for t in tuned.timed)
+    assert "chosen: fold 1,1,1" in capsys.readouterr().out

@@ -264,7 +264,8 @@ def test_program_of_a_pystencils_kernel_is_compilable_source(star_program):
     assert 'extern "C" __global__ void ws_star3d_r1_f111(' in prog.source
     assert "#define RESTRICT __restrict__" in prog.source
     assert "#include <cuda/std/cstdint>" in prog.source
-    assert any(o.startswith("-I") for o in prog.options)
+    assert Path(prog.include, "pystencils_runtime", "cuda.cuh").is_file()
+    assert prog.compile_options[-1] == "-I" + prog.include
     assert prog.lups == 64 * 32 * 32
     assert prog.domain == (64, 32, 32)
 
@@ -306,20 +307,23 @@ def test_grid_covers_the_domain():
 
 
 def test_counters_are_matched_to_launches_in_order(long_launches):
-    assert wm.match_counters(long_launches, [(32, 8, 4), (64, 4, 4)]) == long_launches
+    selection = [("a", (32, 8, 4)), ("b", (64, 4, 4))]
+    assert wm.match_counters(long_launches, selection) == long_launches
+    named = {"a": "ws_star3d_r1_f111", "b": "ws_star3d_r1_f111"}
+    assert wm.match_counters(long_launches, selection, named) == long_launches
     with pytest.raises(wm.MeasurementError, match="profiled 2 launches"):
-        wm.match_counters(long_launches, [(32, 8, 4)])
+        wm.match_counters(long_launches, selection[:1])
     with pytest.raises(wm.MeasurementError, match="expected"):
-        wm.match_counters(long_launches, [(32, 8, 4), (128, 2, 4)])
+        wm.match_counters(long_launches, [("a", (32, 8, 4)), ("b", (128, 2, 4))])
+    with pytest.raises(wm.MeasurementError, match="expected ws_box"):
+        wm.match_counters(long_launches, selection, {"a": "ws_box"})
 
 
-def test_child_command_relaunches_the_same_variant():
-    cmd = wm.child_command("star3d", ["radius=4"], (1, 2, 1), [(32, 8, 4), (64, 4, 4)],
-                           ["xi=2"])
+def test_child_command_launches_the_selection_from_the_programs_folder():
+    cmd = wm.child_command("progs", "sel.json")
     assert cmd[1:4] == ["-m", "warpspeed.measure", "launch"]
-    assert cmd[cmd.index("--fold") + 1] == "1,2,1"
-    assert cmd[cmd.index("--blocks") + 1:] == ["32,8,4", "64,4,4"]
-    assert "radius=4" in cmd and "xi=2" in cmd
+    assert cmd[cmd.index("--programs") + 1] == "progs"
+    assert cmd[cmd.index("--selection") + 1] == "sel.json"
 
 
 # ------------------------------------------------------------------ command line
@@ -333,7 +337,8 @@ def test_dry_run_lists_configurations_without_a_gpu(capsys):
     assert "nothing is measured" in out
     assert "function ws_star3d_r1_f111" in out and "function ws_star3d_r1_f112" in out
     assert "2 block sizes: 32,8,4 64,4,4" in out
-    assert out.count("ncu: ncu --csv") == 2
+    assert out.count("ncu: ncu --csv") == 1  # one ncu process profiles every plan
+    assert "--kernel-name regex:^ws_" in out
 
 
 def test_dry_run_with_threads_lists_the_design_space(capsys):

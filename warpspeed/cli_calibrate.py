@@ -1,6 +1,7 @@
 """``warpspeed machines calibrate``: a machine file from micro-benchmark tables
 (MODEL.md §12, "A new GPU in minutes"; the work is
-:mod:`warpspeed.validation.calibrate`)."""
+:mod:`warpspeed.validation.calibrate`), or from kernel measurements
+(``--measurements FILE.csv``: :mod:`warpspeed.validation.kernel_calibrate`)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,30 @@ import argparse
 import shlex
 from pathlib import Path
 
-HELP = ("write a machine file from a data-sheet base file and micro-benchmark tables "
-        "(MODEL.md §12)")
+HELP = ("write a machine file from a data-sheet base file and micro-benchmark tables, or from "
+        "a machine and kernel measurements (--measurements; MODEL.md §12)")
 
 
 def add_parser(machines: argparse.ArgumentParser) -> None:
     """Add the ``calibrate`` subcommand to the ``machines`` parser."""
     sub = machines.add_subparsers(dest="machines_command")
     p = sub.add_parser("calibrate", help=HELP, description=HELP)
-    p.add_argument("--base", required=True, type=Path,
-                   help="data-sheet base file (a machine file without the calibrated keys)")
-    p.add_argument("--stream", required=True, type=Path, help="stream/<gpu>.csv")
+    p.add_argument("--base", type=Path,
+                   help="data-sheet base file (a machine file without the calibrated keys); "
+                        "with --measurements a machine name or file (default: the CSV's GPU)")
+    p.add_argument("--stream", type=Path, help="stream/<gpu>.csv (micro-benchmark tables)")
+    p.add_argument("--measurements", type=Path, metavar="FILE.csv",
+                   help="kernel measurements (warpspeed.measure's CSV) instead of tables: fits "
+                        "the DRAM plateau, small-launch cost, L2 plateau and many-stream term "
+                        "they determine and carries the rest of --base")
+    p.add_argument("--subset", default="all", choices=("all", "train", "test"),
+                   help="with --measurements: all rows, or the train or test half")
+    p.add_argument("--fit", action="append", default=[], metavar="NAME[:SET]",
+                   help="with --measurements: also fit this float parameter of the machine on "
+                        "the rows of one set (the note's 'set NAME'), or all rows")
+    p.add_argument("--model", default=None,
+                   help="with --measurements: the timing model the fits go through "
+                        "(default: the default model)")
     p.add_argument("--latency", type=Path,
                    help="latency/<gpu>.csv (else the base gives dram_latency_ns, l2_latency_ns)")
     p.add_argument("--l1", type=Path, help="l1_cache/<gpu>.csv (checks l1_bytes)")
@@ -124,6 +138,14 @@ def cmd_new(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from .validation.calibrate import DEFAULT_CITE, Tables, calibrate, write_machine
 
+    if args.measurements is not None:
+        return cmd_from_kernels(args)
+    if args.base is None or args.stream is None:
+        from .errors import MachineError
+
+        raise MachineError("machines calibrate needs --base and --stream (micro-benchmark "
+                           "tables), or --measurements FILE.csv (kernel measurements)")
+
     tables = Tables(stream=args.stream, latency=args.latency, l1=args.l1, l2=args.l2,
                     small_kernels=args.small_kernels, roofline=args.roofline,
                     scattered=args.scattered, scattered_stream=args.scattered_stream)
@@ -153,6 +175,35 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print("no dram_scattered_fraction: no l2_cache table with data sets of at least 1 GiB "
               "(--l2, or a related GPU's with --scattered); the default model assumes many "
               "concurrent DRAM streams lose nothing (MODEL.md §11)")
+    return 0
+
+
+def cmd_from_kernels(args: argparse.Namespace) -> int:
+    """``machines calibrate --measurements``: the work is
+    :func:`warpspeed.validation.kernel_calibrate.calibrate_kernels`."""
+    from .timing import DEFAULT_MODEL
+    from .validation.calibrate import write_machine
+    from .validation.kernel_calibrate import calibrate_kernels
+
+    c = calibrate_kernels(args.measurements, args.base, args.subset, args.fit,
+                          args.model or DEFAULT_MODEL)
+    if args.name:
+        c.data["name"] = args.name
+    words = ["warpspeed", "machines", "calibrate", "--measurements", _rel(args.measurements)]
+    if args.base is not None:
+        words += ["--base", str(args.base)]
+    if args.subset != "all":
+        words += ["--subset", args.subset]
+    for f in args.fit:
+        words += ["--fit", f]
+    if args.model:
+        words += ["--model", args.model]
+    header = ("Written by `warpspeed machines calibrate --measurements` (MODEL.md §12) from "
+              f"{c.base.name}'s file and {c.run}; rebuild with:\n"
+              + shlex.join(words) + " --out FILE")
+    m = write_machine(c.data, args.out, header)
+    print(f"wrote {args.out}: {m.name} ({m.vendor} {m.architecture}), grounding {m.grounding}")
+    print("\n".join(c.lines()))
     return 0
 
 

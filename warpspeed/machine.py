@@ -446,3 +446,10 @@ def load_machine(name_or_path: str | Path | Machine) -> Machine:
     raise MachineError(
         f"unknown machine {text!r}; known machines: {known} (or a path to a .toml file)"
     )
+
+
+def parameter_range(key: str) -> tuple[float, float]:
+    """The values a machine file may give parameter ``key`` (the loader's
+    check): ``(0, inf)`` unless narrower."""
+    low, high, _ = _RANGE.get(key, (0.0, math.inf, ""))
+    return low, high

@@ -1,47 +1,67 @@
 """Measured truth: time stencil kernels on a GPU and read their Nsight Compute
 counters, one CSV row per configuration (MODEL.md §9).
 
-The harness needs a machine with an NVIDIA GPU, CuPy (imported only on that
-path) and ``ncu``. Everything else in this package is pure and tested without
-a GPU: the CSV schema and its round trip, the normalisation of counters per
-lattice update, the CUDA source and buffers of a pystencils kernel, the
-launch grid, and the command lines.
+The harness needs a machine with an NVIDIA GPU and CuPy (imported only on
+that path); ``ncu`` where counters are wanted. Everything else in this
+package is pure and tested without a GPU: the CSV schema and its round trip,
+the normalisation of counters per lattice update, the CUDA source and buffers
+of a pystencils kernel, the plan files, the launch grid and the command lines.
 
-Modules (every name is re-exported here):
+Modules (their public names are importable from here, each module imported
+on first use, so that timing prepared programs imports neither pystencils
+nor islpy):
 
 * :mod:`~warpspeed.measure.schema`: the CSV columns, :class:`Measurement`,
-  :func:`read_csv` and :func:`write_csv`;
+  :class:`Refusal` (a configuration that could not launch), :func:`read_csv`
+  and :func:`write_csv`;
 * :mod:`~warpspeed.measure.counters`: counters and times per lattice
   update, clocks and versions;
+* :mod:`~warpspeed.measure.programs`: :class:`Program` and :class:`Plan`
+  (what is compiled and which blocks are timed) and their files;
 * :mod:`~warpspeed.measure.program`: the stencil's kernel variants and the
-  CUDA :class:`Program` of each;
+  plan of each (pystencils);
+* :mod:`~warpspeed.measure.gpu`: compiling with NVRTC through CuPy, CUDA-event
+  timing, refusals;
+* :mod:`~warpspeed.measure.run`: a run over plans: compile workers, timing,
+  rows, the ncu child;
 * :mod:`~warpspeed.measure.ncu`: the Nsight Compute command and the parser
-  of its CSV (not re-exported: the other modules use it as ``ncu``);
-* :mod:`~warpspeed.measure.run`: the GPU path (CuPy timing, the ncu child);
+  of its CSV;
+* :mod:`~warpspeed.measure.tune`: the model's best few configurations timed
+  (``warpspeed tune``), on the GPU or replayed from a CSV;
 * :mod:`~warpspeed.measure.cli`: ``python -m warpspeed.measure``.
 
-Command line (on the GPU machine)::
+Command line::
 
+    # on a machine with the GPU, CuPy and pystencils
     python -m warpspeed.measure run --stencil star3d --set radius=4 \\
-        --threads 1024 --folds 1,1,1 1,2,1 1,1,2 --out fits/measurements/H100-star3d-r4.csv
+        --threads 256 512 1024 --folds 1,1,1 1,2,1 1,1,2 --jobs 8 --out H100-star3d-r4.csv
+    # or prepare here (pystencils), carry the folder, measure there (CuPy only)
+    python -m warpspeed.measure prepare --stencil star3d --set radius=4 --folds 1,1,1 \\
+        --threads 1024 --note "set star_r4" --out programs/
+    python -m warpspeed.measure run --programs programs/ --jobs 8 --out H100-star3d-r4.csv
     python -m warpspeed.measure run ... --dry-run     # no GPU: list what would run
 
-``run`` generates the kernel once per fold (``stencils/NAME.py``'s
-``generate(**params, fold=...)``, or a ``.py`` file defining it), compiles
-it with NVRTC through CuPy, and for every block size (``--blocks``, or all
-power-of-two shapes of ``--threads`` threads of the paper's design space,
-MODEL.md §8):
+For every plan (one kernel variant) and every block size (``--blocks``, or
+all power-of-two shapes of ``--threads`` threads of the paper's design space,
+MODEL.md §8), :mod:`~warpspeed.measure.run` says what happens:
 
-* **time**: ``--warmup`` launches, then ``--repetitions`` launches timed
-  one by one with CUDA events; the median is the time (the minimum is kept
-  too). GLup/s = lattice updates (interior points) / median time. Clocks
-  are sampled with ``nvidia-smi -lms`` while the repetitions run.
-* **counters**: one ``ncu`` process per fold profiles a child
-  (``python -m warpspeed.measure launch ...``) that launches every block
-  size once; ncu flushes the caches before each profiled launch
-  (``--cache-control all``). See :mod:`warpspeed.measure.ncu` for the counters.
+* **compile** with NVRTC through CuPy (pystencils' runtime headers on the
+  include path), in ``--jobs`` worker processes before any timing;
+* **time**: ``--warmup`` launches, one launch that sizes the rest, then
+  ``--repetitions`` launches (more for short kernels, fewer for long ones:
+  :class:`~warpspeed.measure.gpu.TimingRule`) timed one by one with CUDA
+  events; the median is the time (the minimum is kept too). GLup/s =
+  lattice updates (interior points) / median time. Clocks are sampled with
+  ``nvidia-smi -lms`` while the launches run. A block the kernel cannot
+  launch (too many registers) is a refusal row saying why;
+* **counters**: one ``ncu`` process profiles a child
+  (``python -m warpspeed.measure launch ...``) that launches the selected
+  blocks (``--counter-blocks`` per plan) once each; ncu flushes the caches
+  before each profiled launch (``--cache-control all``). See
+  :mod:`warpspeed.measure.ncu` for the counters. Without ncu the counter
+  cells stay empty and the note says so.
 
-Rows are appended to the CSV after each fold, so a run cut short keeps what
+Rows are appended to the CSV after each plan, so a run cut short keeps what
 it measured. Fields are allocated with their base pointers at the byte
 offset from a 128 B boundary that the warpspeed kernel assumes
 (``Field.base_offset``) and filled with uniform random numbers in [0, 1).
@@ -96,73 +116,114 @@ compare with ``l1_wavefronts * warp_size``: one wavefront is one L1 cycle.
 
 from __future__ import annotations
 
-from .cli import main as main
-from .counters import cuda_version_string as cuda_version_string
-from .counters import (
-    glups,
-    interior,
-    lups_per_launch,
-    normalise,
-    parse_clock_samples,
-    parse_smi_identity,
-)
-from .program import (
-    Buffer,
-    Program,
-    Scalar,
-    cuda_source,
-    design_blocks,
-    function_name,
-    generate_variant,
-    grid_for,
-    parse_params,
-    program_for,
-)
-from .program import load_generator as load_generator
-from .run import Timing, match_counters, measure_fold, time_program
-from .run import child_command as child_command
-from .run import environment as environment
-from .run import launch_program as launch_program
-from .run import profile as profile
-from .schema import (
-    COLUMNS,
-    SCHEMA,
-    VOLUME_COLUMNS,
-    Column,
-    Measurement,
-    MeasurementError,
-    params_from_json,
-    params_json,
-    parse_triple,
-    read_csv,
-    write_csv,
-)
-from .schema import Triple as Triple
-from .schema import format_triple as format_triple
+import importlib
+from typing import TYPE_CHECKING, Any
 
-# ``NAME as NAME``: public names that stay out of ``__all__`` (as before the split
-# into modules) but are still importable from here.
+#: Where each public name lives (module of this package).
+_PUBLIC = {
+    ".schema": ("COLUMNS", "SCHEMA", "VOLUME_COLUMNS", "Column", "Measurement",
+                "MeasurementError", "Refusal", "Triple", "format_triple", "params_from_json",
+                "params_json", "parse_triple", "read_csv", "read_refusals", "write_csv"),
+    ".counters": ("cuda_version_string", "glups", "interior", "lups_per_launch", "normalise",
+                  "parse_clock_samples", "parse_smi_identity"),
+    ".programs": ("Buffer", "Plan", "Program", "Scalar", "grid_for", "read_plans",
+                  "write_plans"),
+    ".program": ("cuda_source", "design_blocks", "function_name", "generate_variant",
+                 "load_generator", "parse_params", "plan_for", "program_for"),
+    ".gpu": ("Timing", "TimingRule"),
+    ".run": ("RunOptions", "child_command", "match_counters", "measure_plans",
+             "select_counters"),
+    ".cli": ("main",),
+}
+_HOME = {name: module for module, names in _PUBLIC.items() for name in names}
+
+if TYPE_CHECKING:
+    from .cli import main
+    from .counters import (
+        cuda_version_string,
+        glups,
+        interior,
+        lups_per_launch,
+        normalise,
+        parse_clock_samples,
+        parse_smi_identity,
+    )
+    from .gpu import Timing, TimingRule
+    from .program import (
+        cuda_source,
+        design_blocks,
+        function_name,
+        generate_variant,
+        load_generator,
+        parse_params,
+        plan_for,
+        program_for,
+    )
+    from .programs import Buffer, Plan, Program, Scalar, grid_for, read_plans, write_plans
+    from .run import RunOptions, child_command, match_counters, measure_plans, select_counters
+    from .schema import (
+        COLUMNS,
+        SCHEMA,
+        VOLUME_COLUMNS,
+        Column,
+        Measurement,
+        MeasurementError,
+        Refusal,
+        Triple,
+        format_triple,
+        params_from_json,
+        params_json,
+        parse_triple,
+        read_csv,
+        read_refusals,
+        write_csv,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first use."""
+    if name in _HOME:
+        value = getattr(importlib.import_module(_HOME[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
+
+
 __all__ = [
-    "COLUMNS",
-    "SCHEMA",
-    "VOLUME_COLUMNS",
     "Buffer",
+    "COLUMNS",
     "Column",
     "Measurement",
     "MeasurementError",
+    "Plan",
     "Program",
+    "Refusal",
+    "RunOptions",
+    "SCHEMA",
     "Scalar",
     "Timing",
+    "TimingRule",
+    "Triple",
+    "VOLUME_COLUMNS",
+    "child_command",
     "cuda_source",
+    "cuda_version_string",
     "design_blocks",
+    "format_triple",
     "function_name",
     "generate_variant",
     "glups",
     "grid_for",
     "interior",
+    "load_generator",
     "lups_per_launch",
+    "main",
     "match_counters",
-    "measure_fold",
+    "measure_plans",
     "normalise",
     "params_from_json",
     "params_json",
@@ -170,8 +231,12 @@ __all__ = [
     "parse_params",
     "parse_smi_identity",
     "parse_triple",
+    "plan_for",
     "program_for",
     "read_csv",
-    "time_program",
+    "read_plans",
+    "read_refusals",
+    "select_counters",
     "write_csv",
+    "write_plans",
 ]

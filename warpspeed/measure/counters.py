@@ -8,12 +8,14 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
-from ..input.kernel import Kernel
 from ..input.triples import as_triple
 from . import ncu as ncu_mod
 from .schema import MeasurementError, Triple
+
+if TYPE_CHECKING:  # the kernel's module needs islpy, which the GPU path must not
+    from ..input.kernel import Kernel
 
 
 def lups_per_launch(kernel: Kernel) -> int:

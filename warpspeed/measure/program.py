@@ -1,23 +1,27 @@
 """What one measured kernel variant is (MODEL.md §9): the stencil's
-``generate(**params, fold=...)`` and the :class:`Program` that the GPU path
-compiles and launches: the NVRTC source of the pystencils kernel, buffers at
-the warpspeed kernel's base offsets, scalars, the launch grid, and the
-paper's block sizes (MODEL.md §8). Pure: needs pystencils, no GPU."""
+``generate(**params, fold=...)``, the :class:`~warpspeed.measure.programs.Program`
+that the GPU path compiles and launches (the NVRTC source of the pystencils
+kernel, buffers at the warpspeed kernel's base offsets, scalars), the
+paper's block sizes (MODEL.md §8), and the
+:class:`~warpspeed.measure.programs.Plan` of each variant that
+``python -m warpspeed.measure prepare`` writes. Pure: needs pystencils, no GPU."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import WarpspeedError
 from ..input.kernel import Kernel
 from ..input.stencil_spec import UsageError, load_stencil
 from ..input.stencil_spec import parse_params as parse_typed
-from ..input.triples import as_triple
-from .counters import lups_per_launch
-from .schema import MeasurementError, Triple
+from ..search.design_space import design_blocks as shapes_of
+from .counters import interior, lups_per_launch
+from .programs import Buffer, Plan, Program, Scalar, plan_name
+from .schema import MeasurementError, Triple, params_json
 
 # --------------------------------------------------------------------------- stencils
 
@@ -71,42 +75,6 @@ def generate_variant(spec: str, params: Mapping[str, Any], fold: Triple) -> tupl
 # --------------------------------------------------------------------------- programs
 
 
-@dataclass(frozen=True)
-class Buffer:
-    """A field argument: ``elements`` items of ``dtype``, the base pointer at
-    ``base_offset`` bytes from a 128 B boundary."""
-
-    name: str
-    dtype: str
-    itemsize: int
-    elements: int
-    base_offset: int = 0
-
-
-@dataclass(frozen=True)
-class Scalar:
-    """A scalar kernel argument."""
-
-    name: str
-    dtype: str
-    value: float
-
-
-@dataclass(frozen=True)
-class Program:
-    """Everything the GPU path needs to compile and launch one kernel
-    variant: CUDA source, function name, arguments in order, the thread
-    domain (the grid follows from it and the block) and the lattice updates
-    of one launch."""
-
-    source: str
-    function: str
-    args: tuple[Buffer | Scalar, ...]
-    domain: Triple
-    lups: int
-    options: tuple[str, ...] = field(default=())
-
-
 def function_name(kernel: Kernel) -> str:
     """A C identifier naming the variant, unique per kernel and fold; ncu
     selects the measured kernel by it."""
@@ -126,12 +94,6 @@ def cuda_source(code: str, old_name: str, new_name: str, headers: Iterable[str])
     includes = ["<cuda/std/cstdint>"] + sorted(h for h in headers if h != skip)
     head = "\n".join(f"#include {h}" for h in includes)
     return f"{head}\n\n#define RESTRICT __restrict__\n\n{body}\n"
-
-
-def grid_for(domain: Sequence[int], block: Sequence[int]) -> Triple:
-    """Blocks per axis covering the thread domain (MODEL.md §3)."""
-    d = tuple(domain) + (1,) * (3 - len(domain))
-    return as_triple(-(-n // b) for n, b in zip(d, block))
 
 
 def program_for(
@@ -187,7 +149,8 @@ def program_for(
         args=tuple(args),
         domain=kernel.domain,
         lups=lups_per_launch(kernel),
-        options=("-w", "-std=c++17", "-I" + get_pystencils_include_path()),
+        options=("-w", "-std=c++17"),
+        include=get_pystencils_include_path(),
     )
 
 
@@ -195,8 +158,44 @@ def design_blocks(threads: int | Iterable[int], kernel: Kernel) -> list[Triple]:
     """The paper's block sizes of ``threads`` threads (one count or several)
     for ``kernel`` (MODEL.md §8), as :func:`warpspeed.pystencils.blocks`
     lists them."""
-    from warpspeed.pystencils import blocks
-    from warpspeed.search.variants import thread_counts
+    from ..search.variants import thread_counts
 
-    return [b for t in thread_counts(threads, None)
-            for b in blocks(t, kernel.domain)]
+    return [b for t in thread_counts(threads, None) for b in shapes_of(t, kernel.domain)]
+
+
+def versions() -> dict[str, str]:
+    """pystencils' version and warpspeed's (with the commit of a git
+    checkout), for the rows of plans made here."""
+    import pystencils
+
+    from .. import __version__
+
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(Path(__file__).parent), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        commit = ""
+    return {"pystencils": str(pystencils.__version__),
+            "warpspeed": f"{__version__}+{commit}" if commit else __version__}
+
+
+def plan_for(
+    spec: str, params: Mapping[str, Any], fold: Triple, *,
+    threads: int | Sequence[int] = 1024, blocks: Sequence[Triple] | None = None,
+    scalars: Mapping[str, float] | None = None, note: str = "",
+    info: Mapping[str, str] | None = None,
+) -> Plan:
+    """The :class:`Plan` of one fold of ``spec`` with ``params``: its
+    program and ``blocks`` (default: the design space of ``threads``)."""
+    kernel, kernel_function = generate_variant(spec, params, fold)
+    program = program_for(kernel_function, kernel, scalars)
+    todo = tuple(blocks) if blocks else tuple(design_blocks(threads, kernel))
+    text = params_json(params)
+    meta = dict(info) if info is not None else versions()
+    return Plan(
+        name=plan_name(program.function, spec, text), stencil=spec, params=text,
+        kernel=kernel.name, fold=kernel.fold, interior=interior(kernel), blocks=todo,
+        program=program, note=note, pystencils=meta.get("pystencils", ""),
+        warpspeed=meta.get("warpspeed", ""),
+    )

@@ -1,330 +1,384 @@
-"""The GPU path of the harness (MODEL.md §9): time every block size with
-CUDA events through CuPy (imported only here, when measuring), sample the
-clocks with nvidia-smi, profile a child process with ncu (counters:
-:mod:`warpspeed.measure.ncu`), and assemble the :class:`Measurement` rows of one
-fold. :func:`child_command` and :func:`match_counters` need no GPU."""
+"""A measurement run (MODEL.md §9): every block of every
+:class:`~warpspeed.measure.programs.Plan` timed on the GPU, one CSV row each.
+
+1. **Compile** every plan's program in parallel worker processes (spawned,
+   never forked: CUDA does not survive a fork), which fills CuPy's on-disk
+   kernel cache; timing never waits for a compile.
+2. **Time** each plan's blocks (:mod:`warpspeed.measure.gpu`) and append its
+   rows to the CSV at once, so a run cut short keeps what it measured. A
+   block that cannot launch, or a program that does not compile, is a
+   refusal row with the reason (:class:`~warpspeed.measure.schema.Refusal`).
+3. **Counters** where ``ncu`` is present: one ncu process profiles a child
+   (``python -m warpspeed.measure launch``) that launches a selection of the
+   timed blocks once each (``counter_blocks`` per plan, evenly spread over
+   its timed blocks), and the run's rows are rewritten with the counters
+   filled in. Without ncu, or when it fails, the rows keep empty counter
+   cells and the note says why.
+
+Nothing here imports pystencils, islpy or the model: the plans come from
+:func:`warpspeed.measure.programs.read_plans` (a folder prepared on another
+machine) or from :mod:`warpspeed.measure.program`.
+"""
 
 from __future__ import annotations
 
+import csv
 import datetime as _dt
-import math
+import json
+import multiprocessing
 import os
-import statistics
+import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from . import ncu as ncu_mod
-from .counters import (
-    cuda_version_string,
-    glups,
-    interior,
-    normalise,
-    parse_clock_samples,
-    parse_smi_identity,
+from .counters import cuda_version_string, glups, normalise, parse_smi_identity
+from .gpu import (
+    Loaded,
+    Timing,
+    TimingRule,
+    clock_samples,
+    clocks_of,
+    compile_check,
+    cupy_module,
+    first_line,
+    run_text,
+    time_blocks,
 )
-from .program import (
-    Program,
-    Scalar,
-    design_blocks,
-    generate_variant,
-    grid_for,
-    load_generator,
-    parse_params,
-    program_for,
+from .programs import Plan, write_plans
+from .schema import (
+    COLUMNS,
+    Measurement,
+    MeasurementError,
+    Refusal,
+    Triple,
+    format_triple,
+    read_rows,
+    write_csv,
 )
-from .schema import Measurement, MeasurementError, Triple, format_triple, params_json
 
-
-def _cupy() -> Any:
-    try:
-        import cupy
-    except ImportError as exc:
-        raise MeasurementError(
-            "measuring needs CuPy and an NVIDIA GPU (pip install cupy-cuda12x or cupy-cuda13x)"
-        ) from exc
-    return cupy
+#: The prefix of every harness kernel's function name (ncu selects them by it).
+FUNCTION_PREFIX = "ws_"
 
 
 @dataclass(frozen=True)
-class Timing:
-    """Kernel times (seconds) of one block size; ``skipped`` says why none."""
+class RunOptions:
+    """How a run measures: the timing rule, compile workers, ncu (``None``:
+    no counters) and the blocks it profiles per plan (``None``: all), and
+    the text that goes into every row's note before the plan's own."""
 
-    block: Triple
-    times: tuple[float, ...]
-    registers: int | None
-    skipped: str = ""
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.times)
-
-    @property
-    def minimum(self) -> float:
-        return min(self.times)
+    rule: TimingRule = TimingRule()
+    jobs: int = 1
+    ncu: str | None = "ncu"
+    counter_blocks: int | None = None
+    note: str = ""
 
 
-class _Loaded:
-    """A compiled program with its buffers on the device (GPU path only)."""
-
-    def __init__(self, program: Program, seed: int = 0) -> None:
-        cp = _cupy()
-        self.cp = cp
-        self.kernel = cp.RawKernel(
-            program.source, program.function, options=program.options, backend="nvrtc"
-        )
-        rng = cp.random.default_rng(seed)
-        self.memory = []
-        self.args: list[Any] = []
-        for a in program.args:
-            if isinstance(a, Scalar):
-                import numpy as np
-
-                self.args.append(np.dtype(a.dtype).type(a.value))
-                continue
-            nbytes = a.elements * a.itemsize
-            mem = cp.cuda.alloc(nbytes + 256)
-            shift = (a.base_offset - mem.ptr) % 128
-            arr = cp.ndarray((a.elements,), dtype=a.dtype, memptr=mem + shift)
-            if arr.dtype.kind == "f":
-                arr[...] = rng.random(a.elements, dtype=arr.dtype if a.itemsize >= 4 else "float32")
-            else:
-                arr[...] = 0
-            self.memory.append(mem)
-            self.args.append(arr)
-        self.program = program
-        self.cp.cuda.runtime.deviceSynchronize()
-
-    def launch(self, block: Triple) -> None:
-        self.kernel(grid_for(self.program.domain, block), block, tuple(self.args))
-
-    def fits(self, block: Triple) -> str:
-        limit = int(self.kernel.max_threads_per_block)
-        if math.prod(block) > limit:
-            return f"block of {math.prod(block)} threads exceeds this kernel's limit of {limit}"
-        return ""
-
-
-class _ClockSampler:
-    """``nvidia-smi -lms`` in the background while the timed launches run."""
-
-    def __init__(self, interval_ms: int = 50) -> None:
-        self.cmd = [
-            "nvidia-smi", "--query-gpu=clocks.sm,clocks.mem",
-            "--format=csv,noheader,nounits", "-lms", str(interval_ms),
-        ]
-        self.proc: subprocess.Popen[str] | None = None
-
-    def __enter__(self) -> _ClockSampler:
-        try:
-            self.proc = subprocess.Popen(
-                self.cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-            )
-        except OSError:
-            self.proc = None
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.text = ""
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.text, _ = self.proc.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.text, _ = self.proc.communicate()
-
-    @property
-    def clocks(self) -> tuple[float | None, float | None]:
-        return parse_clock_samples(getattr(self, "text", ""))
-
-
-def time_program(
-    program: Program, blocks: Sequence[Triple], warmup: int = 5, repetitions: int = 25
-) -> tuple[list[Timing], tuple[float | None, float | None]]:
-    """Time every block size (GPU): ``warmup`` launches, then
-    ``repetitions`` launches each timed with CUDA events. Returns the
-    timings and the median (SM, memory) clocks in MHz seen meanwhile."""
-    dev = _Loaded(program)
-    cp = dev.cp
-    regs = int(dev.kernel.num_regs)
-    out = []
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    with _ClockSampler() as sampler:
-        for block in blocks:
-            why = dev.fits(block)
-            if why:
-                out.append(Timing(block, (), regs, skipped=why))
-                continue
-            for _ in range(warmup):
-                dev.launch(block)
-            times = []
-            for _ in range(repetitions):
-                start.record()
-                dev.launch(block)
-                end.record()
-                end.synchronize()
-                times.append(cp.cuda.get_elapsed_time(start, end) * 1e-3)
-            out.append(Timing(block, tuple(times), regs))
-    return out, sampler.clocks
-
-
-def launch_program(program: Program, blocks: Sequence[Triple]) -> None:
-    """Launch every block size once (GPU); the child that ncu profiles."""
-    dev = _Loaded(program)
-    for block in blocks:
-        if not dev.fits(block):
-            dev.launch(block)
-    dev.cp.cuda.runtime.deviceSynchronize()
-
-
-def _run_text(cmd: Sequence[str]) -> str:
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return res.stdout
-
-
-def environment(ncu: str = "ncu") -> dict[str, str]:
-    """Machine name and tool versions for the CSV (GPU path)."""
-    cp = _cupy()
-    import pystencils
-
-    from .. import __version__
-
-    smi = _run_text(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
+def environment(cp: Any, ncu: str | None = "ncu") -> dict[str, str]:
+    """The GPU's name, driver, CUDA, ncu and CuPy versions for the rows."""
+    smi = run_text(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
     try:
         name, driver = parse_smi_identity(smi)
     except MeasurementError:
         props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
         raw = props["name"]
         name, driver = (raw.decode() if isinstance(raw, bytes) else str(raw)), ""
+    have_ncu = bool(ncu and shutil.which(ncu))
     return {
         "machine": name,
         "driver": driver,
         "cuda": cuda_version_string(int(cp.cuda.runtime.runtimeGetVersion())),
-        "ncu": ncu_mod.parse_version(_run_text([ncu, "--version"])),
+        "ncu": ncu_mod.parse_version(run_text([ncu, "--version"])) if have_ncu and ncu else "",
         "cupy": str(cp.__version__),
-        "pystencils": str(pystencils.__version__),
-        "warpspeed": __version__,
     }
 
 
-def child_command(
-    spec: str, param_items: Sequence[str], fold: Triple, blocks: Sequence[Triple],
-    scalar_items: Sequence[str] = (),
-) -> list[str]:
-    """argv of the child that launches each block size once (for ncu)."""
-    cmd = [sys.executable, "-m", "warpspeed.measure", "launch", "--stencil", spec]
-    for item in param_items:
-        cmd += ["--set", item]
-    for item in scalar_items:
-        cmd += ["--scalar", item]
-    cmd += ["--fold", format_triple(fold), "--blocks", *(format_triple(b) for b in blocks)]
-    return cmd
+def compile_all(plans: Sequence[Plan], jobs: int) -> dict[str, str]:
+    """Compile every plan's program, in ``jobs`` spawned worker processes
+    (inline for one); why each does not compile, by plan name ("": it does)."""
+    programs = [p.program for p in plans]
+    if jobs <= 1 or len(plans) <= 1:
+        return {p.name: compile_check(p.program) for p in plans}
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(plans)), mp_context=ctx) as pool:
+        errors = list(pool.map(compile_check, programs))
+    return {p.name: e for p, e in zip(plans, errors)}
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def rows_of(plan: Plan, timings: Sequence[Timing], env: Mapping[str, str],
+            clocks: tuple[float | None, float | None], note: str = ""
+            ) -> list[Measurement | Refusal]:
+    """The CSV rows of one plan's timings: a measurement per timed block, a
+    refusal per block that could not launch."""
+    set_note = "; ".join(x for x in (note, plan.note) if x)
+    versions = dict(env, pystencils=plan.pystencils, warpspeed=plan.warpspeed)
+    date = _now()
+    out: list[Measurement | Refusal] = []
+    for t in timings:
+        if t.skipped:
+            out.append(Refusal(
+                machine=env.get("machine", ""), stencil=plan.stencil, params=plan.params,
+                kernel=plan.kernel, domain=plan.interior, block=t.block, fold=plan.fold,
+                lups=plan.program.lups, reason=t.skipped, registers=t.registers,
+                set_note=set_note, date=date,
+                versions=tuple((k, versions.get(k, "")) for k in
+                               ("driver", "cuda", "ncu", "cupy", "pystencils", "warpspeed"))))
+            continue
+        out.append(Measurement(
+            machine=env.get("machine", ""), stencil=plan.stencil, params=plan.params,
+            kernel=plan.kernel, domain=plan.interior, block=t.block, fold=plan.fold,
+            lups=plan.program.lups, registers=t.registers, time_s=t.median,
+            time_min_s=t.minimum, repetitions=len(t.times),
+            glups=glups(plan.program.lups, t.median), sm_clock_mhz=clocks[0],
+            mem_clock_mhz=clocks[1], date=date, note=set_note,
+            driver=versions.get("driver", ""), cuda=versions.get("cuda", ""),
+            ncu=versions.get("ncu", ""), cupy=versions.get("cupy", ""),
+            pystencils=versions.get("pystencils", ""), warpspeed=versions.get("warpspeed", ""),
+        ))
+    return out
+
+
+def time_plan(cp: Any, plan: Plan, rule: TimingRule, compile_error: str = ""
+              ) -> tuple[list[Timing], tuple[float | None, float | None]]:
+    """Every block of ``plan`` timed (GPU), and the clocks meanwhile; every
+    block refused when the program does not compile."""
+    if compile_error:
+        return [Timing(b, (), None, skipped=compile_error) for b in plan.blocks], (None, None)
+    try:
+        dev = Loaded(cp, plan.program)
+    except MeasurementError as exc:
+        return [Timing(b, (), None, skipped=str(exc)) for b in plan.blocks], (None, None)
+    try:
+        with clock_samples() as samples:
+            timings = time_blocks(dev, plan.blocks, rule)
+    finally:
+        dev.release()
+    return timings, clocks_of(samples)
+
+
+def select_counters(timed: Mapping[str, Sequence[Triple]], per_plan: int | None
+                    ) -> list[tuple[str, Triple]]:
+    """(plan, block) pairs to profile: ``per_plan`` blocks of each plan's
+    timed blocks, evenly spread from the first to the last (all: ``None``)."""
+    out = []
+    for name, blocks in timed.items():
+        n = len(blocks)
+        if per_plan is None or per_plan >= n:
+            picks = list(range(n))
+        elif per_plan <= 0:
+            picks = []
+        elif per_plan == 1:
+            picks = [0]
+        else:
+            picks = sorted({round(i * (n - 1) / (per_plan - 1)) for i in range(per_plan)})
+        out += [(name, blocks[i]) for i in picks]
+    return out
+
+
+def child_command(programs: str | Path, selection: str | Path) -> list[str]:
+    """argv of the child that launches each selected (plan, block) once."""
+    return [sys.executable, "-m", "warpspeed.measure", "launch", "--programs", str(programs),
+            "--selection", str(selection)]
 
 
 def match_counters(
-    launches: Sequence[ncu_mod.KernelMetrics], blocks: Sequence[Triple]
+    launches: Sequence[ncu_mod.KernelMetrics], selection: Sequence[tuple[str, Triple]],
+    functions: Mapping[str, str] | None = None,
 ) -> list[ncu_mod.KernelMetrics]:
-    """Profiled launches in launch order, checked against the block sizes
-    the child launched (by count, and by the "Block Size" column if ncu
-    printed one)."""
-    if len(launches) != len(blocks):
+    """Profiled launches in launch order, checked against the selection the
+    child launched: by count, by the "Block Size" column if ncu printed one,
+    and by kernel name (``functions``: plan name -> function)."""
+    if len(launches) != len(selection):
         raise MeasurementError(
-            f"ncu profiled {len(launches)} launches, the child made {len(blocks)}"
+            f"ncu profiled {len(launches)} launches, the child made {len(selection)}"
         )
-    for k, b in zip(launches, blocks):
+    for k, (name, b) in zip(launches, selection):
         if k.block is not None and k.block != tuple(b):
             raise MeasurementError(f"ncu launch {k.id} ran block {k.block}, expected {b}")
+        want = (functions or {}).get(name)
+        if want and k.kernel and not k.kernel.startswith(want):
+            raise MeasurementError(f"ncu launch {k.id} ran {k.kernel}, expected {want}")
     return list(launches)
 
 
-def profile(
-    spec: str, param_items: Sequence[str], fold: Triple, blocks: Sequence[Triple],
-    function: str, scalar_items: Sequence[str] = (), ncu: str = "ncu",
-) -> list[ncu_mod.KernelMetrics]:
+def profile(programs: str | Path, selection: Sequence[tuple[str, Triple]],
+            functions: Mapping[str, str], ncu: str = "ncu") -> list[ncu_mod.KernelMetrics]:
     """Run ncu over the child of :func:`child_command` (GPU)."""
-    cmd = ncu_mod.ncu_command(
-        child_command(spec, param_items, fold, blocks, scalar_items), f"^{function}$", ncu=ncu
-    )
-    env = dict(os.environ, LC_ALL="C", LANG="C")
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-    except OSError as exc:
-        raise MeasurementError(f"cannot run {ncu}: {exc}") from exc
+    with tempfile.TemporaryDirectory() as tmp:
+        sel = Path(tmp) / "selection.json"
+        sel.write_text(json.dumps([[n, format_triple(b)] for n, b in selection]))
+        cmd = ncu_mod.ncu_command(child_command(programs, sel), f"^{FUNCTION_PREFIX}", ncu=ncu)
+        env = dict(os.environ, LC_ALL="C", LANG="C")
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        except OSError as exc:
+            raise MeasurementError(f"cannot run {ncu}: {exc}") from exc
     if res.returncode != 0 or "==ERROR==" in res.stdout:
         tail = (res.stdout + res.stderr).strip().splitlines()[-3:]
         raise MeasurementError(f"ncu failed ({res.returncode}): {' | '.join(tail)}")
-    return match_counters(ncu_mod.parse_csv(res.stdout), blocks)
+    try:
+        return match_counters(ncu_mod.parse_csv(res.stdout), selection, functions)
+    except ncu_mod.NcuError as exc:
+        raise MeasurementError(str(exc)) from exc
 
 
-def measure_fold(
-    spec: str,
-    param_items: Sequence[str],
-    fold: Triple,
-    *,
-    threads: int | Sequence[int] | None = None,
-    blocks: Sequence[Triple] | None = None,
-    warmup: int = 5,
-    repetitions: int = 25,
-    use_ncu: bool = True,
-    ncu: str = "ncu",
-    scalar_items: Sequence[str] = (),
-    note: str = "",
-    env: Mapping[str, str] | None = None,
-) -> tuple[list[Measurement], list[str]]:
-    """Measure every block size of one fold (GPU): the rows and warnings."""
-    params = parse_params(param_items, load_generator(spec))
-    scalars = {k: float(v) for k, v in parse_params(scalar_items).items()}
-    kernel, kernel_function = generate_variant(spec, params, fold)
-    program = program_for(kernel_function, kernel, scalars)
-    todo = list(blocks) if blocks else design_blocks(1024 if threads is None else threads, kernel)
-    timings, (sm_mhz, mem_mhz) = time_program(program, todo, warmup, repetitions)
-    warnings = [f"{t.block}: skipped, {t.skipped}" for t in timings if t.skipped]
-    ran = [t for t in timings if not t.skipped]
-    counters: list[Mapping[str, float | None]] = [{} for _ in ran]
-    ncu_note = ""
-    if use_ncu and ran:
+def with_counters(rows: Sequence[Measurement | Refusal],
+                  counters: Mapping[tuple[str, str, Triple, Triple], Mapping[str, float | None]],
+                  missing_note: str = "") -> list[Measurement | Refusal]:
+    """``rows`` with the counters of their configurations filled in, and
+    ``missing_note`` added to the notes of measurements without counters."""
+    out: list[Measurement | Refusal] = []
+    for r in rows:
+        values = counters.get(r.config)
+        if isinstance(r, Refusal):
+            out.append(r)
+        elif values is not None:
+            regs = values.get(ncu_mod.REGISTERS)
+            out.append(replace(r, **normalise(values, r.lups),
+                               registers=int(regs) if regs is not None else r.registers))
+        elif missing_note:
+            out.append(replace(r, note="; ".join(x for x in (r.note, missing_note) if x)))
+        else:
+            out.append(r)
+    return out
+
+
+def rewrite_tail(path: Path, keep: int, rows: Sequence[Measurement | Refusal]) -> None:
+    """Replace the data rows of ``path`` after the first ``keep`` with
+    ``rows`` (written to a new file, then moved over the old one)."""
+    head = read_rows(path)[:keep]
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(COLUMNS))
+        writer.writeheader()
+        writer.writerows(head)
+        writer.writerows(r.to_row() for r in rows)
+    os.replace(tmp, path)
+
+
+def _count_rows(path: Path) -> int:
+    return len(read_rows(path)) if path.is_file() and path.stat().st_size else 0
+
+
+def measure_plans(
+    plans: Sequence[Plan], out: str | Path, options: RunOptions = RunOptions(), *,
+    programs: str | Path | None = None, report: Callable[[str], None] = lambda _: None,
+    cupy: Any = None,
+) -> list[Measurement | Refusal]:
+    """Measure ``plans`` into the CSV ``out`` (module docstring); the rows
+    written. ``programs``: the folder the plans were read from (the ncu
+    child reads them there; else they are written to a temporary one).
+    ``report`` receives one line per plan; ``cupy`` stands in for CuPy."""
+    cp = cupy if cupy is not None else cupy_module()
+    path = Path(out)
+    keep = _count_rows(path)
+    env = environment(cp, options.ncu)
+    report(f"compiling {len(plans)} programs in {max(1, options.jobs)} processes")
+    errors = compile_all(plans, options.jobs)
+    rows: list[Measurement | Refusal] = []
+    timed: dict[str, list[Triple]] = {}
+    for plan in plans:
+        timings, clocks = time_plan(cp, plan, options.rule, errors.get(plan.name, ""))
+        mine = rows_of(plan, timings, env, clocks, options.note)
+        write_csv(path, mine)
+        rows += mine
+        timed[plan.name] = [t.block for t in timings if not t.skipped]
+        refused = sum(1 for t in timings if t.skipped)
+        report(f"{plan.name}: {len(timings) - refused} blocks timed, {refused} refused"
+               + (f" ({timings[0].skipped})" if refused == len(timings) and timings else ""))
+    if options.ncu is None:
+        return rows
+    counted = _counters(plans, timed, options, programs, env, report)
+    if counted is None:
+        return rows
+    counters, note = counted
+    rows = with_counters(rows, counters, note)
+    rewrite_tail(path, keep, rows)
+    return rows
+
+
+def _counters(plans: Sequence[Plan], timed: Mapping[str, Sequence[Triple]],
+              options: RunOptions, programs: str | Path | None, env: Mapping[str, str],
+              report: Callable[[str], None],
+              ) -> tuple[dict[tuple[str, str, Triple, Triple], Mapping[str, float | None]], str
+                         ] | None:
+    """The counters of the selected blocks by configuration, and the note of
+    the rows without them; None when nothing is to be profiled."""
+    selection = select_counters(timed, options.counter_blocks)
+    if not selection or options.ncu is None:
+        return None
+    if not env.get("ncu"):
+        report(f"no counters: {options.ncu} not found")
+        return {}, f"no counters: {options.ncu} not found"
+    by_name = {p.name: p for p in plans}
+    report(f"ncu: profiling {len(selection)} launches")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = programs
+            if folder is None:
+                write_plans(tmp, plans)
+                folder = tmp
+            launches = profile(folder, selection, {n: p.program.function
+                                                   for n, p in by_name.items()}, options.ncu)
+    except MeasurementError as exc:
+        report(f"no counters: {exc}")
+        return {}, f"no counters: {first_line(exc)}"
+    counters = {}
+    for (name, block), k in zip(selection, launches):
+        p = by_name[name]
+        counters[(p.stencil, p.params, p.fold, block)] = k.values
+    return counters, ""
+
+
+def launch_selection(plans: Sequence[Plan], selection: Sequence[tuple[str, Triple]],
+                     cupy: Any = None) -> int:
+    """Launch each selected (plan, block) once, in order (GPU): the child
+    that ncu profiles. Returns the launches made."""
+    from .gpu import launch_once
+
+    cp = cupy if cupy is not None else cupy_module()
+    by_name = {p.name: p for p in plans}
+    missing = sorted({n for n, _ in selection} - set(by_name))
+    if missing:
+        raise MeasurementError(f"the selection names plans the folder lacks: {missing}")
+    made = 0
+    i = 0
+    while i < len(selection):
+        name = selection[i][0]
+        j = i
+        while j < len(selection) and selection[j][0] == name:
+            j += 1
+        dev = Loaded(cp, by_name[name].program)
         try:
-            launches = profile(spec, param_items, fold, [t.block for t in ran], program.function,
-                               scalar_items, ncu)
-            counters = [k.values for k in launches]
-        except MeasurementError as exc:
-            ncu_note = f"no counters: {exc}"
-            warnings.append(ncu_note)
-    info = dict(env) if env is not None else environment(ncu)
-    date = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    rows = []
-    for t, values in zip(ran, counters):
-        vols = normalise(values, program.lups)
-        reg = values.get(ncu_mod.REGISTERS)
-        rows.append(
-            Measurement(
-                machine=info.get("machine", ""),
-                stencil=spec,
-                params=params_json(params),
-                kernel=kernel.name,
-                domain=interior(kernel),
-                block=t.block,
-                fold=kernel.fold,
-                lups=program.lups,
-                registers=int(reg) if reg is not None else t.registers,
-                time_s=t.median,
-                time_min_s=t.minimum,
-                repetitions=len(t.times),
-                glups=glups(program.lups, t.median),
-                sm_clock_mhz=sm_mhz,
-                mem_clock_mhz=mem_mhz,
-                date=date,
-                note="; ".join(x for x in (note, ncu_note) if x),
-                **vols,
-                driver=info.get("driver", ""), cuda=info.get("cuda", ""),
-                ncu=info.get("ncu", ""), cupy=info.get("cupy", ""),
-                pystencils=info.get("pystencils", ""), warpspeed=info.get("warpspeed", ""),
-            )
-        )
-    return rows, warnings
+            made += len(launch_once(dev, [b for _, b in selection[i:j]]))
+        finally:
+            dev.release()
+        i = j
+    return made
+
+
+__all__ = [
+    "FUNCTION_PREFIX",
+    "RunOptions",
+    "child_command",
+    "compile_all",
+    "environment",
+    "launch_selection",
+    "match_counters",
+    "measure_plans",
+    "profile",
+    "rows_of",
+    "select_counters",
+    "time_plan",
+    "with_counters",
+]

@@ -194,9 +194,80 @@ class Measurement:
         return cls(**kwargs)
 
 
-def write_csv(path: str | Path, rows: Iterable[Measurement], append: bool = True) -> Path:
-    """Write ``rows`` to ``path`` (header first if the file is new or
-    ``append`` is false); an existing file must have the same header."""
+#: How a refusal's note says why (``note`` column): "refused: " and the reason.
+REFUSED = "refused: "
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A configuration that could not be timed (a block the compiled kernel
+    cannot launch, a program that does not compile): a row of the CSV whose
+    time and GLup/s are empty and whose ``note`` says why, after
+    :data:`REFUSED`. :func:`read_csv` leaves these rows out (a configuration
+    without a time is one that could not launch); :func:`read_refusals`
+    reads them."""
+
+    machine: str
+    stencil: str
+    params: str
+    kernel: str
+    domain: Triple
+    block: Triple
+    fold: Triple
+    lups: int
+    reason: str
+    registers: int | None = None
+    set_note: str = ""
+    versions: tuple[tuple[str, str], ...] = ()
+    date: str = ""
+
+    @property
+    def config(self) -> tuple[str, str, Triple, Triple]:
+        """What identifies the configuration: (stencil, params, fold, block)."""
+        return (self.stencil, self.params, self.fold, self.block)
+
+    def to_row(self) -> dict[str, str]:
+        """The CSV row: identity columns filled, numbers empty, the reason in ``note``."""
+        out = dict.fromkeys(COLUMNS, "")
+        out.update(machine=self.machine, stencil=self.stencil, params=self.params,
+                   kernel=self.kernel, domain=format_triple(self.domain),
+                   block=format_triple(self.block), fold=format_triple(self.fold),
+                   lups=str(self.lups), date=self.date,
+                   registers="" if self.registers is None else str(self.registers),
+                   note="; ".join(x for x in (self.set_note, REFUSED + self.reason) if x))
+        out.update({k: v for k, v in self.versions if k in out})
+        return out
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, str]) -> Refusal:
+        """Parse a refusal row (:func:`is_refusal`)."""
+        note = row.get("note", "")
+        set_note, _, reason = note.rpartition(REFUSED)
+        regs = (row.get("registers") or "").strip()
+        return cls(
+            machine=row["machine"], stencil=row["stencil"], params=row["params"],
+            kernel=row["kernel"], domain=parse_triple(row["domain"], "domain"),
+            block=parse_triple(row["block"], "block"), fold=parse_triple(row["fold"], "fold"),
+            lups=int(row["lups"]), reason=reason.strip(),
+            registers=int(regs) if regs else None, set_note=set_note.rstrip("; "),
+            versions=tuple((k, row[k]) for k in ("driver", "cuda", "ncu", "cupy", "pystencils",
+                                                 "warpspeed") if row.get(k)),
+            date=row.get("date", ""),
+        )
+
+
+def is_refusal(row: Mapping[str, str]) -> bool:
+    """Whether a CSV row records a refusal: no time, no GLup/s, and a note
+    saying why (:class:`Refusal`)."""
+    return (not (row.get("time_s") or "").strip() and not (row.get("glups") or "").strip()
+            and REFUSED in (row.get("note") or ""))
+
+
+def write_csv(path: str | Path, rows: Iterable[Measurement | Refusal],
+              append: bool = True) -> Path:
+    """Write ``rows`` (measurements and refusals) to ``path`` (header first if
+    the file is new or ``append`` is false); an existing file must have the
+    same header."""
     p = Path(path)
     new = not (append and p.is_file() and p.stat().st_size > 0)
     if not new:
@@ -216,8 +287,8 @@ def write_csv(path: str | Path, rows: Iterable[Measurement], append: bool = True
     return p
 
 
-def read_csv(path: str | Path) -> list[Measurement]:
-    """All measurements of a CSV written by :func:`write_csv`."""
+def read_rows(path: str | Path) -> list[dict[str, str]]:
+    """The rows of a measurement CSV as text (header checked)."""
     p = Path(path)
     if not p.is_file():
         raise MeasurementError(f"measurement file {p} does not exist")
@@ -227,4 +298,14 @@ def read_csv(path: str | Path) -> list[Measurement]:
         missing = [c for c in COLUMNS if c not in header]
         if missing:
             raise MeasurementError(f"{p} is not a warpspeed measurement CSV: no columns {missing}")
-        return [Measurement.from_row(r) for r in reader]
+        return list(reader)
+
+
+def read_csv(path: str | Path) -> list[Measurement]:
+    """All measurements of a CSV written by :func:`write_csv` (refusals left out)."""
+    return [Measurement.from_row(r) for r in read_rows(path) if not is_refusal(r)]
+
+
+def read_refusals(path: str | Path) -> list[Refusal]:
+    """The refusals of a CSV written by :func:`write_csv`."""
+    return [Refusal.from_row(r) for r in read_rows(path) if is_refusal(r)]

@@ -45,8 +45,6 @@ every variant's reason (``.reasons``): a ranking is never empty.
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
@@ -58,9 +56,10 @@ import pystencils as ps
 from ..errors import EmptyRankingError, FitError, LaunchError, MachineError
 from ..input.kernel import Kernel
 from ..machine import Machine, load_machine
+from ..measure.tune import Tuned
 from ..model import Prediction
 from ..model import predict as ws_predict
-from ..search.design_space import DEFAULT_FOLDS, MAX_BLOCK_DIMS, block_shapes
+from ..search.design_space import DEFAULT_FOLDS, design_blocks
 from ..search.executor import no_collection
 from ..search.rank import rank as ws_rank
 from ..search.rank import summary
@@ -70,7 +69,14 @@ from .default_block import with_default_block
 from .extract import Extraction, read
 from .fold import Fold, _fold3, generate
 from .layouts import ShapeSpec
-from .options import PREDICT_KEYWORDS, RANK_KEYWORDS, ExtractOptions, with_keywords
+from .measured import measured_choice
+from .options import (
+    PREDICT_KEYWORDS,
+    RANK_KEYWORDS,
+    TUNE_KEYWORDS,
+    ExtractOptions,
+    with_keywords,
+)
 from .registers import with_registers
 from .variants import Job, Variant, make_variants, reason
 
@@ -79,19 +85,9 @@ def blocks(
     threads: int, domain: tuple[int, int, int] = (2**30, 2**30, 2**30)
 ) -> list[tuple[int, int, int]]:
     """Power-of-two block sizes of ``threads`` threads in the paper's design
-    space (MODEL.md §8: :func:`warpspeed.search.design_space.block_shapes`
-    within its extent limits), without dimensions larger than the domain
-    needs."""
-    if (isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1
-            or threads & (threads - 1)):
-        raise LaunchError(f"threads={threads!r}: threads per block must be a positive power of "
-                          "two, e.g. 256")
-    cap = tuple(min(lim, 1 << max(0, math.ceil(math.log2(d))))
-                for lim, d in zip(MAX_BLOCK_DIMS, domain))
-    out = list(block_shapes(int(threads), max_dims=cap))
-    if not out:
-        raise LaunchError(f"no block of {threads} threads fits the domain {domain}")
-    return out
+    space (MODEL.md §8: :func:`warpspeed.search.design_space.design_blocks`),
+    without dimensions larger than the domain needs."""
+    return design_blocks(threads, domain)
 
 
 def _is_kernel_function(obj: Any) -> bool:
@@ -149,13 +145,16 @@ def predict(
 
 @dataclass(frozen=True)
 class Ranked:
-    """The kernel of the best configuration, every prediction best first,
-    and the folding variants skipped with the reason (module docstring)."""
+    """The kernel of the best configuration (the measured best with
+    ``measure=K``), every prediction best first, the folding variants skipped
+    with the reason (module docstring), and what was timed."""
 
     kernel: Any
     ranking: tuple[Prediction, ...]
     skipped: tuple[tuple[Fold, str], ...] = ()
     notes: tuple[str, ...] = ()
+    #: The configurations timed with ``measure=K`` (None without it).
+    tuned: Tuned | None = None
 
     def __iter__(self):  # allows ``kernel, ranking = create_kernel(...)``
         return iter((self.kernel, list(self.ranking)))
@@ -232,6 +231,15 @@ def create_kernel(
     (:attr:`Ranked.skipped`); if none can be ranked,
     :class:`warpspeed.EmptyRankingError` lists why (module docstring).
 
+    ``measure=K`` (a keyword, or the options' field): time the ranking's best
+    ``K`` configurations (and their ties) on this machine's GPU, or replay
+    them from a measurement CSV (``replay=``: its path, or a
+    :class:`warpspeed.measure.tune.Replay` of one kernel's rows), and return
+    the kernel of the measured best; :attr:`Ranked.tuned` holds the
+    predicted and measured GLup/s of each configuration timed
+    (:mod:`.measured`). Without a GPU the ranking stands and ``tuned`` says
+    why.
+
     Example: the best block of 256 threads, unfolded or folded twice along
     z, for a 7-point Jacobi sweep (no GPU needed)::
 
@@ -251,7 +259,8 @@ def create_kernel(
         >>> type(kernel).__name__  # the pystencils kernel of the best fold
         'GpuKernel'
     """
-    opts = with_keywords(options, keywords, "create_kernel", PREDICT_KEYWORDS)
+    opts = with_keywords(options, keywords, "create_kernel", PREDICT_KEYWORDS | TUNE_KEYWORDS,
+                         current=TUNE_KEYWORDS)
     with no_collection():  # no walk of pystencils' heap here or in the workers
         m = load_machine(machine)
         if threads is not None:  # refused before any variant is generated
@@ -270,10 +279,15 @@ def create_kernel(
         # a prediction's fold is its kernel's (a grid-strided kernel's counts the
         # points of each thread); the variant it came from is generated
         variant_of = {ex.kernel.fold: f for f, ex in variants.items()}
-        best = ranking[0]
-        kernel, why = _best_kernel(made, variant_of[best.fold], best.block, assignments, config,
+        tuned = None if opts.measure is None else measured_choice(
+            ranking, opts.measure, opts.replay, made, variant_of, assignments, config,
+            opts.shape)
+        fold, block = ((ranking[0].fold, ranking[0].block) if tuned is None
+                       else (tuned.chosen.fold, tuned.chosen.block))
+        kernel, why = _best_kernel(made, variant_of[fold], block, assignments, config,
                                    opts.shape)
-        return Ranked(kernel, tuple(ranking), tuple(skipped), _notes(made, variants) + why)
+        return Ranked(kernel, tuple(ranking), tuple(skipped), _notes(made, variants) + why,
+                      tuned)
 
 
 def _notes(made: Sequence[Variant], variants: Mapping[Fold, Extraction]) -> tuple[str, ...]:

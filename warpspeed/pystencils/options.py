@@ -37,6 +37,7 @@ import numpy as np
 from ..errors import FitError, KernelError, LaunchError
 from ..input.gathers import ORDERS
 from ..input.triples import Triple, ints_of, triple_of
+from ..measure.tune import Replay
 from ..timing import DEFAULT_MODEL, MODELS
 from ..volumes.capacity import CapacityFits
 from .indexlists import ListSpec, list_length
@@ -134,6 +135,17 @@ class ExtractOptions:
     """Capacity curves instead of the machine's own: a name in ``fits/``, a
     path to such a TOML file, or loaded curves (MODEL.md §7)."""
 
+    measure: int | None = None
+    """``create_kernel`` only: time the ranking's best ``measure``
+    configurations on this machine's GPU (or replay them, ``replay``) and
+    return the measured best (MODEL.md §9); ``None``: the model chooses
+    alone."""
+
+    replay: str | Path | Replay | None = None
+    """With ``measure``: a measurement CSV in place of the GPU (its path, or
+    a :class:`warpspeed.measure.tune.Replay` of one kernel's rows); a
+    configuration it lacks could not launch."""
+
     def __post_init__(self) -> None:
         _check_shape(self.shape)
         _check_layout(self.layout)
@@ -151,6 +163,19 @@ class ExtractOptions:
         if self.fits is not None and not isinstance(self.fits, (str, os.PathLike, CapacityFits)):
             raise FitError(f"fits must be a name in fits/, a path to a TOML file or loaded "
                            f"CapacityFits, got {type(self.fits).__name__}")
+        _check_measure(self.measure, self.replay)
+
+
+def _check_measure(measure: Any, replay: Any) -> None:
+    if measure is not None and (isinstance(measure, bool) or not isinstance(measure, int)
+                                or measure < 1):
+        raise LaunchError(f"measure must be a positive number of configurations to time, "
+                          f"got {measure!r}")
+    if replay is not None and not isinstance(replay, (str, os.PathLike, Replay)):
+        raise LaunchError(f"replay must be the path of a measurement CSV or a Replay, got "
+                          f"{type(replay).__name__}")
+    if replay is not None and measure is None:
+        raise LaunchError("replay= needs measure=K: the number of configurations to time")
 
 
 def _check_shape(shape: Any) -> None:
@@ -254,13 +279,16 @@ READ_KEYWORDS = frozenset({"base_offsets", "shape", "layout", "params", "grid_po
 EXTRACT_KEYWORDS = READ_KEYWORDS | {"registers", "index_list", "list_order"}
 PREDICT_KEYWORDS = EXTRACT_KEYWORDS | {"fits", "model"}
 RANK_KEYWORDS = frozenset({"fits", "model"})
+#: Keywords ``create_kernel`` takes as well as the options' fields (not deprecated).
+TUNE_KEYWORDS = frozenset({"measure", "replay"})
 
 
 def with_keywords(options: ExtractOptions | None, keywords: Mapping[str, Any], function: str,
-                  accepted: frozenset[str]) -> ExtractOptions:
-    """``options`` (default: all defaults) with the deprecated option
-    ``keywords`` of ``function`` applied over its fields, and a
-    :class:`DeprecationWarning` naming the replacement; a keyword
+                  accepted: frozenset[str], current: frozenset[str] = frozenset()
+                  ) -> ExtractOptions:
+    """``options`` (default: all defaults) with the option ``keywords`` of
+    ``function`` applied over its fields, and a :class:`DeprecationWarning`
+    naming the replacement for those not in ``current``; a keyword
     ``function`` never took raises :class:`TypeError` as Python does."""
     unknown = sorted(set(keywords) - accepted)
     if unknown:
@@ -272,7 +300,9 @@ def with_keywords(options: ExtractOptions | None, keywords: Mapping[str, Any], f
                         f"got {type(options).__name__}")
     if not keywords:
         return options
-    names = [f.name for f in fields(ExtractOptions) if f.name in keywords]
+    names = [f.name for f in fields(ExtractOptions) if f.name in keywords and f.name not in current]
+    if not names:
+        return replace(options, **keywords)
     warnings.warn(
         f"{function}({', '.join(n + '=' for n in names)}) is deprecated: pass "
         f"options=warpspeed.pystencils.ExtractOptions({', '.join(n + '=...' for n in names)})",
@@ -281,4 +311,4 @@ def with_keywords(options: ExtractOptions | None, keywords: Mapping[str, Any], f
     return replace(options, **keywords)
 
 
-__all__ = ["MAX_GRID_POINTS", "ExtractOptions", "with_keywords"]
+__all__ = ["MAX_GRID_POINTS", "TUNE_KEYWORDS", "ExtractOptions", "with_keywords"]

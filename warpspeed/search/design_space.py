@@ -16,6 +16,9 @@ uses all of them.
 
 from __future__ import annotations
 
+import math
+import numbers
+
 from ..errors import LaunchError
 
 Block = tuple[int, int, int]
@@ -54,6 +57,23 @@ def block_shapes(
     return tuple(out)
 
 
+def design_blocks(threads: int, domain: tuple[int, int, int] = (2**30, 2**30, 2**30)
+                  ) -> list[Block]:
+    """Power-of-two blocks of ``threads`` threads in the paper's design space
+    (:func:`block_shapes` within :data:`MAX_BLOCK_DIMS`), without an extent
+    larger than the power of two that covers the domain's (MODEL.md §8)."""
+    if (isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1
+            or threads & (threads - 1)):
+        raise LaunchError(f"threads={threads!r}: threads per block must be a positive power of "
+                          "two, e.g. 256")
+    cap = tuple(min(lim, 1 << max(0, math.ceil(math.log2(d))))
+                for lim, d in zip(MAX_BLOCK_DIMS, domain))
+    out = list(block_shapes(int(threads), max_dims=(cap[0], cap[1], cap[2])))
+    if not out:
+        raise LaunchError(f"no block of {threads} threads fits the domain {domain}")
+    return out
+
+
 def trim_reason(block: Block, domain: tuple[int, int, int]) -> str | None:
     """Why ``block`` is absurd for ``domain`` (in threads), or None: an extent
     of at least twice the domain's leaves half of every block idle."""
@@ -88,5 +108,6 @@ __all__ = [
     "Fold",
     "block_shapes",
     "canonical_block",
+    "design_blocks",
     "trim_reason",
 ]

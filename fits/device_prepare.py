@@ -1,0 +1,124 @@
+"""Prepare the kernels a lent GPU machine measures (MODEL.md §9), here, where
+pystencils and lbmpy are installed: ``python fits/device_prepare.py [OUT]``
+(default ``.measure_programs``) writes one folder of plans per series
+(``python -m warpspeed.measure prepare``'s format), which
+``fits/device_measure.sh`` times on the GPU machine with CuPy alone.
+
+The series, in the order the device script runs them:
+
+* ``check``: a dozen blocks of the shipped H200 run's 7-point star (512^3,
+  fold 1x1x1), spread over its measured GLup/s: the new run against the
+  shipped one, same kernels, same blocks;
+* ``new``: the project's stencils and variants the shipped H200 set lacks,
+  every block of 256, 512 and 1024 threads of the design space
+  (``design_blocks``), a few folds (:data:`NEW`);
+* ``dev``: every configuration of the shipped H200 set again
+  (``fits/data/h200/measurements.csv``): the design-space sets with every
+  block of 256/512/1024 threads (so blocks that cannot launch come back as
+  refusals), the layer and copy sets with the blocks the file names; the
+  ``note`` keeps the set's name.
+
+``--list`` prints the series and their sizes without writing anything.
+Stencils without generated code (``lbm_fluidx3d``, ``convolution2d``: kernel
+descriptions written by hand) and the hand-written twin ``star3d_by_hand``
+cannot be measured by the harness and are not in the list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from warpspeed.measure import Plan, params_from_json, plan_for, read_csv, write_plans
+from warpspeed.measure.program import versions
+from warpspeed.validation.reference import dataset_dir
+
+THREADS = (256, 512, 1024)
+F111, F121, F112, F141 = (1, 1, 1), (1, 2, 1), (1, 1, 2), (1, 4, 1)
+
+#: The new series: (set name, stencil, parameters, folds).
+NEW: tuple[tuple[str, str, dict[str, Any], tuple[tuple[int, int, int], ...]], ...] = (
+    ("star_r2", "star3d", {"radius": 2, "shape": (640, 512, 512)}, (F111, F121, F112)),
+    ("box3d", "box3d", {"shape": (640, 512, 512)}, (F111, F121, F112)),
+    ("star2d", "star2d", {"shape": (8192, 8192)}, (F111, F121, F141)),
+    ("lbm_d3q19_f32", "lbm_d3q19", {"precision": 32, "shape": (256, 256, 256)}, (F111,)),
+    ("allen_cahn", "allen_cahn_d3q15", {"shape": (256, 256, 256)}, (F111,)),
+    *(("copy_design", "copy3d", {"shape": s}, (F111,))
+      for s in ((128, 128, 128), (256, 256, 256), (512, 512, 512), (1024, 1024, 512))),
+)
+#: Sets of the shipped run timed over the whole design space of :data:`THREADS`.
+DESIGN_SETS = ("star_r1_512", "star_r4", "lbm_d3q19_f64")
+CHECK_SET, CHECK_BLOCKS = "star_r1_512", 12
+
+
+def set_of(note: str) -> str:
+    """The set a shipped row belongs to (its note begins ``set NAME``)."""
+    head = note.split(";")[0].strip()
+    return head[4:] if head.startswith("set ") else ""
+
+
+def spread(items: Sequence[Any], n: int) -> list[Any]:
+    """``n`` items evenly spread from the first to the last."""
+    if n >= len(items):
+        return list(items)
+    return [items[round(i * (len(items) - 1) / (n - 1))] for i in range(n)]
+
+
+def check_plans(info: dict[str, str]) -> list[Plan]:
+    """The cross-check series (module docstring)."""
+    rows = [m for m in read_csv(dataset_dir("h200") / "measurements.csv")
+            if set_of(m.note) == CHECK_SET and m.fold == F111]
+    rows.sort(key=lambda m: m.glups)
+    blocks = [m.block for m in spread(rows, CHECK_BLOCKS)]
+    return [plan_for("star3d", rows[0].parameters, F111, blocks=blocks,
+                     note=f"set check_{CHECK_SET}", info=info)]
+
+
+def new_plans(info: dict[str, str]) -> list[Plan]:
+    """The new series (module docstring)."""
+    return [plan_for(stencil, params, fold, threads=THREADS, note=f"set {name}", info=info)
+            for name, stencil, params, folds in NEW for fold in folds]
+
+
+def dev_plans(info: dict[str, str]) -> list[Plan]:
+    """The shipped H200 set again (module docstring)."""
+    groups: dict[tuple[str, str, str, tuple[int, int, int]], list[tuple[int, int, int]]] = {}
+    for m in read_csv(dataset_dir("h200") / "measurements.csv"):
+        groups.setdefault((set_of(m.note), m.stencil, m.params, m.fold), []).append(m.block)
+    out = []
+    for (name, stencil, params, fold), blocks in sorted(groups.items()):
+        design = name in DESIGN_SETS
+        out.append(plan_for(stencil, params_from_json(params), fold,
+                            threads=THREADS, blocks=None if design else blocks,
+                            note=f"set {name}", info=info))
+    return out
+
+
+SERIES = {"check": check_plans, "new": new_plans, "dev": dev_plans}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", nargs="?", default=".measure_programs", type=Path)
+    parser.add_argument("--series", nargs="+", choices=tuple(SERIES), default=list(SERIES))
+    parser.add_argument("--list", action="store_true", help="print the series, write nothing")
+    args = parser.parse_args(argv)
+    info = versions()
+    for name in args.series:
+        plans = SERIES[name](info)
+        configs = sum(len(p.blocks) for p in plans)
+        print(f"{name}: {len(plans)} plans, {configs} configurations, "
+              f"{sum(p.program.lups * len(p.blocks) for p in plans) / 1e9:.0f} GLup timed "
+              "once each")
+        if not args.list:
+            write_plans(args.out / name, plans)
+    if not args.list:
+        print(f"written to {args.out}/ (carry it to the GPU machine)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

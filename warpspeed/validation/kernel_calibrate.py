@@ -1,0 +1,439 @@
+"""Learn from what was timed (MODEL.md §12, grounding "kernels"): a machine
+file from a base machine and kernel measurements
+(``warpspeed machines calibrate --measurements FILE.csv [--base M]``).
+
+The figures the measurements determine are fitted; every other number of the
+base is carried with its source. Each fitted figure's ``source`` names the
+run (the file, the GPU and driver its rows name, their dates) and the rule:
+
+* **DRAM plateau** (``dram_bw_copy``, ``dram_bandwidth``): measured directly,
+  not through the model: the bytes per second of the copy kernel
+  (``copy3d``) at its largest sizes (every size with at least half the
+  largest's lattice updates), each size's fastest block, the median over
+  those sizes. Bytes per update: the DRAM counters where the row has them,
+  else the model's DRAM volume (a copy's is exact: one load and one store).
+* **Small-launch cost** (``launch_overhead_us``), **the many-stream term**
+  (``dram_scattered_fraction``) and **L2 plateau** (``l2_bandwidth``): each
+  fitted through the model, so that the median of predicted over measured
+  GLup/s is 1 on the rows whose prediction depends on it: the rows whose
+  predicted GLup/s moves by more than :data:`SENSITIVE` when the figure is
+  halved (the many-stream term: of those, the rows of at least
+  :data:`MANY_STREAMS` concurrent DRAM streams). A figure is carried, and
+  the report says why, when fewer than :data:`MIN_ROWS` rows determine it, or
+  when their sets disagree: one set's median ratio above 1 + :data:`AGREE`
+  and another's below 1 - :data:`AGREE` (then no value brings both nearer 1,
+  and the figure does not describe what the rows have in common). They are
+  fitted in this order, each with the figures before it in place.
+* ``extra``: any other parameter of :class:`~warpspeed.machine.Machine` of
+  type ``float`` (their names are read from the dataclass, so a parameter a
+  newer model adds can be fitted too), on the rows of one set (the ``note``
+  column's ``set NAME``) or on all rows, by the same median rule.
+
+How a figure is fitted: bisection of its logarithm within a factor 8 of the
+base value (and the loader's range), until the median ratio is within 1e-4
+of 1; a figure whose range does not bracket 1 stays at the nearer end, said
+in its source. The block stage and wave sets of every row are counted once
+with the base machine: the fitted figures are read only by the timing
+(:func:`warpspeed.model.finish`). Approximation: the median rule weighs every
+row of the selection alike.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import MachineError
+from ..machine import (
+    FORMAT_VERSIONS,
+    Machine,
+    load_machine,
+    parameter_range,
+    read_versioned_toml,
+)
+from ..measure import Measurement, MeasurementError, generate_variant, read_csv
+from ..model import BlockStage, Prediction, block_stage, finish
+from ..timing import DEFAULT_MODEL, MODELS
+from ..volumes.capacity import CapacityFits, curves_for
+from ..volumes.waves import WaveVolumes, wave_volumes
+from .pairing import config_key, infer_machine, train_test_split
+
+#: A row's prediction depends on a figure when halving it moves the GLup/s by more.
+SENSITIVE = 0.02
+#: Fewest rows a figure is fitted on.
+MIN_ROWS = 5
+#: Sets whose median ratios lie beyond 1 +- this on both sides disagree.
+AGREE = 0.02
+#: Concurrent DRAM streams from which a kernel counts as "many streams".
+MANY_STREAMS = 16
+#: The stencil whose rows measure the DRAM plateau.
+COPY = "copy3d"
+#: Parameters read by the block stage or the wave sets (counted once, with the base).
+STRUCTURAL = frozenset({"memory_gib"})
+
+
+def fittable() -> tuple[str, ...]:
+    """The parameters of :class:`Machine` a calibration may fit: those of
+    type ``float`` that only the timing reads (module docstring)."""
+    return tuple(f.name for f in fields(Machine)
+                 if str(f.type).split(" |")[0] == "float" and f.name not in STRUCTURAL)
+
+
+@dataclass(frozen=True)
+class Row:
+    """A measured configuration with its block stage and wave sets."""
+
+    measured: Measurement
+    stage: BlockStage
+    wave: WaveVolumes
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """One figure: its parameters' new value, the base's, the rows it was
+    fitted on, and the words of its source (``value`` None: carried, and
+    ``rule`` says why)."""
+
+    figure: str
+    parameters: tuple[str, ...]
+    value: float | None
+    before: float | None
+    rows: int
+    rule: str
+
+
+def prepare(rows: Sequence[Measurement], m: Machine, model: str = DEFAULT_MODEL) -> list[Row]:
+    """Every row's block stage and wave sets on ``m`` (kernels generated
+    once per stencil, parameters and fold)."""
+    spec = MODELS[model]
+    kernels = {}
+    out = []
+    for r in rows:
+        key = (r.stencil, r.params, r.fold)
+        if key not in kernels:
+            kernels[key] = generate_variant(r.stencil, r.parameters, r.fold)[0]
+        stage = block_stage(kernels[key], m, r.block)
+        out.append(Row(r, stage, wave_volumes(kernels[key], stage.launch, stage.bound,
+                                              address=spec.address)))
+    return out
+
+
+def with_values(m: Machine, values: Mapping[str, float | None]) -> Machine:
+    """``m`` with these parameters set (names of :func:`fittable`)."""
+    given: dict[str, Any] = dict(values)
+    return replace(m, **given)
+
+
+def predict_rows(rows: Sequence[Row], m: Machine, curves: CapacityFits,
+                 model: str = DEFAULT_MODEL) -> list[Prediction]:
+    """The prediction of every row with the figures of ``m``."""
+    return [finish(replace(r.stage, machine=m), r.wave, curves, model) for r in rows]
+
+
+def median_ratio(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: str) -> float:
+    """Median of predicted over measured GLup/s."""
+    preds = predict_rows(rows, m, curves, model)
+    return statistics.median(p.glups / r.measured.glups for p, r in zip(preds, rows))
+
+
+def _set(m: Measurement) -> str:
+    head = m.note.split(";")[0].strip()
+    return head[4:] if head.startswith("set ") else ""
+
+
+def set_name(m: Measurement) -> str:
+    """The set a row belongs to: the ``note``'s ``set NAME``, else its kernel
+    and parameters."""
+    return _set(m) or f"{m.kernel} {m.params}"
+
+
+def bisect(rows: Sequence[Row], m: Machine, name: str, curves: CapacityFits, model: str,
+           ) -> tuple[float, str]:
+    """The value of ``name`` that makes the median ratio of ``rows`` 1, and
+    a note when the range does not bracket it (module docstring)."""
+    v0 = float(getattr(m, name))
+    lo_lim, hi_lim = parameter_range(name)
+    lo, hi = max(v0 / 8, lo_lim), min(v0 * 8, hi_lim)
+    if lo <= 0:
+        lo = v0 / 8
+
+    def f(v: float) -> float:
+        return math.log(median_ratio(rows, with_values(m, {name: v}), curves, model))
+
+    f_lo, f_hi = f(lo), f(hi)
+    if f_lo * f_hi > 0:
+        end = lo if abs(f_lo) < abs(f_hi) else hi
+        return end, (f"; the median ratio is {math.exp(f(end)):.3f} at the end of the range "
+                     f"[{lo:g}, {hi:g}], so the figure stays there")
+    a, b, fa = math.log(lo), math.log(hi), f_lo
+    for _ in range(60):
+        mid = (a + b) / 2
+        fm = f(math.exp(mid))
+        if abs(fm) < 1e-4:
+            return math.exp(mid), ""
+        if (fm < 0) == (fa < 0):
+            a, fa = mid, fm
+        else:
+            b = mid
+    return math.exp((a + b) / 2), ""
+
+
+def sensitive(rows: Sequence[Row], m: Machine, name: str, curves: CapacityFits,
+              model: str) -> list[Row]:
+    """The rows whose predicted GLup/s moves by more than :data:`SENSITIVE`
+    when ``name`` is halved."""
+    base = predict_rows(rows, m, curves, model)
+    half = predict_rows(rows, with_values(m, {name: float(getattr(m, name)) / 2}), curves, model)
+    return [r for r, a, b in zip(rows, base, half) if abs(b.glups / a.glups - 1) > SENSITIVE]
+
+
+def dram_plateau(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: str
+                 ) -> Fitted:
+    """The copy's bytes per second at its largest sizes (module docstring)."""
+    names = tuple(n for n in ("dram_bw_copy", "dram_bandwidth") if getattr(m, n) is not None)
+    copies = [r for r in rows if r.measured.stencil == COPY]
+    if not copies or not names:
+        why = "no copy3d rows" if not copies else "the machine has no DRAM plateau"
+        return Fitted("DRAM plateau", names, None, None, 0, f"carried: {why}")
+    preds = predict_rows(copies, m, curves, model)
+    largest = max(r.measured.lups for r in copies)
+    best: dict[int, float] = {}
+    for r, p in zip(copies, preds):
+        if r.measured.lups * 2 < largest:
+            continue
+        c = r.measured
+        counted = None if c.dram_load is None or c.dram_store is None else (
+            c.dram_load + c.dram_store)
+        volume = counted if counted is not None else p.volumes.dram_load + p.volumes.dram_store
+        best[c.lups] = max(best.get(c.lups, 0.0), c.glups * volume)  # GB/s
+    value = statistics.median(best.values())
+    sizes = ", ".join(f"{n / 2**20:g} Mi" for n in sorted(best))
+    return Fitted("DRAM plateau", names, round(value, 1), float(getattr(m, names[0])),
+                  len(best), f"the copy ({COPY}) at its largest sizes ({sizes} lattice updates): "
+                  "median over the sizes of the fastest block's bytes per second (DRAM "
+                  "counters where measured, else the model's copy volume)")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure fitted through the model: its parameter, the rows that
+    determine it, and the words that say which."""
+
+    name: str
+    parameter: str
+    select: Callable[[Sequence[Row], Machine, CapacityFits, str], list[Row]]
+    rows_words: str
+
+
+def _many_streams(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: str
+                  ) -> list[Row]:
+    preds = predict_rows(rows, m, curves, model)
+    many = [r for r, p in zip(rows, preds) if p.volumes.dram_streams >= MANY_STREAMS]
+    return sensitive(many, m, "dram_scattered_fraction", curves, model)
+
+
+FIGURES = (
+    Figure("small-launch cost", "launch_overhead_us",
+           lambda rows, m, c, model: sensitive(rows, m, "launch_overhead_us", c, model),
+           "whose prediction depends on it (small launches)"),
+    Figure("many-stream term", "dram_scattered_fraction", _many_streams,
+           f"of at least {MANY_STREAMS} concurrent DRAM streams whose prediction depends on it"),
+    Figure("L2 plateau", "l2_bandwidth",
+           lambda rows, m, c, model: sensitive(rows, m, "l2_bandwidth", c, model),
+           "whose prediction depends on it"),
+)
+
+
+def fit_figure(rows: Sequence[Row], m: Machine, name: str, parameter: str,
+               chosen: Sequence[Row], words: str, curves: CapacityFits, model: str) -> Fitted:
+    """``parameter`` fitted on ``chosen`` by the median rule, or carried
+    when fewer than :data:`MIN_ROWS` rows determine it."""
+    before = getattr(m, parameter)
+    if before is None:
+        return Fitted(name, (parameter,), None, None, 0, "carried: the base has no value")
+    if len(chosen) < MIN_ROWS:
+        return Fitted(name, (parameter,), None, float(before), len(chosen),
+                      f"carried: {len(chosen)} rows {words}, fewer than {MIN_ROWS}")
+    split = disagreement(chosen, m, curves, model)
+    if split:
+        return Fitted(name, (parameter,), None, float(before), len(chosen),
+                      f"carried: the {len(chosen)} rows {words} disagree: {split}")
+    value, note = bisect(chosen, m, parameter, curves, model)
+    sets = sorted({set_name(r.measured) for r in chosen})
+    return Fitted(name, (parameter,), float(f"{value:.4g}"), float(before), len(chosen),
+                  f"fitted so that the median of predicted over measured GLup/s is 1 on the "
+                  f"{len(chosen)} rows {words} (sets {', '.join(sets)}; {model} model){note}")
+
+
+def disagreement(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: str) -> str:
+    """Which sets of ``rows`` lie above and which below 1 by more than
+    :data:`AGREE` (median predicted over measured GLup/s): one figure cannot
+    bring both nearer 1. Empty when they agree."""
+    ratios: dict[str, list[float]] = {}
+    for r, p in zip(rows, predict_rows(rows, m, curves, model)):
+        ratios.setdefault(set_name(r.measured), []).append(p.glups / r.measured.glups)
+    med = {k: statistics.median(v) for k, v in sorted(ratios.items())}
+    high = [f"{k} {v:.3f}" for k, v in med.items() if v > 1 + AGREE]
+    low = [f"{k} {v:.3f}" for k, v in med.items() if v < 1 - AGREE]
+    if high and low:
+        return (f"{', '.join(high)} above 1, {', '.join(low)} below (median predicted / "
+                "measured), which no one value brings both nearer 1")
+    return ""
+
+
+def parse_extra(text: str) -> tuple[str, str]:
+    """``NAME`` or ``NAME:SET`` of ``--fit``, the name checked against
+    :func:`fittable`."""
+    name, _, subset = text.partition(":")
+    if name not in fittable():
+        raise MachineError(f"--fit {text}: {name!r} is not a parameter a calibration can fit; "
+                           f"they are {', '.join(fittable())}")
+    return name, subset
+
+
+def fit_all(rows: Sequence[Row], base: Machine, curves: CapacityFits, model: str,
+            extra: Sequence[str] = ()) -> tuple[Machine, list[Fitted]]:
+    """Every figure in order (module docstring), each with those before it
+    in place; the fitted machine and what each fit did."""
+    m = base
+    out = [dram_plateau(rows, m, curves, model)]
+    if out[0].value is not None:
+        m = with_values(m, dict.fromkeys(out[0].parameters, out[0].value))
+    for fig in FIGURES:
+        if getattr(m, fig.parameter) is None:
+            continue
+        f = fit_figure(rows, m, fig.name, fig.parameter, fig.select(rows, m, curves, model),
+                       fig.rows_words, curves, model)
+        out.append(f)
+        if f.value is not None:
+            m = with_values(m, {fig.parameter: f.value})
+    for text in extra:
+        name, subset = parse_extra(text)
+        chosen = [r for r in rows if not subset or _set(r.measured) == subset]
+        f = fit_figure(rows, m, name, name, chosen, f"of set {subset}" if subset else "",
+                       curves, model)
+        out.append(f)
+        if f.value is not None:
+            m = with_values(m, {name: f.value})
+    return m, out
+
+
+def run_name(path: str | Path, rows: Sequence[Measurement]) -> str:
+    """The run as sources name it: the file, its GPU and driver, its dates."""
+    machines = sorted({r.machine for r in rows if r.machine})
+    drivers = sorted({r.driver for r in rows if r.driver})
+    dates = sorted({r.date[:10] for r in rows if r.date})
+    when = dates[0] if len(dates) == 1 else f"{dates[0]} .. {dates[-1]}" if dates else "undated"
+    return (f"kernel measurements {Path(path).name} ({', '.join(machines) or 'GPU unnamed'}, "
+            f"driver {', '.join(drivers) or 'unknown'}, {when}; {len(rows)} rows)")
+
+
+def machine_data(base: Machine, fitted: Sequence[Fitted], run: str) -> dict:
+    """The base's file with the fitted figures and grounding "kernels"
+    (module docstring): a dict :func:`warpspeed.validation.calibrate.write_machine`
+    writes."""
+    data = read_versioned_toml(Path(base.path), "machine file", FORMAT_VERSIONS, MachineError)
+    for f in fitted:
+        if f.value is None:
+            continue
+        for name in f.parameters:
+            entry = dict(data.get(name) or {})
+            was = entry.get("value")
+            entry["value"] = f.value
+            entry["source"] = f"{run}: {f.rule}" + (f" (was {was:g})" if isinstance(
+                was, (int, float)) else "")
+            if name == "dram_bandwidth" and "stream_reference" in entry:
+                # the plateaus of the base were measured with the base's figure; the
+                # fitted one does not scale them (machine.py: stream_reference)
+                entry["stream_reference"] = entry["value"]
+            data[name] = entry
+    data["grounding"] = "kernels"
+    return data
+
+
+def select(rows: Sequence[Measurement], subset: str) -> list[Measurement]:
+    """All rows, or the train or test half (:func:`~.pairing.train_test_split`)."""
+    if subset == "all":
+        return list(rows)
+    if subset not in ("train", "test"):
+        raise MeasurementError(f"subset must be all, train or test, got {subset!r}")
+    train, test = train_test_split(rows, config_key)
+    return train if subset == "train" else test
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration's result: the data of the machine file, the base it
+    started from and what each figure did."""
+
+    data: dict
+    base: Machine
+    fitted: tuple[Fitted, ...]
+    run: str
+
+    def lines(self) -> list[str]:
+        """What was fitted and what was carried, one line each."""
+        out = []
+        for f in self.fitted:
+            names = ", ".join(f.parameters)
+            if f.value is None:
+                out.append(f"{f.figure} ({names}): {f.rule}")
+            else:
+                out.append(f"{f.figure} ({names}): {f.before:g} -> {f.value:g} from {f.rows} "
+                           f"rows")
+        return out
+
+
+def calibrate_kernels(csv_path: str | Path, base: str | Path | None = None,
+                      subset: str = "all", extra: Sequence[str] = (),
+                      model: str = DEFAULT_MODEL, fits: str | Path | None = None
+                      ) -> Calibration:
+    """``warpspeed machines calibrate --measurements CSV``: the machine file
+    of ``base`` (default: the built-in machine of the CSV's GPU) with the
+    figures the measurements (``subset`` of them) determine (module
+    docstring)."""
+    if model not in MODELS:
+        raise MeasurementError(f"unknown model {model!r}; the models are {', '.join(MODELS)}")
+    rows = read_csv(csv_path)
+    if not rows:
+        raise MeasurementError(f"{csv_path} holds no measurements")
+    m = load_machine(base or infer_machine(rows))
+    chosen = select(rows, subset)
+    curves = curves_for(m, fits)
+    prepared = prepare(chosen, m, model)
+    _, fitted = fit_all(prepared, m, curves, model, extra)
+    run = run_name(csv_path, chosen) + ("" if subset == "all" else f", the {subset} half")
+    return Calibration(machine_data(m, fitted, run), m, tuple(fitted), run)
+
+
+__all__ = [
+    "AGREE",
+    "COPY",
+    "Calibration",
+    "calibrate_kernels",
+    "select",
+    "FIGURES",
+    "MANY_STREAMS",
+    "MIN_ROWS",
+    "SENSITIVE",
+    "Fitted",
+    "Row",
+    "bisect",
+    "disagreement",
+    "dram_plateau",
+    "fit_all",
+    "fit_figure",
+    "fittable",
+    "machine_data",
+    "median_ratio",
+    "parse_extra",
+    "predict_rows",
+    "prepare",
+    "run_name",
+    "sensitive",
+    "set_name",
+]
