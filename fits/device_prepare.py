@@ -9,6 +9,8 @@ The series, in the order the device script runs them:
 * ``check``: a dozen blocks of the shipped H200 run's 7-point star (512^3,
   fold 1x1x1), spread over its measured GLup/s: the new run against the
   shipped one, same kernels, same blocks;
+* ``probe``: the configurations MODEL.md §10 names as still missed on the
+  H200 (:data:`PROBE`), every one with Nsight Compute counters;
 * ``new``: the project's stencils and variants the shipped H200 set lacks,
   every block of 256, 512 and 1024 threads of the design space
   (``design_blocks``), a few folds (:data:`NEW`);
@@ -97,7 +99,31 @@ def dev_plans(info: dict[str, str]) -> list[Plan]:
     return out
 
 
-SERIES = {"check": check_plans, "new": new_plans, "dev": dev_plans}
+#: The probe series: (set name, stencil, parameters, fold, blocks), each block profiled
+#: with Nsight Compute (MODEL.md §10: what the H200 run still shows).
+PROBE: tuple[tuple[str, str, dict[str, Any], tuple[int, int, int],
+                   tuple[tuple[int, int, int], ...]], ...] = (
+    # the lattice Boltzmann kernel's narrow blocks: DRAM and L2 volume at each width
+    ("probe_lbm_width", "lbm_d3q19", {"precision": 64, "shape": (256, 256, 256)}, F111,
+     ((1, 4, 64), (2, 4, 32), (4, 4, 16), (8, 4, 8), (16, 4, 4), (32, 4, 2), (256, 1, 1))),
+    # narrow folded stars: predicted 1.3-1.6x too fast
+    ("probe_star_narrow", "star3d", {"radius": 1, "shape": (512, 512, 512)}, (1, 8, 1),
+     ((1, 8, 32), (2, 8, 16), (8, 4, 8), (64, 4, 1))),
+    # 1024-thread blocks of short threads: 20 % slower than 256-thread ones
+    ("probe_blocks", "copy3d", {"shape": (512, 512, 512)}, F111,
+     ((256, 1, 1), (128, 2, 1), (1024, 1, 1), (64, 4, 4))),
+    # small launches: the GPU's own duration beside the time of one launch timed alone
+    ("probe_small", "copy3d", {"shape": (64, 64, 64)}, F111, ((32, 4, 2), (128, 2, 1))),
+)
+
+
+def probe_plans(info: dict[str, str]) -> list[Plan]:
+    """The probe series (:data:`PROBE`): every block profiled."""
+    return [plan_for(stencil, params, fold, blocks=blocks, note=f"set {name}", info=info)
+            for name, stencil, params, fold, blocks in PROBE]
+
+
+SERIES = {"check": check_plans, "probe": probe_plans, "new": new_plans, "dev": dev_plans}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
