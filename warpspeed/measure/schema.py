@@ -149,8 +149,10 @@ class Measurement:
 
     @property
     def config(self) -> tuple[str, str, Triple, Triple]:
-        """What identifies the configuration: (stencil, params, fold, block)."""
-        return (self.stencil, self.params, self.fold, self.block)
+        """What identifies the configuration: (stencil, params, fold, block),
+        the parameters in canonical JSON (files written with other spacing
+        name the same configuration)."""
+        return (self.stencil, params_json(params_from_json(self.params)), self.fold, self.block)
 
     def to_row(self) -> dict[str, str]:
         """The CSV row: every column of :data:`SCHEMA`, as text."""
@@ -223,8 +225,10 @@ class Refusal:
 
     @property
     def config(self) -> tuple[str, str, Triple, Triple]:
-        """What identifies the configuration: (stencil, params, fold, block)."""
-        return (self.stencil, self.params, self.fold, self.block)
+        """What identifies the configuration: (stencil, params, fold, block),
+        the parameters in canonical JSON (files written with other spacing
+        name the same configuration)."""
+        return (self.stencil, params_json(params_from_json(self.params)), self.fold, self.block)
 
     def to_row(self) -> dict[str, str]:
         """The CSV row: identity columns filled, numbers empty, the reason in ``note``."""
