@@ -29,7 +29,6 @@ from .model import Prediction, predict
 from .search.rank import DEFAULT_FOLDS, Ranking, rank
 from .search.variants import thread_counts
 from .timing import DEFAULT_MODEL, MODELS, listing
-from .timing.hierarchy import VENDOR_TARGET
 
 if typing.TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -194,9 +193,9 @@ def cmd_machines(args: argparse.Namespace) -> int:
 
 
 def code_target(args: argparse.Namespace, m: Machine) -> str:
-    """``--target``, else the target of the machine's vendor: ``hip`` on AMD,
-    ``cuda`` on NVIDIA (MODEL.md §15)."""
-    return args.target or VENDOR_TARGET.get(m.vendor, "CUDA").lower()
+    """``--target``, else the target of the machine's GPU family: ``hip`` on
+    AMD, ``cuda`` on NVIDIA (MODEL.md §15)."""
+    return args.target or m.family.target.lower()
 
 
 def _one_kernel(args: argparse.Namespace) -> tuple[Kernel, tuple[int, int, int]]:

@@ -29,6 +29,7 @@ from .options import ExtractOptions
 from .unsupported import (
     BranchError,
     CpuTargetError,
+    GpuTargetError,
     GridStridedLoopError,
     GuardError,
     IndirectAccessError,
@@ -47,6 +48,7 @@ __all__ = [
     "DEFAULT_FOLDS",
     "BranchError",
     "CpuTargetError",
+    "GpuTargetError",
     "ExtractOptions",
     "Extraction",
     "FoldError",

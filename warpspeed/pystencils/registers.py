@@ -55,6 +55,7 @@ from pystencils.backend.ast.structural import PsDeclaration
 from pystencils.types import PsPointerType
 
 from ..errors import KernelError
+from ..family import family_of_target
 from ..input.kernel import Kernel
 from .nvcc import RegisterCount, pystencils_source, register_count
 
@@ -190,9 +191,11 @@ def nvcc_registers(kernel_function: Any, arch: str) -> RegisterCount:
 
 
 def nvcc_arch(arch: str) -> bool:
-    """Whether ``arch`` is an NVIDIA architecture nvcc compiles for
-    (``sm_80``); an AMD one (``gfx90a``) gets the estimate."""
-    return arch.startswith("sm_")
+    """Whether ``arch`` is a compiler target of a GPU family whose registers
+    nvcc counts (``sm_80``, warpspeed.family); an AMD one (``gfx90a``) gets
+    the estimate."""
+    family = family_of_target(arch)
+    return family is not None and family.register_counter == "nvcc"
 
 
 def _is_hip(kernel_function: Any) -> bool:
@@ -232,8 +235,8 @@ def kernel_registers(
     if not arch:
         return Registers(estimate, "estimate", "the machine file names no arch for nvcc")
     if not nvcc_arch(arch):
-        amd = arch.startswith("gfx")
-        return Registers(estimate, "estimate", f"no nvcc for AMD ({arch})" if amd
+        family = family_of_target(arch)
+        return Registers(estimate, "estimate", f"no nvcc for {family.vendor} ({arch})" if family
                          else f"nvcc does not compile for {arch}")
     if _is_hip(kernel_function):
         return Registers(estimate, "estimate", "the kernel was generated for HIP, nvcc compiles "

@@ -44,7 +44,7 @@ def constant_of(m: Machine) -> str | None:
     if not m.memory:
         return None
     hbm = m.memory.startswith("HBM")
-    if m.vendor == "AMD":
+    if m.family.memory_system == "amd":
         return "amd_hbm_activate_ns" if hbm else "amd_gddr_per_byte"
     return "ecc_per_byte" if m.ecc and not hbm else None
 
