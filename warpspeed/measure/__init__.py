@@ -1,4 +1,4 @@
-"""Measured truth: time stencil kernels on a GPU and read their Nsight Compute
+"""Stage 7, measured truth: time stencil kernels on a GPU and read their Nsight Compute
 counters, one CSV row per configuration (MODEL.md §9).
 
 The harness needs a machine with an NVIDIA GPU, CuPy (imported only on that
@@ -18,7 +18,8 @@ Modules (every name is re-exported here):
 * :mod:`~warpspeed.measure.ncu`: the Nsight Compute command and the parser
   of its CSV (not re-exported: the other modules use it as ``ncu``);
 * :mod:`~warpspeed.measure.run`: the GPU path (CuPy timing, the ncu child);
-* :mod:`~warpspeed.measure.cli`: ``python -m warpspeed.measure``.
+* :mod:`~warpspeed.measure.cli`: ``python -m warpspeed.measure`` (its entry,
+  :mod:`~warpspeed.measure.__main__`).
 
 Command line (on the GPU machine)::
 

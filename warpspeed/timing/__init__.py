@@ -1,4 +1,4 @@
-"""How long it takes: the timing models, side by side.
+"""Stage 3 of the pipeline, how long it takes: the timing models, side by side.
 
 Every model turns the same inputs (kernel, machine, launch, L1 cycles,
 volumes per level, wave sets) into GLup/s, the binding limiter, the four
@@ -14,6 +14,13 @@ roofline. A model also names the sector space its DRAM sets are counted in
   imperfect overlap of SM work with the memory stream, partial waves and
   the launch overhead
   (:mod:`warpspeed.timing.latency`).
+
+Beside them: ``latency_model`` (the default model's time per lattice update)
+and ``memory`` (its DRAM by load/store mix), ``memory_systems`` (what many
+concurrent streams cost each memory system), ``kernel_fit`` (the constant
+fitted to kernel rows), ``hierarchy`` (the last-level cache and the notes of
+MODEL.md §15), ``atomics`` (the atomics limiter) and ``evidence`` (the error
+band a prediction quotes).
 
 Each model is one object, :class:`~warpspeed.timing.base.Timing`
 (:mod:`warpspeed.timing.base` lists what it owns: switches, time, pruning
