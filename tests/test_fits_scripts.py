@@ -21,10 +21,16 @@ needs_shared = pytest.mark.skipif(
 
 
 def script(name: str):
+    """fits/NAME.py as ``python fits/NAME.py`` loads it: with its folder on
+    the path, so that it imports its siblings (l1_evidence imports l1_pipe)."""
     spec = importlib.util.spec_from_file_location(f"fits_{name}", FITS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(FITS))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(FITS))
     return module
 
 

@@ -31,11 +31,6 @@ package asks the object and never tests a model's name.
 from __future__ import annotations
 
 from ..errors import LaunchError
-from ..input.kernel import Kernel
-from ..machine import Machine
-from ..volumes.launch import Launch
-from ..volumes.levels import Volumes
-from ..volumes.waves import WaveVolumes
 from .base import Hint, Reading, Timing, TimingResult
 from .latency_model import LATENCY
 from .paper import PAPER
@@ -62,13 +57,5 @@ def listing() -> list[dict[str, object]]:
              "description": t.description} for t in MODELS.values()]
 
 
-def timing(
-    model: str, kernel: Kernel, machine: Machine, launch: Launch, l1_cycles: float,
-    volumes: Volumes, wave: WaveVolumes,
-) -> TimingResult:
-    """Run the timing model ``model`` (a key of :data:`MODELS`)."""
-    return MODELS[model].time(kernel, machine, launch, l1_cycles, volumes, wave)
-
-
 __all__ = ["DEFAULT_MODEL", "MODELS", "Hint", "Reading", "Timing", "TimingResult", "listing",
-           "timing", "timing_model"]
+           "timing_model"]

@@ -53,10 +53,6 @@ class Launch:
     wave_shape: tuple[int, int, int]
     row_skip: int
 
-    @property
-    def threads_per_block(self) -> int:
-        return math.prod(self.block)
-
 
 AXES = "xyz"
 
