@@ -11,18 +11,17 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import inspect
 import json
 import os
 import sys
 import time
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from .closed_pipe import quiet_on_closed_pipe
 from .errors import WarpspeedError
 from .input.kernel import Kernel
-from .input.stencil_spec import UsageError, load_stencil, parse_params
+from .input.stencil_spec import Stencil, UsageError, parse_params, stencil
 from .input.triples import parse_triple
 from .machine import Machine, load_machine, machine_files
 from .model import Prediction, predict
@@ -42,42 +41,8 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def load_kernel_function(spec: str) -> Callable[..., Kernel]:
-    """``kernel`` of a stencil: a module name from ``stencils/`` or a path to a .py file."""
-    func = getattr(load_stencil(spec), "kernel", None)
-    if not callable(func):
-        raise UsageError(f"{spec} defines no function kernel(**params) returning a ws.Kernel")
-    return func
-
-
-def build_kernel(spec: str, items: Sequence[str]) -> Kernel:
-    return kernel_factory(spec, items, None)((1, 1, 1))
-
-
-def _takes_fold(func: Callable[..., Kernel]) -> bool:
-    params = inspect.signature(func).parameters
-    return "fold" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-def kernel_factory(
-    spec: str, items: Sequence[str], registers: int | None, arch: str | None = None
-) -> Callable[[tuple[int, int, int]], Kernel]:
-    """A function ``fold -> Kernel`` for the stencil ``spec`` with the
-    ``--set`` parameters and, if given, ``--registers`` applied. A fold other
-    than 1,1,1 needs a stencil whose ``kernel()`` takes ``fold``.
-
-    Without ``--registers``, a stencil that can hand out its pystencils
-    kernel (a ``generate()`` function returning ``(ws.Kernel, kernel)``)
-    gets the register count nvcc reports for ``arch`` when nvcc is
-    installed, else the conservative estimate of
-    :mod:`warpspeed.pystencils.registers`; any other stencil keeps the
-    kernel's own count (32 by default). The source is named with every
-    prediction (``Prediction.registers_source``)."""
-    return lambda fold: build_variants(spec, items, registers, arch, [fold])[fold]
-
-
 def build_variants(
-    spec: str,
+    st: Stencil,
     items: Sequence[str],
     registers: int | None,
     arch: str | None,
@@ -85,28 +50,31 @@ def build_variants(
     target: str | None = None,
     declared: bool = False,
 ) -> dict[tuple[int, int, int], Kernel]:
-    """The kernels of ``spec`` for each fold (see :func:`kernel_factory`);
-    nvcc runs for all folds at once. ``target`` ("cuda" or "hip") is passed
-    to a stencil whose ``kernel()`` takes one (the shipped pystencils
+    """The kernels of the stencil ``st`` for each fold, with the ``--set``
+    parameters and, if given, ``--registers`` applied; a fold other than
+    1,1,1 needs a stencil whose ``kernel()`` takes ``fold``.
+
+    Without ``--registers``, a stencil that can hand out its pystencils
+    kernel (a ``generate()`` function returning ``(ws.Kernel, kernel)``)
+    gets the register count nvcc reports for ``arch`` when nvcc is
+    installed (for all folds at once), else the conservative estimate of
+    :mod:`warpspeed.pystencils.registers`; any other stencil keeps the
+    kernel's own count (32 by default). The source is named with every
+    prediction (``Prediction.registers_source``). ``target`` ("cuda" or
+    "hip") is passed to a stencil whose ``kernel()`` takes one (the shipped pystencils
     stencils); a ``declared`` target (``--target``) is recorded as
     ``Kernel.target`` of a stencil that takes none, which otherwise keeps
     its own (unknown for a hand-written kernel; MODEL.md §15)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    module = load_stencil(spec)
-    module_func = getattr(module, "kernel", None)
-    if not callable(module_func):
-        raise UsageError(f"{spec} defines no function kernel(**params) returning a ws.Kernel")
+    spec, module_func = st.spec, st.kernel
     params = parse_params(module_func, items)
-    takes_fold = _takes_fold(module_func)
-    takes_target = "target" in inspect.signature(module_func).parameters
+    takes_fold, takes_target = st.takes_fold, st.takes_target
     if "fold" in params:
         raise UsageError("give the fold with --fold X,Y,Z, not --set fold=...")
     if "target" in params:
         raise UsageError("give the target with --target cuda|hip, not --set target=...")
-    generate = getattr(module, "generate", None)
-    if registers is not None or not callable(generate):
-        generate = None
+    generate = st.generate if registers is None else None
 
     kernels: dict[tuple[int, int, int], Kernel] = {}
     sources: dict[tuple[int, int, int], object] = {}
@@ -202,7 +170,7 @@ def _one_kernel(args: argparse.Namespace) -> tuple[Kernel, tuple[int, int, int]]
     fold = parse_triple(args.fold, "--fold", error=UsageError)
     block = parse_triple(args.block, "--block", error=UsageError)
     m = load_machine(args.machine)
-    kernels = build_variants(args.stencil, args.set, args.registers, m.arch, [fold],
+    kernels = build_variants(stencil(args.stencil), args.set, args.registers, m.arch, [fold],
                              code_target(args, m), args.target is not None)
     return kernels[fold], block
 
@@ -294,17 +262,16 @@ def _threads(text: str) -> int:
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
-    takes_fold = _takes_fold(load_kernel_function(args.stencil))
+    st = stencil(args.stencil)  # read once for the whole command
     if args.fold:
         folds = list(dict.fromkeys(parse_triple(f, "--fold", error=UsageError) for f in args.fold))
     else:
         # a stencil module may name its own foldings (FOLDS), e.g. a 2-D kernel
-        own = getattr(load_stencil(args.stencil), "FOLDS", None)
-        folds = [(1, 1, 1)] if not takes_fold else list(own or DEFAULT_FOLDS)
+        folds = [(1, 1, 1)] if not st.takes_fold else list(st.folds or DEFAULT_FOLDS)
     m = load_machine(args.machine)
     threads = thread_counts(args.threads, m, "--threads " + " ".join(map(str, args.threads))
                             ) if args.threads else None
-    variants = build_variants(args.stencil, args.set, args.registers, m.arch, folds,
+    variants = build_variants(st, args.set, args.registers, m.arch, folds,
                               code_target(args, m), args.target is not None)
     bar = _ProgressBar() if sys.stderr.isatty() else None
     t0 = time.monotonic()
