@@ -7,6 +7,7 @@ when ``complement`` is set (the store-eviction curve ``s``).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FitError
-from ..machine import Machine, read_versioned_toml
+from ..machine import Machine
+from ..tomlfile import read_versioned_toml
 
 CURVES = ("m1", "h_xy", "h_z", "s", "m2")
 #: The versions of the fits-file format :func:`load_fits` reads (MODEL.md §7); a
@@ -69,6 +71,15 @@ def load_fits(name_or_path: str | Path) -> CapacityFits:
     if not path.is_file():
         known = sorted(p.stem for p in fits_dir().glob("*.toml"))
         raise FitError(f"unknown capacity fits {text!r}; known: {', '.join(known)} (or a path)")
+    stat = path.stat()
+    return _read_fits(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _read_fits(path: Path, mtime_ns: int, size: int) -> CapacityFits:
+    """The curves of the file ``path``, read once per version of it (its
+    modification time and size: an edited file is read again); every
+    prediction asks for them, and parsing the TOML cost a seventh of one."""
     data = read_versioned_toml(path, "capacity fits file", FORMAT_VERSIONS, FitError)
     curves = {}
     for name in CURVES:
