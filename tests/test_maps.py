@@ -6,6 +6,7 @@ in MODEL.md's code map, and the code map, the folders' docstrings and
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,17 @@ def test_a_folders_docstring_states_its_stage_as_the_layering_test(folder: str) 
     m = re.match(r"Stage (\d+)\b", doc)
     assert m, f"warpspeed/{folder}/__init__.py: begin with 'Stage {RANK[folder]}'"
     assert int(m.group(1)) == RANK[folder], (folder, m.group(1), RANK[folder])
+
+
+def test_every_module_has_tests_in_the_index() -> None:
+    """tests/data/module_tests.toml (written by ``python -m tests.module_index``)."""
+    root = PACKAGE.parent
+    listed = tomllib.loads((root / "tests" / "data" / "module_tests.toml").read_text())
+    for p in sorted(PACKAGE.rglob("*.py")):
+        if p.name == "__init__.py":
+            continue
+        key = p.relative_to(root).as_posix()
+        assert listed.get(key), f"{key} has no tests in tests/data/module_tests.toml: add them " \
+                                "and run python -m tests.module_index"
+        assert all((root / t).is_file() for t in listed[key]), (key, listed[key])
+    assert all((root / k).is_file() for k in listed), "the index names a module that is gone"
