@@ -119,6 +119,7 @@ def inputs(root: Path = ROOT) -> list[Path]:
                if not set(p.relative_to(root / "warpspeed").parts) & set(NOT_MODEL)]
     return sorted(package + list((root / "stencils").rglob("*.py"))
                   + list((root / "warpspeed" / "machines").glob("*.toml"))
+                  + list((root / "warpspeed" / "machines" / "families").glob("*.toml"))
                   + list((root / "fits").glob("*.toml")))
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
+from collections.abc import Collection
 
 import numpy as np
 
@@ -29,12 +30,16 @@ from warpspeed.validation.reference import CROSSGPU, ReferenceDataError, convolu
 from warpspeed.volumes.held import held_registers, register_budget
 
 
-def ratios(gpu: str) -> dict[int, list[tuple[tuple[int, ...], tuple[int, ...], float]]]:
+def ratios(gpu: str, blocks: Collection[tuple[int, ...]] | None = None
+           ) -> dict[int, list[tuple[tuple[int, ...], tuple[int, ...], float]]]:
     """Register count -> (block, fold, measured / reloaded prediction) of the
-    unguarded rows of ``gpu`` whose threads repeat loads."""
+    unguarded rows of ``gpu`` whose threads repeat loads (of ``blocks`` only,
+    if given)."""
     m = ws.load_machine(gpu)
     out: dict[int, list[tuple[tuple[int, ...], tuple[int, ...], float]]] = defaultdict(list)
     for r in convolution_rows(gpu):
+        if blocks is not None and r.block not in blocks:
+            continue
         k = convolution2d.kernel(tile_x=r.fold[0], tile_y=r.fold[1])
         if not r.glups or guarded_separately(k, r.block):  # the scan family's switch
             continue

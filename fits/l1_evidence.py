@@ -7,7 +7,7 @@ Two candidate counts of L1 cycles per warp and lattice update:
 * **half warp** (the paper's, MODEL.md §4, what both models use): per half
   warp the most distinct 8 B words in one of 16 banks or the distinct 1 KiB
   regions (:func:`warpspeed.volumes.l1.l1_cycles_per_warp_lup`);
-* **warp pipe** (:func:`warpspeed.volumes.l1.l1_pipe_cycles_per_warp_lup`): per warp
+* **warp pipe** (``l1_pipe_cycles_per_warp_lup`` of ``fits/l1_pipe.py``): per warp
   instruction its data wavefronts (32 banks of 4 B, 128 B per pass) or
   ``1 + 0.28 (lines - 1)`` tag cycles, grounded on the public A100 L1
   stride micro-benchmark (``fits/l1_pipe.py``).
@@ -52,6 +52,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+from l1_pipe import TAG_CYCLES_PER_LINE, l1_pipe_cycles_per_warp_lup  # fits/l1_pipe.py
 from scipy.stats import spearmanr
 
 from warpspeed.input.addresses import thread_accesses
@@ -68,7 +69,6 @@ from warpspeed.validation.reference import (
 )
 from warpspeed.validation.transfer import DEV_SETS
 from warpspeed.volumes.capacity import load_fits
-from warpspeed.volumes.l1 import TAG_CYCLES_PER_LINE, l1_pipe_cycles_per_warp_lup
 from warpspeed.volumes.sampling import sample
 from warpspeed.volumes.waves import wave_volumes
 

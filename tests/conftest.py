@@ -10,9 +10,53 @@ the environment (``setdefault`` would let a user's stale cache in).
 """
 
 import os
+import resource
 import tempfile
+import time
+
+import pytest
 
 _CACHE = tempfile.mkdtemp(prefix="warpspeed-test-cache-")
 os.environ["PYSTENCILS_CACHE_DIR"] = _CACHE
 os.environ["XDG_CACHE_HOME"] = _CACHE
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+# ---------------------------------------------------------------- the fast suite's budget
+# A fast test (not marked slow, tests/slow.py) takes at most BUDGET_S seconds
+# of CPU, its own and its child processes' (the CLI tests run commands), so
+# other work on the machine does not move the figure. The summary names every
+# fast test over it; WARPSPEED_TIME_BUDGET=strict makes that a failure.
+
+BUDGET_S = 5.0
+_OVER: list[tuple[str, float]] = []
+
+
+def _cpu_s() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    start = _cpu_s()
+    try:
+        return (yield)
+    finally:
+        used = _cpu_s() - start
+        if used > BUDGET_S and item.get_closest_marker("slow") is None:
+            _OVER.append((item.nodeid, used))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    if not _OVER:
+        return
+    terminalreporter.section(f"fast tests over the {BUDGET_S:g} s CPU budget")
+    for nodeid, used in sorted(_OVER, key=lambda x: -x[1]):
+        terminalreporter.write_line(f"{used:6.1f} s  {nodeid}")
+    terminalreporter.write_line("mark them slow (tests/slow.py) or make them faster")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _OVER and os.environ.get("WARPSPEED_TIME_BUDGET") == "strict" and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

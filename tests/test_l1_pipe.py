@@ -1,8 +1,8 @@
-"""The L1 cost of what a warp issues (warpspeed/volumes/l1.py, issue 21 part 2):
+"""The L1 cost of what a warp issues (fits/l1_pipe.py, issue 21 part 2; an
+experiment beside the half-warp count of warpspeed/volumes/l1.py):
 data wavefronts and tag lookups per warp instruction by hand, partial warps,
 and the public A100 stride benchmark's wavefront counter."""
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -10,14 +10,16 @@ import pytest
 
 import warpspeed as ws
 from warpspeed.input.expr import bind_all
-from warpspeed.volumes.l1 import (
-    TAG_CYCLES_PER_LINE,
-    l1_pipe_cycles_per_warp_lup,
-    pass_wavefronts,
-    warp_pipe_cycles,
-)
 from warpspeed.volumes.launch import make_launch
 from warpspeed.volumes.sampling import sample
+
+from .test_fits_scripts import script
+
+PIPE = script("l1_pipe")
+TAG_CYCLES_PER_LINE = PIPE.TAG_CYCLES_PER_LINE
+l1_pipe_cycles_per_warp_lup = PIPE.l1_pipe_cycles_per_warp_lup
+pass_wavefronts = PIPE.pass_wavefronts
+warp_pipe_cycles = PIPE.warp_pipe_cycles
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 PITCH = 4098
@@ -82,18 +84,10 @@ def test_partial_warps_cost_a_whole_warp():
     assert _copy2d((64, 4, 1)) == pytest.approx(2.0)
 
 
-def _fits_module():
-    path = Path(__file__).resolve().parents[1] / "fits" / "l1_pipe.py"
-    spec = importlib.util.spec_from_file_location("fits_l1_pipe", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.skipif(not (SHARED / "microbench" / "l1_strides").is_dir(),
                     reason="shared/data/microbench not beside the repo")
 def test_wavefronts_match_the_a100_counter_and_the_tag_slope_its_fit():
-    mod = _fits_module()
+    mod = PIPE
     data = mod.rows("a100")
     assert len(data) > 100
     assert all(r["wf"] == round(r["lsu"]) for r in data)

@@ -1,9 +1,12 @@
-"""Register counts from nvcc (optional tool)."""
+"""Register counts from nvcc (optional tool): the neutral compiler module
+(warpspeed.input.compiler) fed with source text, and the pystencils front
+end's source (warpspeed.pystencils.nvcc)."""
 
 import shutil
 
 import pytest
 
+from warpspeed.input import compiler
 from warpspeed.pystencils import nvcc
 
 PTXAS = """ptxas info    : Compiling entry function '_Z6kernelPdPKd' for 'sm_80'
@@ -15,13 +18,13 @@ ptxas info    : Used 24 registers, used 0 barriers, 360 bytes cmem[0]
 
 
 def test_ptxas_output_gives_the_largest_register_count():
-    assert nvcc.parse_ptxas(PTXAS) == 40
-    assert nvcc.parse_ptxas("no counts here") is None
+    assert compiler.parse_ptxas(PTXAS) == 40
+    assert compiler.parse_ptxas("no counts here") is None
 
 
 def test_missing_nvcc_keeps_the_default(monkeypatch):
-    monkeypatch.setattr(nvcc.shutil, "which", lambda name: None)
-    count = nvcc.register_count("__global__ void k() {}", "sm_80")
+    monkeypatch.setattr(compiler.shutil, "which", lambda name: None)
+    count = compiler.register_count("__global__ void k() {}", "sm_80")
     assert count.registers is None and "not installed" in count.reason
     assert count.or_default() == 32
 
@@ -37,5 +40,5 @@ def test_nvcc_counts_registers_of_a_generated_stencil():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_broken_source_is_reported_not_raised():
-    count = nvcc.register_count("this is not CUDA", "sm_80")
+    count = compiler.register_count("this is not CUDA", "sm_80")
     assert count.registers is None and count.reason.startswith("nvcc failed")

@@ -17,8 +17,9 @@ import warpspeed.pystencils as wps
 from stencils import box3d, lbm_d3q19, star3d
 from tests.slow import fast_first, slow
 from tests.test_cli import run
+from warpspeed.input import compiler
+from warpspeed.input.compiler import RegisterCount
 from warpspeed.pystencils import registers as regs
-from warpspeed.pystencils.nvcc import RegisterCount
 
 NVCC = shutil.which("nvcc") is not None
 CFG = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)
@@ -104,8 +105,8 @@ def test_nvcc_runs_once_per_kernel_source_and_architecture(monkeypatch, tmp_path
         calls.append(arch)
         return RegisterCount(42, f"nvcc -arch={arch}")
 
-    monkeypatch.setattr(regs, "register_count", fake)
-    monkeypatch.setattr(regs, "_CACHE", {})
+    monkeypatch.setattr(compiler, "register_count", fake)
+    monkeypatch.setattr(compiler, "_CACHE", {})
     _, kf = star3d.generate(radius=2, shape=(32, 32, 32))
     for arch in ("sm_80", "sm_80", "sm_90", "sm_80"):
         assert regs.nvcc_registers(kf, arch).registers == 42
@@ -117,7 +118,7 @@ def test_register_counts_persist_on_disk_per_nvcc_installation(monkeypatch, tmp_
     nvcc = tmp_path / "bin" / "nvcc"
     nvcc.parent.mkdir()
     nvcc.write_text("")
-    monkeypatch.setattr(regs.shutil, "which", lambda name: str(nvcc))
+    monkeypatch.setattr(compiler.shutil, "which", lambda name: str(nvcc))
     monkeypatch.setenv("WARPSPEED_CACHE_DIR", str(tmp_path / "cache"))
     calls = []
 
@@ -125,21 +126,21 @@ def test_register_counts_persist_on_disk_per_nvcc_installation(monkeypatch, tmp_
         calls.append(arch)
         return RegisterCount(40 + len(calls), f"nvcc -arch={arch}")
 
-    monkeypatch.setattr(regs, "register_count", fake)
+    monkeypatch.setattr(compiler, "register_count", fake)
     _, kf = star3d.generate(radius=1, shape=(16, 16, 16))
     for _ in range(2):  # a new process: the memory cache is empty, the disk one is not
-        monkeypatch.setattr(regs, "_CACHE", {})
+        monkeypatch.setattr(compiler, "_CACHE", {})
         assert regs.nvcc_registers(kf, "sm_80").registers == 41
     assert calls == ["sm_80"]
     assert len(list((tmp_path / "cache" / "registers").glob("*.json"))) == 1
     os.utime(nvcc, ns=(0, 10**18))  # another nvcc installation: counted again
-    monkeypatch.setattr(regs, "_CACHE", {})
+    monkeypatch.setattr(compiler, "_CACHE", {})
     assert regs.nvcc_registers(kf, "sm_80").registers == 42
     assert calls == ["sm_80", "sm_80"]
 
 
 def test_amd_architectures_get_the_estimate_without_running_nvcc(monkeypatch):
-    monkeypatch.setattr(regs, "register_count", lambda *a, **k: pytest.fail("nvcc was run"))
+    monkeypatch.setattr(compiler, "register_count", lambda *a, **k: pytest.fail("nvcc was run"))
     kernel, kf = star3d.generate(radius=1, shape=(16, 16, 16))
     r = regs.kernel_registers(kf, kernel, "gfx90a")
     assert r.source == "estimate" and "gfx90a" in r.note

@@ -26,7 +26,7 @@ from .cli_stencils import (
 from .closed_pipe import quiet_on_closed_pipe
 from .errors import WarpspeedError
 from .input.kernel import Kernel
-from .input.stencil_spec import UsageError
+from .input.stencil_spec import UsageError, stencil
 from .input.triples import parse_triple
 from .machine import load_machine, machine_files
 from .model import Prediction, predict
@@ -84,7 +84,7 @@ def _one_kernel(args: argparse.Namespace) -> tuple[Kernel, tuple[int, int, int]]
     fold = parse_triple(args.fold, "--fold", error=UsageError)
     block = parse_triple(args.block, "--block", error=UsageError)
     m = load_machine(args.machine)
-    kernels = build_variants(args.stencil, args.set, args.registers, m.arch, [fold],
+    kernels = build_variants(stencil(args.stencil), args.set, args.registers, m.arch, [fold],
                              code_target(args, m), args.target is not None)
     return kernels[fold], block
 

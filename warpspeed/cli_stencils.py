@@ -6,56 +6,25 @@ and their registers per thread (MODEL.md §1 input, §8 ranking), shared by
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .errors import WarpspeedError
 from .input.kernel import Kernel
-from .input.stencil_spec import UsageError, load_stencil, parse_params
+from .input.stencil_spec import Stencil, UsageError, parse_params, stencil
 from .input.triples import parse_triple
 from .machine import Machine
 from .search.design_space import DEFAULT_FOLDS
 from .search.variants import thread_counts
-from .timing.hierarchy import VENDOR_TARGET
-
-
-def load_kernel_function(spec: str) -> Callable[..., Kernel]:
-    """``kernel`` of a stencil: a module name from ``stencils/`` or a path to a .py file."""
-    func = getattr(load_stencil(spec), "kernel", None)
-    if not callable(func):
-        raise UsageError(f"{spec} defines no function kernel(**params) returning a ws.Kernel")
-    return func
 
 
 def build_kernel(spec: str, items: Sequence[str]) -> Kernel:
-    return kernel_factory(spec, items, None)((1, 1, 1))
-
-
-def takes_fold(func: Callable[..., Kernel]) -> bool:
-    params = inspect.signature(func).parameters
-    return "fold" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-def kernel_factory(
-    spec: str, items: Sequence[str], registers: int | None, arch: str | None = None
-) -> Callable[[tuple[int, int, int]], Kernel]:
-    """A function ``fold -> Kernel`` for the stencil ``spec`` with the
-    ``--set`` parameters and, if given, ``--registers`` applied. A fold other
-    than 1,1,1 needs a stencil whose ``kernel()`` takes ``fold``.
-
-    Without ``--registers``, a stencil that can hand out its pystencils
-    kernel (a ``generate()`` function returning ``(ws.Kernel, kernel)``)
-    gets the register count nvcc reports for ``arch`` when nvcc is
-    installed, else the conservative estimate of
-    :mod:`warpspeed.pystencils.registers`; any other stencil keeps the
-    kernel's own count (32 by default). The source is named with every
-    prediction (``Prediction.registers_source``)."""
-    return lambda fold: build_variants(spec, items, registers, arch, [fold])[fold]
+    """The kernel of ``spec`` with the ``--set`` parameters, unfolded."""
+    return build_variants(stencil(spec), items, None, None, [(1, 1, 1)])[(1, 1, 1)]
 
 
 def build_variants(
-    spec: str,
+    st: Stencil | str,
     items: Sequence[str],
     registers: int | None,
     arch: str | None,
@@ -63,68 +32,88 @@ def build_variants(
     target: str | None = None,
     declared: bool = False,
 ) -> dict[tuple[int, int, int], Kernel]:
-    """The kernels of ``spec`` for each fold (see :func:`kernel_factory`);
-    nvcc runs for all folds at once. ``target`` ("cuda" or "hip") is passed
-    to a stencil whose ``kernel()`` takes one (the shipped pystencils
-    stencils); a ``declared`` target (``--target``) is recorded as
+    """The kernels of the stencil ``st`` (read once by
+    :func:`~warpspeed.input.stencil_spec.stencil`, or its name) for each fold,
+    with the ``--set`` parameters and, if given, ``--registers`` applied; a
+    fold other than 1,1,1 needs a stencil whose ``kernel()`` takes ``fold``.
+
+    Without ``--registers``, a stencil that can hand out its pystencils
+    kernel (a ``generate()`` function returning ``(ws.Kernel, kernel)``)
+    gets the register count nvcc reports for ``arch`` when nvcc is
+    installed (for all folds at once), else the conservative estimate of
+    :mod:`warpspeed.pystencils.registers`; any other stencil keeps the
+    kernel's own count (32 by default). The source is named with every
+    prediction (``Prediction.registers_source``). ``target`` ("cuda" or
+    "hip") is passed to a stencil whose ``kernel()`` takes one (the shipped
+    pystencils stencils); a ``declared`` target (``--target``) is recorded as
     ``Kernel.target`` of a stencil that takes none, which otherwise keeps
     its own (unknown for a hand-written kernel; MODEL.md §15)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    module = load_stencil(spec)
-    module_func = getattr(module, "kernel", None)
-    if not callable(module_func):
-        raise UsageError(f"{spec} defines no function kernel(**params) returning a ws.Kernel")
-    params = parse_params(module_func, items)
-    folds_ok = takes_fold(module_func)
-    takes_target = "target" in inspect.signature(module_func).parameters
+    st = stencil(st) if isinstance(st, str) else st
+    params = parse_params(st.kernel, items)
     if "fold" in params:
         raise UsageError("give the fold with --fold X,Y,Z, not --set fold=...")
     if "target" in params:
         raise UsageError("give the target with --target cuda|hip, not --set target=...")
-    generate = getattr(module, "generate", None)
-    if registers is not None or not callable(generate):
-        generate = None
-
+    generate = st.generate if registers is None else None
     kernels: dict[tuple[int, int, int], Kernel] = {}
     sources: dict[tuple[int, int, int], object] = {}
     for fold in folds:
-        kwargs = dict(params)
-        if takes_target and target:
-            kwargs["target"] = target
-        if folds_ok:
-            kwargs["fold"] = fold
-        elif fold != (1, 1, 1):
-            raise UsageError(
-                f"{spec} has no fold parameter; it cannot be folded {','.join(map(str, fold))}"
-            )
-        try:
-            if generate is not None:
-                kernel, sources[fold] = generate(**kwargs)
-            else:
-                kernel = module_func(**kwargs)
-        except WarpspeedError:
-            raise
-        except Exception as exc:  # a user's stencil file may fail in any way
-            raise UsageError(f"{spec}: kernel({kwargs}) failed: {type(exc).__name__}: "
-                             f"{exc}") from exc
-        if not isinstance(kernel, Kernel):
-            raise UsageError(
-                f"{spec}: kernel() returned {type(kernel).__name__}, not a ws.Kernel"
-            )
+        kernel, source = _one_variant(st, params, fold, target, generate)
+        if source is not None:
+            sources[fold] = source
         if registers is not None:
             kernel = dataclasses.replace(kernel, registers=registers, registers_source="user")
-        if declared and target and not takes_target:
+        if declared and target and not st.takes_target:
             kernel = dataclasses.replace(kernel, target=target.upper())
         kernels[fold] = kernel
-    if sources:
-        from .pystencils.registers import start_count, with_registers
+    return _counted(kernels, sources, arch)
 
-        with ThreadPoolExecutor(max_workers=len(sources)) as pool:
-            pending = {f: start_count(pool, kf, arch, None) for f, kf in sources.items()}
-            for fold, kf in sources.items():
-                kernels[fold], _ = with_registers(kernels[fold], kf, arch, None, pending[fold])
-    return kernels
+
+def _one_variant(st: Stencil, params: dict[str, Any], fold: tuple[int, int, int],
+                 target: str | None, generate: Callable[..., tuple[Kernel, Any]] | None
+                 ) -> tuple[Kernel, object]:
+    """One fold's kernel (and its pystencils kernel, when ``generate`` makes it)."""
+    kwargs = dict(params)
+    if st.takes_target and target:
+        kwargs["target"] = target
+    if st.takes_fold:
+        kwargs["fold"] = fold
+    elif fold != (1, 1, 1):
+        raise UsageError(
+            f"{st.spec} has no fold parameter; it cannot be folded {','.join(map(str, fold))}"
+        )
+    source: object = None
+    try:
+        if generate is not None:
+            kernel, source = generate(**kwargs)
+        else:
+            kernel = st.kernel(**kwargs)
+    except WarpspeedError:
+        raise
+    except Exception as exc:  # a user's stencil file may fail in any way
+        raise UsageError(f"{st.spec}: kernel({kwargs}) failed: {type(exc).__name__}: "
+                         f"{exc}") from exc
+    if not isinstance(kernel, Kernel):
+        raise UsageError(f"{st.spec}: kernel() returned {type(kernel).__name__}, not a ws.Kernel")
+    return kernel, source
+
+
+def _counted(kernels: dict[tuple[int, int, int], Kernel], sources: dict[tuple[int, int, int],
+             object], arch: str | None) -> dict[tuple[int, int, int], Kernel]:
+    """The kernels with the register counts of their pystencils sources (nvcc
+    for all folds at once, else the estimate)."""
+    if not sources:
+        return kernels
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .pystencils.registers import start_count, with_registers
+
+    out = dict(kernels)
+    with ThreadPoolExecutor(max_workers=len(sources)) as pool:
+        pending = {f: start_count(pool, kf, arch, None) for f, kf in sources.items()}
+        for fold, kf in sources.items():
+            out[fold], _ = with_registers(out[fold], kf, arch, None, pending[fold])
+    return out
 
 
 def registers_line(kernels: Sequence[tuple[tuple[int, int, int], Kernel]]) -> str:
@@ -136,9 +125,9 @@ def registers_line(kernels: Sequence[tuple[tuple[int, int, int], Kernel]]) -> st
 
 
 def code_target(args: Any, m: Machine) -> str:
-    """``--target``, else the target of the machine's vendor: ``hip`` on AMD,
-    ``cuda`` on NVIDIA (MODEL.md §15)."""
-    return args.target or VENDOR_TARGET.get(m.vendor, "CUDA").lower()
+    """``--target``, else the target of the machine's GPU family: ``hip`` on
+    AMD, ``cuda`` on NVIDIA (MODEL.md §15)."""
+    return args.target or m.family.target.lower()
 
 
 def ranked_variants(args: Any, m: Machine
@@ -146,15 +135,14 @@ def ranked_variants(args: Any, m: Machine
     """The folding variants and thread counts a ``rank`` or ``tune`` command
     asks for (``--fold``, else the module's ``FOLDS``, else the default
     folds when the stencil folds; ``--threads``, else every count)."""
-    folds_ok = takes_fold(load_kernel_function(args.stencil))
+    st = stencil(args.stencil)  # read once for the whole command
     if args.fold:
         folds = list(dict.fromkeys(parse_triple(f, "--fold", error=UsageError) for f in args.fold))
     else:
         # a stencil module may name its own foldings (FOLDS), e.g. a 2-D kernel
-        own = getattr(load_stencil(args.stencil), "FOLDS", None)
-        folds = [(1, 1, 1)] if not folds_ok else list(own or DEFAULT_FOLDS)
+        folds = [(1, 1, 1)] if not st.takes_fold else list(st.folds or DEFAULT_FOLDS)
     threads = thread_counts(args.threads, m, "--threads " + " ".join(map(str, args.threads))
                             ) if args.threads else None
-    variants = build_variants(args.stencil, args.set, args.registers, m.arch, folds,
+    variants = build_variants(st, args.set, args.registers, m.arch, folds,
                               code_target(args, m), args.target is not None)
     return variants, threads

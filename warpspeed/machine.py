@@ -10,6 +10,8 @@ A machine file holds one table per parameter with its value and its source::
     arch = "sm_80"            # nvcc -arch for register counts (optional)
     vendor = "NVIDIA"         # or "AMD" (optional, default NVIDIA)
     architecture = "Ampere"   # optional, derived from arch on NVIDIA
+    family = "nvidia"         # optional: a GPU family (warpspeed.family) or a
+                              # .toml file of one; default: the one of architecture
     grounding = "kernels"     # or "micro-benchmarks", "datasheet" (optional)
 
     [sms]
@@ -23,13 +25,14 @@ accepts a path to a user's own file.
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypedDict
 
 from .errors import MachineError
+from .family import L1_MODELS, Family, architecture_of, check_vendor, check_warp_size, family_for
 from .fpclasses import FP_CLASSES
+from .tomlfile import read_versioned_toml
 
 MACHINE_DIR = Path(__file__).parent / "machines"
 
@@ -60,12 +63,14 @@ class Machine:
     shared_memory_per_block: int
     sources: tuple[tuple[str, str], ...]
     path: str
+    #: The GPU family's capabilities (warpspeed.family; MODEL.md §12).
+    family: Family
     # What the file describes and what grounds its numbers (MODEL.md §12).
     vendor: str = "NVIDIA"
     architecture: str = ""
     grounding: str = "datasheet"
     #: The L1 count (MODEL.md §4, §15): NVIDIA's half warps and banks, or one
-    #: cache line per clock (AMD's vL1D and vector L0).
+    #: cache line per clock (AMD's vL1D and vector L0); the family's.
     l1_model: str = "halfwarp"
     # Parameters of the default timing model (warpspeed.timing.latency);
     # None when a user's file lacks them (the paper model does not need them).
@@ -122,24 +127,15 @@ class Machine:
         return dict(self.sources)[parameter]
 
 
-_TEXT = ("name", "description", "validated", "fits", "arch", "sources", "path",
+_TEXT = ("name", "description", "validated", "fits", "arch", "sources", "path", "family",
          "vendor", "architecture", "grounding", "l1_model", "memory", "ecc")
 #: Plain keys of a machine file (MODEL.md §12).
 PLAIN_KEYS = ("format_version", "name", "description", "validated", "fits", "arch", "vendor",
-              "architecture", "grounding", "l1_model")
-#: The L1 counts a file may name (MODEL.md §4, §15).
-L1_MODELS = ("halfwarp", "lines")
-VENDORS = ("NVIDIA", "AMD")
+              "architecture", "family", "grounding", "l1_model")
 #: How a file's numbers are grounded, strongest first (MODEL.md §12): checked against
 #: kernel measurements, calibrated on micro-benchmark tables of this GPU, or data
 #: sheets only (figures of a related GPU's tables carried over count as data sheet).
 GROUNDINGS = ("kernels", "micro-benchmarks", "datasheet")
-#: Architecture of an NVIDIA compute capability, for files without ``architecture``.
-NVIDIA_ARCHITECTURES = {
-    "sm_70": "Volta", "sm_72": "Volta", "sm_75": "Turing", "sm_80": "Ampere",
-    "sm_86": "Ampere", "sm_87": "Ampere", "sm_89": "Ada", "sm_90": "Hopper",
-    "sm_100": "Blackwell", "sm_120": "Blackwell",
-}
 #: The versions of the machine-file format this loader reads (MODEL.md §12); a file
 #: without ``format_version`` (written before the key existed) is read as version 1.
 FORMAT_VERSIONS = (1,)
@@ -236,6 +232,7 @@ def _parse(path: Path) -> Machine:
     if unknown:
         raise MachineError(f"machine file {path}: unknown keys {sorted(unknown)}")
     _check_granules(path, values)
+    check_warp_size(f"machine file {path}", labels["family"], int(values["warp_size"]))
     _scale_stream(path, data.get("dram_bandwidth"), values)
     return Machine(
         name=data["name"],
@@ -248,26 +245,6 @@ def _parse(path: Path) -> Machine:
         **labels,
         **values,
     )
-
-
-def read_versioned_toml(path: Path, what: str, versions: tuple[int, ...],
-                        error: type[Exception]) -> dict[str, Any]:
-    """The data of the TOML file ``path``, a ``what`` (``"machine file"``, ...)
-    of a format this warpspeed reads: ``format_version`` among ``versions``, a
-    file without it being version 1 (MODEL.md §7, §12). An unreadable file,
-    invalid TOML or another version raises ``error`` in one line naming the
-    file."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise error(f"cannot read {what} {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise error(f"{what} {path} is not valid TOML: {exc}") from exc
-    version = data.get("format_version", 1)
-    if type(version) is not int or version not in versions:
-        raise error(f"{what} {path}: format_version {version!r} is not one this "
-                    f"warpspeed reads (it reads {', '.join(map(str, versions))})")
-    return data
 
 
 def _memory_system(path: Path, data: dict) -> list[tuple[str, object, str]]:
@@ -334,22 +311,23 @@ class _Labels(TypedDict):
     architecture: str
     grounding: str
     l1_model: str
+    family: Family
 
 
 def _labels(path: Path, data: dict[str, Any]) -> _Labels:
-    """``vendor``, ``architecture`` and ``grounding`` of a file (MODEL.md §12),
-    with the defaults of files written before they existed: NVIDIA, the
-    architecture of ``arch``, and "kernels" if ``validated`` else "datasheet"."""
-    for key in ("vendor", "architecture", "grounding", "arch", "description", "l1_model"):
+    """``vendor``, ``architecture``, ``grounding`` and the GPU family of a file
+    (MODEL.md §12), with the defaults of files written before they existed:
+    NVIDIA, the architecture of ``arch`` and its family, and "kernels" if
+    ``validated`` else "datasheet"; ``l1_model`` is the family's (a file that
+    names another is refused)."""
+    for key in ("vendor", "architecture", "grounding", "arch", "description", "l1_model",
+                "family"):
         if key in data and not isinstance(data[key], str):
             raise MachineError(f"machine file {path}: '{key}' must be a string")
     vendor = data.get("vendor", "NVIDIA")
-    if vendor not in VENDORS:
-        raise MachineError(f"machine file {path}: vendor must be one of {list(VENDORS)}, "
-                           f"got {vendor!r}")
+    check_vendor(f"machine file {path}", vendor)
     arch = data.get("arch", "sm_80")
-    architecture = data.get("architecture") or (
-        NVIDIA_ARCHITECTURES.get(arch, "") if vendor == "NVIDIA" else "")
+    architecture = data.get("architecture") or architecture_of(vendor, arch)
     if not architecture:
         raise MachineError(f"machine file {path}: add architecture = \"...\" (e.g. \"CDNA2\"); "
                            f"it cannot be derived from arch = {arch!r}")
@@ -361,12 +339,17 @@ def _labels(path: Path, data: dict[str, Any]) -> _Labels:
     if validated and grounding != "kernels":
         raise MachineError(f"machine file {path}: validated = true needs grounding = "
                            f"\"kernels\" (checked against kernel measurements), got {grounding!r}")
-    l1_model = data.get("l1_model", "halfwarp")
+    family = family_for(f"machine file {path}", vendor, architecture, data.get("family"),
+                        path.parent)
+    l1_model = data.get("l1_model", family.l1_model)
     if l1_model not in L1_MODELS:
         raise MachineError(f"machine file {path}: l1_model must be one of {list(L1_MODELS)}, "
                            f"got {l1_model!r}")
+    if l1_model != family.l1_model:
+        raise MachineError(f"machine file {path}: l1_model {l1_model!r}, but the {family.name} "
+                           f"family counts the L1 as {family.l1_model!r}: delete the key")
     return {"vendor": vendor, "architecture": architecture, "grounding": grounding,
-            "l1_model": l1_model}
+            "l1_model": l1_model, "family": family}
 
 
 #: Keys of older machine files, with why they went.

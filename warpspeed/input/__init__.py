@@ -10,6 +10,8 @@
 * ``gathers``: indexed accesses (gathers and scatters) through index lists.
 * ``atomics``: atomic updates of one address (the reduction limiter).
 * ``stencil_spec``: stencils named on a command line and their parameters.
+* ``compiler``: registers per thread from the vendor's compiler, fed with
+  source text by the front ends (``nvcc``; cached in memory and on disk).
 * ``triples``: x, y, z triples and integer lists from text or sequences, one
   grammar and one error style for every front end.
 """

@@ -1,5 +1,7 @@
-"""Stencils named on a command line: loading the module and parsing
-``NAME=VALUE`` parameters by the annotations of its functions.
+"""Stencils named on a command line: the front-end contract of a stencil
+file (:class:`StencilModule`), loading it once per command
+(:func:`stencil`) and parsing ``NAME=VALUE`` parameters by the annotations
+of its functions.
 
 Shared by the ``warpspeed`` command and ``python -m warpspeed.measure``.
 """
@@ -12,9 +14,13 @@ import inspect
 import types
 import typing
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import WarpspeedError
+from .kernel import Kernel
+from .triples import Triple, as_triple
 
 
 class UsageError(WarpspeedError):
@@ -42,6 +48,53 @@ def load_stencil(spec: str) -> types.ModuleType:
         raise UsageError(
             f"unknown stencil {spec!r}; give a name from stencils/ or a path to a .py file"
         ) from exc
+
+
+@runtime_checkable
+class StencilModule(Protocol):
+    """The front-end contract of a stencil file (``stencils/NAME.py`` or a
+    user's ``.py``; the README's ``STENCIL``): ``kernel(**params)``
+    returns a :class:`warpspeed.Kernel`; it takes ``fold`` to be folded and
+    ``target`` to be generated for a code target. Optional, read by
+    :func:`stencil`: ``generate(**params)`` returns the kernel and the code
+    generator's kernel object, whose source the front end feeds to the
+    compiler for its register count (:mod:`warpspeed.input.compiler`), and
+    ``FOLDS`` the foldings ``warpspeed rank`` compares by default."""
+
+    def kernel(self, **params: Any) -> Kernel: ...
+
+
+@dataclass(frozen=True)
+class Stencil:
+    """A stencil file as one command reads it, once (:func:`stencil`)."""
+
+    spec: str
+    kernel: Callable[..., Kernel]
+    #: ``generate`` of the file, None without one.
+    generate: Callable[..., tuple[Kernel, Any]] | None
+    #: The file's ``FOLDS``, None without them.
+    folds: tuple[Triple, ...] | None
+    takes_fold: bool
+    takes_target: bool
+
+
+def stencil(spec: str) -> Stencil:
+    """The stencil ``spec`` (a name from ``stencils/`` or a .py file), its
+    module executed once; one that breaks the contract of
+    :class:`StencilModule` is refused in one line."""
+    module = load_stencil(spec)
+    if not isinstance(module, StencilModule) or not callable(module.kernel):
+        raise UsageError(f"{spec} defines no function kernel(**params) returning a ws.Kernel")
+    params = inspect.signature(module.kernel).parameters
+    generate = getattr(module, "generate", None)
+    folds = getattr(module, "FOLDS", None)
+    try:
+        own = tuple(as_triple(f) for f in folds) if folds else None
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{spec}: FOLDS must be x, y, z triples, got {folds!r}") from exc
+    return Stencil(spec, module.kernel, generate if callable(generate) else None, own,
+                   "fold" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()),
+                   "target" in params)
 
 
 def _convert(text: str, annotation: object, name: str) -> object:

@@ -1,4 +1,4 @@
-"""Measured truth: time stencil kernels on a GPU and read their Nsight Compute
+"""Stage 6, measured truth: time stencil kernels on a GPU and read their Nsight Compute
 counters, one CSV row per configuration (MODEL.md §9).
 
 The harness needs a machine with an NVIDIA GPU and CuPy (imported only on
@@ -28,7 +28,8 @@ nor islpy):
   of its CSV;
 * :mod:`~warpspeed.measure.tune`: the model's best few configurations timed
   (``warpspeed tune``), on the GPU or replayed from a CSV;
-* :mod:`~warpspeed.measure.cli`: ``python -m warpspeed.measure``.
+* :mod:`~warpspeed.measure.cli`: ``python -m warpspeed.measure`` (its entry,
+  :mod:`~warpspeed.measure.__main__`).
 
 Command line::
 

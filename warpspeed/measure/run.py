@@ -58,6 +58,7 @@ from .schema import (
     MeasurementError,
     Refusal,
     Triple,
+    config_key,
     format_triple,
     read_rows,
     write_csv,
@@ -336,7 +337,7 @@ def _counters(plans: Sequence[Plan], timed: Mapping[str, Sequence[Triple]],
     counters = {}
     for (name, block), k in zip(selection, launches):
         p = by_name[name]
-        counters[(p.stencil, p.params, p.fold, block)] = k.values
+        counters[config_key(p.stencil, p.params, p.fold, block)] = k.values
     return counters, ""
 
 

@@ -91,6 +91,14 @@ def params_json(params: Mapping[str, Any]) -> str:
     return json.dumps(params, sort_keys=True, separators=(",", ":"), default=list)
 
 
+def config_key(stencil: str, params: str, fold: Triple, block: Triple
+               ) -> tuple[str, str, Triple, Triple]:
+    """What identifies a configuration: the stencil, its parameters in
+    canonical JSON (files that space their JSON differently name the same
+    configuration), the fold and the block."""
+    return (stencil, params_json(params_from_json(params)), fold, block)
+
+
 def params_from_json(text: str) -> dict[str, Any]:
     """Inverse of :func:`params_json`; lists become tuples again."""
     try:
@@ -152,7 +160,7 @@ class Measurement:
         """What identifies the configuration: (stencil, params, fold, block),
         the parameters in canonical JSON (files written with other spacing
         name the same configuration)."""
-        return (self.stencil, params_json(params_from_json(self.params)), self.fold, self.block)
+        return config_key(self.stencil, self.params, self.fold, self.block)
 
     def to_row(self) -> dict[str, str]:
         """The CSV row: every column of :data:`SCHEMA`, as text."""
@@ -228,7 +236,7 @@ class Refusal:
         """What identifies the configuration: (stencil, params, fold, block),
         the parameters in canonical JSON (files written with other spacing
         name the same configuration)."""
-        return (self.stencil, params_json(params_from_json(self.params)), self.fold, self.block)
+        return config_key(self.stencil, self.params, self.fold, self.block)
 
     def to_row(self) -> dict[str, str]:
         """The CSV row: identity columns filled, numbers empty, the reason in ``note``."""

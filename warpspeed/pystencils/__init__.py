@@ -1,4 +1,5 @@
-"""pystencils and lbmpy → warpspeed (MODEL.md §1 input, §8 ranking).
+"""Stage 6, the front end: pystencils and lbmpy → warpspeed (MODEL.md §1
+input, §8 ranking).
 
 * :func:`extract` / :func:`kernel_from_pystencils` read a CUDA-target
   pystencils 2.x kernel (``jit=ps.no_jit``, no GPU needed) into a
@@ -6,12 +7,19 @@
   (the IR walk), :mod:`.fpcount` (FP work by class), :mod:`.layouts`
   (fields, symbolic sizes, offsets → per-dimension indices),
   :mod:`.launch` (guard → domain, fixed blocks), :mod:`.poly` (integer
-  index arithmetic). Constructs outside the model raise a subclass of
+  index arithmetic), :mod:`.accesses` (offsets → accesses), :mod:`.indices`
+  (index expressions of the IR), :mod:`.params` (the kernel's parameters),
+  :mod:`.wraps` (periodic wraps made quasi-affine), :mod:`.reductions`
+  (reductions and their atomics), :mod:`.indexlists` (index-list gathers).
+  Constructs outside the model raise a subclass of
   :class:`UnsupportedKernelError` that names them (:mod:`.unsupported`).
 * :func:`fold_assignments` / :func:`folded_config` / :func:`generate` make
-  thread-folded variants through pystencils itself (:mod:`.fold`).
+  thread-folded variants through pystencils itself (:mod:`.fold`); the
+  variants a ranking compares and their register counts (:mod:`.variants`).
 * :func:`predict`, :func:`rank` and :func:`create_kernel` pick the block
-  size and folding by prediction while generating (:mod:`.hook`).
+  size and folding by prediction while generating (:mod:`.hook`), the
+  best kernel given its best block without generating it again
+  (:mod:`.default_block`).
 * :class:`ExtractOptions`: the options all of them share, in one frozen,
   checked object (:mod:`.options`): how to read a kernel, count its
   registers and predict it.
@@ -29,6 +37,7 @@ from .options import ExtractOptions
 from .unsupported import (
     BranchError,
     CpuTargetError,
+    GpuTargetError,
     GridStridedLoopError,
     GuardError,
     IndirectAccessError,
@@ -47,6 +56,7 @@ __all__ = [
     "DEFAULT_FOLDS",
     "BranchError",
     "CpuTargetError",
+    "GpuTargetError",
     "ExtractOptions",
     "Extraction",
     "FoldError",

@@ -36,6 +36,7 @@ import sympy as sp
 from pystencils.backend.ast.structural import PsBlock
 
 from ..errors import KernelError
+from ..family import TARGETS
 from ..input.atomics import Atomics
 from ..input.gathers import Gather
 from ..input.kernel import Access, Field, Kernel
@@ -78,6 +79,7 @@ from .reductions import atomics_of
 from .registers import with_registers
 from .unsupported import (
     CpuTargetError,
+    GpuTargetError,
     MissingShapeError,
     UnsupportedKernelError,
 )
@@ -501,11 +503,14 @@ def _gpu_body(kernel_function: Any) -> PsBlock:
             f"expected a kernel made by pystencils.create_kernel, got "
             f"{type(kernel_function).__name__}"
         )
-    if not target.is_gpu():
-        raise CpuTargetError(
-            f"the kernel targets {target.name}, a CPU target; warpspeed models GPU kernels: "
-            "create it with ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)"
-        )
+    name = target.name.lstrip("_")
+    fix = "create it with ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)"
+    if target.is_cpu():
+        raise CpuTargetError(f"the kernel targets {name}, a CPU target; warpspeed models GPU "
+                             f"kernels: {fix}")
+    if not target.is_gpu():  # SYCL: a GPU target pystencils does not class as one
+        raise GpuTargetError(f"the kernel targets {name}, a GPU target warpspeed does not "
+                             f"support (it models {' and '.join(TARGETS)} code): {fix}")
     return body
 
 

@@ -10,7 +10,7 @@ compilation, or the estimate asked for; a kernel's ``registers_source``
 reads ``"estimate: nvcc is not installed"``) or ``"user"`` (a count the
 caller gave). nvcc runs once per kernel source,
 architecture and nvcc installation: the answers are cached in memory and
-on disk (:func:`cache_dir`: ``$WARPSPEED_CACHE_DIR``, else
+on disk (:func:`warpspeed.input.compiler.cache_dir`: ``$WARPSPEED_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/warpspeed``, else ``~/.cache/warpspeed``; one small JSON
 file per count, safe to delete), so a code generator that regenerates the
 same kernels pays for nvcc once.
@@ -39,12 +39,7 @@ it, so the output names the estimate.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
-import shutil
-import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, replace
@@ -55,8 +50,10 @@ from pystencils.backend.ast.structural import PsDeclaration
 from pystencils.types import PsPointerType
 
 from ..errors import KernelError
+from ..family import family_of_target
+from ..input.compiler import RegisterCount, cached_count, nvcc_arch, nvcc_available
 from ..input.kernel import Kernel
-from .nvcc import RegisterCount, pystencils_source, register_count
+from .nvcc import pystencils_source
 
 #: Words (32-bit registers) of thread indices, guard and address arithmetic.
 OVERHEAD = 8
@@ -114,74 +111,6 @@ def estimate_registers(kernel_function: Any, kernel: Kernel) -> int:
     return min(MAX_REGISTERS, words)
 
 
-_CACHE: dict[tuple[str, str], RegisterCount] = {}
-_LOCK = threading.Lock()
-
-
-def cache_dir() -> str:
-    """The folder of the on-disk register counts (module docstring)."""
-    if os.environ.get("WARPSPEED_CACHE_DIR"):
-        return os.path.join(os.environ["WARPSPEED_CACHE_DIR"], "registers")
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "warpspeed", "registers")
-
-
-def _disk_key(source: str, arch: str) -> str | None:
-    """A file name for ``source`` and ``arch`` that changes with the nvcc
-    installation (its path and modification time); None without nvcc."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        return None
-    try:
-        stamp = f"{os.path.realpath(nvcc)}:{os.stat(nvcc).st_mtime_ns}"
-    except OSError:
-        return None
-    digest = hashlib.sha256(f"{stamp}\0{arch}\0{source}".encode()).hexdigest()
-    return os.path.join(cache_dir(), f"{digest[:40]}.json")
-
-
-def _read_disk(path: str) -> RegisterCount | None:
-    try:
-        with open(path) as fh:
-            data = json.load(fh)
-        return RegisterCount(int(data["registers"]), str(data["reason"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _write_disk(path: str, count: RegisterCount) -> None:
-    """Store a successful count; a folder that cannot be written only costs
-    the next process another nvcc run."""
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with open(tmp, "w") as fh:
-            json.dump({"registers": count.registers, "reason": count.reason}, fh)
-        os.replace(tmp, path)
-    except OSError:
-        pass
-
-
-def cached_count(source: str, includes: tuple[str, ...], arch: str) -> RegisterCount:
-    """nvcc's count of CUDA ``source`` for ``arch``, cached in memory per
-    source and architecture (thread-safe: the hook compiles its folds in
-    threads while it extracts them) and on disk (module docstring). Failed
-    compilations are cached in memory only."""
-    key = (source, arch)
-    with _LOCK:
-        if key in _CACHE:
-            return _CACHE[key]
-    path = _disk_key(source, arch)
-    count = _read_disk(path) if path is not None else None
-    if count is None:
-        count = register_count(source, arch, includes)
-        if path is not None and count.registers is not None:
-            _write_disk(path, count)
-    with _LOCK:
-        _CACHE[key] = count
-    return count
-
-
 def nvcc_registers(kernel_function: Any, arch: str) -> RegisterCount:
     """nvcc's count for ``arch`` of a pystencils kernel, cached per kernel
     source and architecture (:func:`cached_count`)."""
@@ -189,20 +118,9 @@ def nvcc_registers(kernel_function: Any, arch: str) -> RegisterCount:
     return cached_count(source, includes, arch)
 
 
-def nvcc_arch(arch: str) -> bool:
-    """Whether ``arch`` is an NVIDIA architecture nvcc compiles for
-    (``sm_80``); an AMD one (``gfx90a``) gets the estimate."""
-    return arch.startswith("sm_")
-
-
 def _is_hip(kernel_function: Any) -> bool:
     """Whether pystencils generated ``kernel_function`` for HIP."""
     return getattr(getattr(kernel_function, "target", None), "name", None) == "HIP"
-
-
-def nvcc_available() -> bool:
-    """Whether ``nvcc`` is on the ``PATH``."""
-    return shutil.which("nvcc") is not None
 
 
 def kernel_registers(
@@ -232,8 +150,8 @@ def kernel_registers(
     if not arch:
         return Registers(estimate, "estimate", "the machine file names no arch for nvcc")
     if not nvcc_arch(arch):
-        amd = arch.startswith("gfx")
-        return Registers(estimate, "estimate", f"no nvcc for AMD ({arch})" if amd
+        family = family_of_target(arch)
+        return Registers(estimate, "estimate", f"no nvcc for {family.vendor} ({arch})" if family
                          else f"nvcc does not compile for {arch}")
     if _is_hip(kernel_function):
         return Registers(estimate, "estimate", "the kernel was generated for HIP, nvcc compiles "

@@ -21,6 +21,11 @@ class CpuTargetError(UnsupportedKernelError):
     """The kernel was generated for a CPU target; warpspeed models GPU kernels."""
 
 
+class GpuTargetError(UnsupportedKernelError):
+    """The kernel was generated for a GPU target no GPU family runs (SYCL):
+    warpspeed models the families' targets (:data:`warpspeed.family.TARGETS`)."""
+
+
 class MissingShapeError(UnsupportedKernelError):
     """The fields have symbolic sizes and no ``shape`` was given to fix them."""
 
@@ -97,6 +102,7 @@ def struct_member(field: str, where: str) -> UnsupportedConstructError:
 __all__ = [
     "BranchError",
     "CpuTargetError",
+    "GpuTargetError",
     "GridStridedLoopError",
     "GuardError",
     "IndirectAccessError",

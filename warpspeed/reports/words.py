@@ -2,31 +2,22 @@
 NVIDIA's streaming multiprocessor (SM) and warp are AMD's compute unit (CU)
 and wavefront. The model's quantities are the same (``Prediction.blocks_per_sm``
 counts blocks per CU on AMD, ``l1_cycles`` are per wavefront); only the words
-differ. Keys of ``--json`` keep their names on every machine.
+differ. Keys of ``--json`` keep their names on every machine. The words are
+the GPU families' (:mod:`warpspeed.family`, ``words``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Words:
-    """How output text names the multiprocessor (``sm``) and the group of
-    lanes that issues together (``warp``; ``wave`` in table units)."""
-
-    sm: str
-    warp: str
-    wave: str
-
-
-NVIDIA = Words(sm="SM", warp="warp", wave="warp")
-AMD = Words(sm="CU", warp="wavefront", wave="wave")
+from ..family import Words, words_of
 
 
 def words(vendor: str) -> Words:
-    """The words of ``vendor`` (``Machine.vendor``): AMD's, else NVIDIA's."""
-    return AMD if vendor == "AMD" else NVIDIA
+    """The words of ``vendor`` (``Machine.vendor``) as its GPU families name
+    them; a vendor of no family is refused (:func:`warpspeed.family.words_of`)."""
+    return words_of(vendor)
 
 
-__all__ = ["AMD", "NVIDIA", "Words", "words"]
+#: The words of tables printed without a machine: NVIDIA's.
+NVIDIA = words("NVIDIA")
+
+__all__ = ["NVIDIA", "Words", "words"]

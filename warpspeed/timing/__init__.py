@@ -1,4 +1,4 @@
-"""How long it takes: the timing models, side by side.
+"""Stage 3 of the pipeline, how long it takes: the timing models, side by side.
 
 Every model turns the same inputs (kernel, machine, launch, L1 cycles,
 volumes per level, wave sets) into GLup/s, the binding limiter, the four
@@ -15,6 +15,13 @@ roofline. A model also names the sector space its DRAM sets are counted in
   the launch overhead
   (:mod:`warpspeed.timing.latency`).
 
+Beside them: ``latency_model`` (the default model's time per lattice update)
+and ``memory`` (its DRAM by load/store mix), ``memory_systems`` (what many
+concurrent streams cost each memory system), ``kernel_fit`` (the constant
+fitted to kernel rows), ``hierarchy`` (the last-level cache and the notes of
+MODEL.md §15), ``atomics`` (the atomics limiter) and ``evidence`` (the error
+band a prediction quotes).
+
 Each model is one object, :class:`~warpspeed.timing.base.Timing`
 (:mod:`warpspeed.timing.base` lists what it owns: switches, time, pruning
 bound, notes, advice), registered by name in :data:`MODELS`; the rest of the
@@ -24,11 +31,6 @@ package asks the object and never tests a model's name.
 from __future__ import annotations
 
 from ..errors import LaunchError
-from ..input.kernel import Kernel
-from ..machine import Machine
-from ..volumes.launch import Launch
-from ..volumes.levels import Volumes
-from ..volumes.waves import WaveVolumes
 from .base import Hint, Reading, Timing, TimingResult
 from .latency_model import LATENCY
 from .paper import PAPER
@@ -55,13 +57,5 @@ def listing() -> list[dict[str, object]]:
              "description": t.description} for t in MODELS.values()]
 
 
-def timing(
-    model: str, kernel: Kernel, machine: Machine, launch: Launch, l1_cycles: float,
-    volumes: Volumes, wave: WaveVolumes,
-) -> TimingResult:
-    """Run the timing model ``model`` (a key of :data:`MODELS`)."""
-    return MODELS[model].time(kernel, machine, launch, l1_cycles, volumes, wave)
-
-
 __all__ = ["DEFAULT_MODEL", "MODELS", "Hint", "Reading", "Timing", "TimingResult", "listing",
-           "timing", "timing_model"]
+           "timing_model"]

@@ -27,9 +27,6 @@ from ..machine import Machine
 from ..volumes.launch import wgp_mode
 from ..volumes.levels import Volumes
 
-#: The code generator's target for each vendor (pystencils ``Target`` names).
-VENDOR_TARGET = {"NVIDIA": "CUDA", "AMD": "HIP"}
-
 
 def with_mall(kernel: Kernel, machine: Machine, past_l2: Volumes,
               past_mall: Volumes | None) -> tuple[Machine, str | None, bool]:
@@ -80,8 +77,8 @@ def architecture_notes(kernel: Kernel, machine: Machine) -> tuple[str, ...]:
     every model; a model adds its own (:meth:`warpspeed.timing.base.Timing.notes`)."""
     notes = []
     target = getattr(kernel, "target", None)
-    expected = VENDOR_TARGET.get(machine.vendor)
-    if target and expected and target != expected:
+    expected = machine.family.target
+    if target and target != expected:
         notes.append(
             f"the kernel was generated for {target}, but {machine.name} is an "
             f"{machine.vendor} GPU that runs {expected} code: the prediction assumes the same "

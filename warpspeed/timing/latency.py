@@ -205,7 +205,7 @@ def guarded_l1_ns(kernel: Kernel, m: Machine, launch: Launch, loads_per_lup: flo
     3.5x slower still (their lines leave the caches sooner), and the
     compiler's choice to keep large bodies rolled (12 and 16 outputs run
     like one) is not seen."""
-    if m.vendor != "AMD" or not guarded_separately(kernel, launch.block):
+    if not m.family.guarded_loads_serialise or not guarded_separately(kernel, launch.block):
         return 0.0
     resident = launch.occupancy.blocks_per_sm * math.prod(launch.block)
     return loads_per_lup * float(require(m).l2_latency_ns) / (resident * m.sms)

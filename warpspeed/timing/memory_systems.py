@@ -126,7 +126,7 @@ def memory_system(m: Machine, c: Constants = FITTED) -> MemorySystem | None:
     if not m.memory:
         return None
     hbm = m.memory.startswith("HBM")
-    kind = kinds(c)[f"{'amd' if m.vendor == 'AMD' else 'nvidia'}-{'hbm' if hbm else 'gddr'}"]
+    kind = kinds(c)[f"{m.family.memory_system}-{'hbm' if hbm else 'gddr'}"]
     if m.ecc and not hbm:
         return MemorySystem(f"{kind.name}, ECC on", kind.scattered,
                             kind.per_byte + c.ecc_per_byte, kind.activate_ns)

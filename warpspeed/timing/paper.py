@@ -71,8 +71,9 @@ class Paper(Timing):
         return machine.dram_bandwidth
 
     def notes(self, kernel: Kernel, machine: Machine) -> tuple[str, ...]:
-        """On AMD: the capacity curves were fitted on NVIDIA GPUs (MODEL.md §15)."""
-        if machine.vendor != "AMD":
+        """On AMD: the capacity curves were fitted on NVIDIA GPUs (MODEL.md §15;
+        the family's ``paper_curves_fitted``)."""
+        if machine.family.paper_curves_fitted:
             return ()
         return ("the paper model's capacity curves (MODEL.md §7) were fitted on NVIDIA GPUs; "
                 "on AMD they are carried over (MODEL.md §15)",)

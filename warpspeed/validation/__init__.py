@@ -1,4 +1,4 @@
-"""Stage 6 of the pipeline, against measurements: the predictions of
+"""Stage 8 of the pipeline, against measurements: the predictions of
 :mod:`warpspeed.model` compared with measured counters and times, and the
 constants refitted from them (MODEL.md §9-§11).
 
@@ -9,4 +9,11 @@ constants refitted from them (MODEL.md §9-§11).
 * ``pairing``: measured configurations paired with the model's predictions.
 * ``refit``: per-machine capacity curves refitted from measurements.
 * ``hit_fractions``: measured hit fractions of the capacity curves.
+* ``grounds``: what grounds each machine, and the lattice Boltzmann rows.
+* ``evidence``: the error bands of the development rows a prediction quotes.
+* ``provenance``: where the reference measurements come from.
+* ``microbench``: the public micro-benchmark tables and what each determines.
+* ``calibrate``: a machine file from micro-benchmark tables and a base file.
+* ``datasheet``: a machine file from a data sheet and a known GPU.
+* ``memory_fit``: the memory systems' fitted constants.
 """

@@ -35,12 +35,12 @@ memory kind (``warpspeed machines`` lists them).
 from __future__ import annotations
 
 import math
-import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import MachineError
+from ..family import code_target_matches, described_alike
 from ..machine import MEMORY_TYPES, Machine, load_machine
 
 #: Keys whose values scale with the DRAM peak (MODEL.md §12).
@@ -50,12 +50,6 @@ RANGES = {"sms": (1, 1024), "clock_ghz": (0.1, 6.0), "dram_gbs": (1.0, 100_000.0
           "l2_mib": (0.0625, 8192.0), "llc_mib": (0.0, 65536.0), "l1_kib": (1.0, 4096.0),
           "bus_bits": (16, 65536), "register_kib": (16.0, 4096.0),
           "memory_gib": (0.25, 65536.0)}
-#: Architectures a known GPU of another one describes: CDNA's compute units are
-#: GCN5's (wave64, a 16 KiB vL1D of 64 B lines, 64 KiB LDS, 256 KiB of VGPRs per
-#: CU; AMD CDNA whitepaper). The AGPRs CDNA added follow ``--arch``.
-COMPATIBLE = {"gcn5": "cdna"}
-#: What a compiler target looks like, by vendor.
-ARCH_PATTERNS = {"AMD": r"gfx[0-9a-f]{3,4}", "NVIDIA": r"sm_[0-9]{2,3}[a-z]?"}
 
 
 @dataclass(frozen=True)
@@ -118,10 +112,10 @@ def _check(k: Machine, s: DataSheet) -> None:
 
 def _check_kind(k: Machine, s: DataSheet) -> None:
     """The figures must fit KNOWN's architecture and memory kind."""
-    if s.architecture and _family_of(s.architecture) != _family_of(k.architecture):
+    if s.architecture and not described_alike(s.architecture, k.architecture):
         raise MachineError(f"{s.name} is {s.architecture} but {k.name} is {k.architecture}: "
                            f"choose a known GPU of the same architecture ('warpspeed machines')")
-    if s.arch is not None and not re.fullmatch(ARCH_PATTERNS.get(k.vendor, ".+"), s.arch):
+    if s.arch is not None and not code_target_matches(k.family, s.arch):
         raise MachineError(f"--arch {s.arch!r} is no {k.vendor} compiler target (like "
                            f"{k.arch!r}): give the target the GPU's compiler uses")
     if s.memory is not None:
@@ -142,11 +136,6 @@ def _check_kind(k: Machine, s: DataSheet) -> None:
         raise MachineError(f"--l1-kib {s.l1_kib:g}: {k.name}'s L1 is {k.l1_bytes / 1024:g} KiB; "
                            "an L1 more than 4x apart implies another architecture: choose a "
                            "known GPU of the same one")
-
-
-def _family_of(architecture: str) -> str:
-    """The architecture a known GPU must have to describe this one (:data:`COMPATIBLE`)."""
-    return COMPATIBLE.get(architecture.lower(), architecture.lower())
 
 
 def _family(memory: str) -> str:
@@ -222,7 +211,7 @@ def _registers(k: Machine, s: DataSheet) -> dict:
     regs = int(round(s.register_kib * 1024 / 4))
     out = {"registers_per_sm": _entry(regs, f"{s.cite}: {s.register_kib:g} KiB register file "
                                              f"per SM / CU = {regs} 32-bit registers")}
-    if k.vendor == "AMD" and regs != k.registers_per_sm:
+    if k.family.alloc_unit_scales and regs != k.registers_per_sm:
         f = regs / k.registers_per_sm
         unit = max(k.warp_size, int(round(k.register_alloc_unit * f / k.warp_size)) * k.warp_size)
         out["register_alloc_unit"] = _entry(unit, (

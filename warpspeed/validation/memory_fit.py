@@ -46,7 +46,7 @@ def constant_of(m: Machine) -> str | None:
     hbm = m.memory.startswith("HBM")
     if hbm:
         return "hbm_activate_ns"
-    if m.vendor == "AMD":
+    if m.family.memory_system == "amd":
         return "amd_gddr_per_byte"
     return "ecc_per_byte" if m.ecc else None
 

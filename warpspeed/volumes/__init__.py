@@ -7,6 +7,9 @@ memory level (MODEL.md §3-§7), which :mod:`warpspeed.timing` turns into time.
 * ``l1``: L1 load/store cycles by half-warp enumeration.
 * ``footprint``: block footprints, the L2 → L1 volumes.
 * ``distinct``: sorted distinct values of integer arrays (footprints, gathers).
+* ``gathers``: the volumes of indexed accesses (gathers and scatters).
+* ``held``: registers a thread's merged loads hold, and whether they fit.
+* ``streams``: concurrent DRAM streams of a kernel.
 * ``waves``: whole-wave DRAM footprints with isl sets.
 * ``counting``: exact point counts of the wave sets without barvinok.
 * ``strided_images``: wave images of folds strided by the block size.

@@ -53,28 +53,13 @@ class Launch:
     wave_shape: tuple[int, int, int]
     row_skip: int
 
-    @property
-    def threads_per_block(self) -> int:
-        return math.prod(self.block)
 
-
-#: The largest block extent along x, y, z by vendor (MODEL.md §3): CUDA C++
-#: Programming Guide, "Features and Technical Specifications" (x and y 1024,
-#: z 64 on every compute capability); HIP on AMD: ``maxThreadsDim`` 1024 along
-#: each axis (ROCm HIP reference, hipDeviceProp_t).
-BLOCK_EXTENTS = {"NVIDIA": (1024, 1024, 64), "AMD": (1024, 1024, 1024)}
-#: The largest grid by vendor, in blocks along x, y, z (CUDA C++ Programming
-#: Guide, as above: x 2^31 - 1, y and z 65535) or, on AMD, in threads along
-#: each axis (the HSA kernel dispatch packet holds each grid extent in
-#: work-items as a 32-bit number).
-GRID_BLOCKS = {"NVIDIA": (2**31 - 1, 65535, 65535)}
-GRID_THREADS = {"AMD": 2**32 - 1}
 AXES = "xyz"
 
 
 def check_block(block: Sequence[int], machine: Machine) -> tuple[int, int, int]:
     """Validate a block size: three positive integers within the machine's
-    limits, in all and along each axis (:data:`BLOCK_EXTENTS`)."""
+    limits, in all and along each axis (its family's ``block_extents``)."""
     try:
         b = tuple(int(v) for v in block)
     except (TypeError, ValueError) as exc:
@@ -86,7 +71,7 @@ def check_block(block: Sequence[int], machine: Machine) -> tuple[int, int, int]:
             f"block {b} has {math.prod(b)} threads; {machine.name} allows at most "
             f"{machine.max_threads_per_block} per block"
         )
-    for axis, v, most in zip(AXES, b, BLOCK_EXTENTS.get(machine.vendor, (1024,) * 3)):
+    for axis, v, most in zip(AXES, b, machine.family.block_extents):
         if v > most:
             raise LaunchError(f"block {b} has {v} threads along {axis}; {machine.vendor} GPUs "
                               f"launch at most {most} along {axis}: use a smaller block {axis}")
@@ -107,10 +92,10 @@ def check_memory(kernel: Kernel, machine: Machine) -> None:
 
 def check_grid(grid: tuple[int, int, int], block: tuple[int, int, int], machine: Machine
                ) -> None:
-    """Refuse a grid the vendor cannot launch (:data:`GRID_BLOCKS`,
-    :data:`GRID_THREADS`; MODEL.md §3), naming the axis and the fix."""
-    most = GRID_BLOCKS.get(machine.vendor)
-    threads = GRID_THREADS.get(machine.vendor)
+    """Refuse a grid the machine's family cannot launch (its ``grid_blocks``
+    or ``grid_threads``; MODEL.md §3), naming the axis and the fix."""
+    most = machine.family.grid_blocks
+    threads = machine.family.grid_threads
     for i, axis in enumerate(AXES):
         if most is not None and grid[i] > most[i]:
             raise LaunchError(
@@ -119,8 +104,9 @@ def check_grid(grid: tuple[int, int, int], block: tuple[int, int, int], machine:
                 f"fewer cells along {axis} per launch")
         if threads is not None and grid[i] * block[i] > threads:
             raise LaunchError(
-                f"block {block} needs {grid[i] * block[i]} threads along {axis}; AMD GPUs launch "
-                f"at most {threads} along an axis: split the domain into several launches")
+                f"block {block} needs {grid[i] * block[i]} threads along {axis}; "
+                f"{machine.vendor} GPUs launch at most {threads} along an axis: split the "
+                "domain into several launches")
 
 
 def occupancy(kernel: Kernel, machine: Machine, block: tuple[int, int, int]) -> Occupancy:
@@ -168,17 +154,18 @@ def register_budget(machine: Machine) -> int | None:
     1024 without ``__launch_bounds__``; MODEL.md §15): the VGPR file of a CU
     (RDNA: of the two CUs of a work-group processor, HIP's default WGP mode;
     gfx908: VGPRs and the AGPRs LLVM spills into, a file of the same size)
-    over that many threads, at most :data:`MAX_VGPRS`. None on NVIDIA."""
-    if machine.vendor != "AMD":
+    over that many threads, at most :data:`MAX_VGPRS`: the family's
+    ``register_budget_files``. None where that is 0 (NVIDIA: nvcc's count)."""
+    files = machine.family.register_budget_files
+    if not files:
         return None
-    files = 2 if wgp_mode(machine) or machine.arch == "gfx908" else 1
     return min(MAX_VGPRS, machine.registers_per_sm * files // machine.max_threads_per_block)
 
 
 def wgp_mode(machine: Machine) -> bool:
     """Whether a block may spread over the two CUs of a work-group processor:
     RDNA, where HIP compiles for WGP mode unless told ``-mcumode`` (MODEL.md §15)."""
-    return machine.vendor == "AMD" and machine.architecture.startswith("RDNA")
+    return machine.family.wgp_mode
 
 
 #: The largest VGPR count one lane of a wavefront can address (GCN, CDNA
@@ -293,7 +280,7 @@ def partial_wave(block: tuple[int, int, int], machine: Machine) -> str | None:
     in its notes. NVIDIA machines get no note (the warp issue of §4 is the
     same rule there)."""
     threads = block[0] * block[1] * block[2]
-    if machine.vendor != "AMD" or threads % machine.warp_size == 0:
+    if not machine.family.whole_wavefront_note or threads % machine.warp_size == 0:
         return None
     waves = -(-threads // machine.warp_size)
     return (f"block {tuple(block)} has {threads} threads, not whole wavefronts of "

@@ -349,12 +349,6 @@ def distinct_sorted(rows: np.ndarray, any_active: np.ndarray, factor: int = 1) -
     return np.where(any_active, n, 0)
 
 
-def distinct_per_row(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """Number of distinct values per row among the active entries; rows
-    without an active entry count 0."""
-    return distinct_sorted(sorted_rows(keys, active), active.any(axis=-1))
-
-
 def shifted_distinct_sum(
     rows: np.ndarray, any_active: np.ndarray, shifts: np.ndarray, factor: int,
     at_least: np.ndarray | None = None,

@@ -137,16 +137,6 @@ def access_map(acc: Access, bound: dict[SymForm, LinForm], address: str = "paper
     return m
 
 
-def field_maps(
-    accesses: tuple[Access, ...], bound: dict[SymForm, LinForm], address: str = "paper"
-) -> dict[str, list[isl.Map]]:
-    """The access maps of each field."""
-    maps: dict[str, list[isl.Map]] = {}
-    for acc in accesses:
-        maps.setdefault(acc.field.name, []).append(access_map(acc, bound, address))
-    return maps
-
-
 @dataclass(frozen=True)
 class WaveVolumes:
     """Sector counts of MODEL.md §6, in bytes (not yet per lattice update).

@@ -1,4 +1,4 @@
-"""The web calculator: ``warpspeed serve`` starts a local Panel app that
+"""Stage 9, the web calculator: ``warpspeed serve`` starts a local Panel app that
 predicts, explains and ranks a kernel typed into a form or picked from
 ``stencils/``.
 

@@ -32,7 +32,6 @@ from ..machine import Machine
 from ..model import Prediction, predict
 from ..reports.advice import Advice, advise
 from ..timing import MODELS
-from ..timing.hierarchy import VENDOR_TARGET
 from .errors import FieldError
 from .form import Form
 from .machines import (
@@ -289,9 +288,9 @@ def stencil_params(form: Form) -> dict[str, object]:
 
 
 def vendor_target(machine: Machine | None) -> str | None:
-    """The code generator target of ``machine``'s vendor ("hip" on AMD,
+    """The code generator target of ``machine``'s GPU family ("hip" on AMD,
     "cuda" on NVIDIA; MODEL.md §15), None without a machine."""
-    return None if machine is None else VENDOR_TARGET.get(machine.vendor, "CUDA").lower()
+    return None if machine is None else machine.family.target.lower()
 
 
 @functools.lru_cache(maxsize=128)
