@@ -54,12 +54,12 @@ def test_fittable_parameters_are_read_from_the_machine_dataclass():
 
 def test_the_small_launch_cost_is_recovered(tmp_path):
     h200 = load_machine("H200")
-    truth = dataclasses.replace(h200, launch_overhead_us=6.0)
+    truth = dataclasses.replace(h200, launch_latency_us=6.0)
     path = wm.write_csv(tmp_path / "m.csv", rows_on(truth))
     c = kc.calibrate_kernels(path, "H200")
     fitted = {f.figure: f for f in c.fitted}
     assert fitted["small-launch cost"].value == pytest.approx(6.0, rel=1e-3)
-    assert fitted["small-launch cost"].before == 2.56
+    assert fitted["small-launch cost"].before == h200.launch_latency_us
     assert fitted["DRAM plateau"].value is None and "no copy3d rows" in fitted[
         "DRAM plateau"].rule
     assert fitted["many-stream term"].value is None  # no kernel of many streams
@@ -115,8 +115,8 @@ def test_the_dram_plateau_is_the_copy_at_its_largest_sizes_by_hand(tmp_path):
 
 def test_sets_that_disagree_leave_the_figure_carried(tmp_path):
     h200 = load_machine("H200")
-    fast = dataclasses.replace(h200, launch_overhead_us=8.0)
-    slow = dataclasses.replace(h200, launch_overhead_us=1.0)
+    fast = dataclasses.replace(h200, launch_latency_us=11.0)
+    slow = dataclasses.replace(h200, launch_latency_us=1.0)
     rows = rows_on(fast, note="set a") + rows_on(slow, note="set b")
     m = load_machine("H200")
     prepared = kc.prepare(rows, m)
@@ -128,23 +128,23 @@ def test_sets_that_disagree_leave_the_figure_carried(tmp_path):
 
 
 def test_the_machine_file_names_the_run_and_loads(tmp_path, capsys):
-    truth = dataclasses.replace(load_machine("H200"), launch_overhead_us=6.0)
+    truth = dataclasses.replace(load_machine("H200"), launch_latency_us=6.0)
     path = wm.write_csv(tmp_path / "m.csv", rows_on(truth))
     out = tmp_path / "H200-k.toml"
     assert main(["machines", "calibrate", "--measurements", str(path), "--base", "H200",
                  "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     line = next(x for x in printed.splitlines() if x.startswith("small-launch cost"))
-    assert line.startswith("small-launch cost (launch_overhead_us): 2.56 -> ")
+    assert line.startswith("small-launch cost (launch_latency_us): 8.29 -> ")
     assert float(line.split("-> ")[1].split()[0]) == pytest.approx(6.0, rel=1e-3)
     assert line.endswith(f"from {len(SHAPES) * len(BLOCKS)} rows")
     m = load_machine(out)
-    assert m.grounding == "kernels" and m.launch_overhead_us == pytest.approx(6.0, rel=1e-3)
-    source = m.source("launch_overhead_us")
+    assert m.grounding == "kernels" and m.launch_latency_us == pytest.approx(6.0, rel=1e-3)
+    source = m.source("launch_latency_us")
     assert source.startswith("kernel measurements m.csv (NVIDIA H200, driver 580.1, "
                              f"2026-12-01; {len(SHAPES) * len(BLOCKS)} rows): fitted so that "
                              "the median")
-    assert source.endswith("(was 2.56)")
+    assert source.endswith("(was 8.29)")
     base = load_machine("H200")
     assert m.source("dram_latency_ns") == base.source("dram_latency_ns")  # carried
     assert m.dram_bw_read == base.dram_bw_read

@@ -1,4 +1,4 @@
-"""Stage 6, the front end: pystencils and lbmpy → warpspeed (MODEL.md §1
+"""Stage 7, the front end: pystencils and lbmpy → warpspeed (MODEL.md §1
 input, §8 ranking).
 
 * :func:`extract` / :func:`kernel_from_pystencils` read a CUDA-target
@@ -17,7 +17,8 @@ input, §8 ranking).
   thread-folded variants through pystencils itself (:mod:`.fold`); the
   variants a ranking compares and their register counts (:mod:`.variants`).
 * :func:`predict`, :func:`rank` and :func:`create_kernel` pick the block
-  size and folding by prediction while generating (:mod:`.hook`), the
+  size and folding by prediction while generating (:mod:`.hook`; the
+  measured best of its best few with ``measure=``, :mod:`.measured`), the
   best kernel given its best block without generating it again
   (:mod:`.default_block`).
 * :class:`ExtractOptions`: the options all of them share, in one frozen,

@@ -16,4 +16,6 @@ constants refitted from them (MODEL.md §9-§11).
 * ``calibrate``: a machine file from micro-benchmark tables and a base file.
 * ``datasheet``: a machine file from a data sheet and a known GPU.
 * ``memory_fit``: the memory systems' fitted constants.
+* ``kernel_calibrate``: a machine file's figures fitted on kernel measurements.
+* ``measured_sets``: the project's own measurements as development sets.
 """

@@ -12,7 +12,9 @@ run (the file, the GPU and driver its rows name, their dates) and the rule:
   largest's lattice updates), each size's fastest block, the median over
   those sizes. Bytes per update: the DRAM counters where the row has them,
   else the model's DRAM volume (a copy's is exact: one load and one store).
-* **Small-launch cost** (``launch_overhead_us``), **the many-stream term**
+* **Small-launch cost** (``launch_latency_us``: a launch timed alone, as the
+  harness times it; from the back-to-back ``launch_overhead_us`` where the
+  base has not measured it), **the many-stream term**
   (``dram_scattered_fraction``) and **L2 plateau** (``l2_bandwidth``): each
   fitted through the model, so that the median of predicted over measured
   GLup/s is 1 on the rows whose prediction depends on it: the rows whose
@@ -155,7 +157,7 @@ def bisect(rows: Sequence[Row], m: Machine, name: str, curves: CapacityFits, mod
            ) -> tuple[float, str]:
     """The value of ``name`` that makes the median ratio of ``rows`` 1, and
     a note when the range does not bracket it (module docstring)."""
-    v0 = float(getattr(m, name))
+    v0 = float(current(m, name) or 0.0)
     lo_lim, hi_lim = parameter_range(name)
     lo, hi = max(v0 / 8, lo_lim), min(v0 * 8, hi_lim)
     if lo <= 0:
@@ -182,12 +184,23 @@ def bisect(rows: Sequence[Row], m: Machine, name: str, curves: CapacityFits, mod
     return math.exp((a + b) / 2), ""
 
 
+def current(m: Machine, name: str) -> float | None:
+    """The value the model uses for ``name``: a launch timed alone
+    (``launch_latency_us``) is the back-to-back overhead where the file has
+    not measured it (MODEL.md §11, "Waves and launch")."""
+    value = getattr(m, name)
+    if value is None and name == "launch_latency_us":
+        return m.launch_overhead_us
+    return value
+
+
 def sensitive(rows: Sequence[Row], m: Machine, name: str, curves: CapacityFits,
               model: str) -> list[Row]:
     """The rows whose predicted GLup/s moves by more than :data:`SENSITIVE`
     when ``name`` is halved."""
     base = predict_rows(rows, m, curves, model)
-    half = predict_rows(rows, with_values(m, {name: float(getattr(m, name)) / 2}), curves, model)
+    half = predict_rows(rows, with_values(m, {name: float(current(m, name) or 0.0) / 2}), curves,
+                        model)
     return [r for r, a, b in zip(rows, base, half) if abs(b.glups / a.glups - 1) > SENSITIVE]
 
 
@@ -237,8 +250,8 @@ def _many_streams(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: 
 
 
 FIGURES = (
-    Figure("small-launch cost", "launch_overhead_us",
-           lambda rows, m, c, model: sensitive(rows, m, "launch_overhead_us", c, model),
+    Figure("small-launch cost", "launch_latency_us",
+           lambda rows, m, c, model: sensitive(rows, m, "launch_latency_us", c, model),
            "whose prediction depends on it (small launches)"),
     Figure("many-stream term", "dram_scattered_fraction", _many_streams,
            f"of at least {MANY_STREAMS} concurrent DRAM streams whose prediction depends on it"),
@@ -252,7 +265,7 @@ def fit_figure(rows: Sequence[Row], m: Machine, name: str, parameter: str,
                chosen: Sequence[Row], words: str, curves: CapacityFits, model: str) -> Fitted:
     """``parameter`` fitted on ``chosen`` by the median rule, or carried
     when fewer than :data:`MIN_ROWS` rows determine it."""
-    before = getattr(m, parameter)
+    before = current(m, parameter)
     if before is None:
         return Fitted(name, (parameter,), None, None, 0, "carried: the base has no value")
     if len(chosen) < MIN_ROWS:
