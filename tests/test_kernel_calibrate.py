@@ -164,6 +164,7 @@ def test_calibrate_errors_are_one_line(tmp_path, capsys):
 
 @pytest.mark.skipif(not (dataset_dir("h200") / "measurements.csv").is_file(),
                     reason="the shipped H200 measurements (fits/data/h200) are missing")
+@pytest.mark.slow  # validates several sets through the model: about 9 s
 def test_validate_prints_the_median_ratio_and_top_1_per_set(capsys):
     path = dataset_dir("h200") / "measurements.csv"
     assert main(["validate", "--measurements", str(path), "--model", "latency", "--json",
