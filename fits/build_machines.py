@@ -6,12 +6,13 @@ data-sheet base file in ``warpspeed/machines/base/`` and the public tables in
 
 A40, L40, MI100, MI210, RX6900XT and GH200 use their own tables (grounding
 "micro-benchmarks"; GH200's stream and latency tables are the newer
-benchmark's, xxrjun/gpu-benches, commit 23e586d); L40S, MI250X-GCD, MI300X, RX7900XTX and B200 have none, so
-a related GPU's tables stand in, the DRAM bandwidths scaled by the ratio of the
-data-sheet peaks (grounding "datasheet"). The GPUs of the lattice Boltzmann and
-convolution development sets that have no tables at all (``DATASHEETS``) are
-described from their data sheets with ``warpspeed machines new --like KNOWN``,
-as a user would. Each written file records its command.
+benchmark's, xxrjun/gpu-benches, commit 23e586d); L40S, MI250X-GCD, MI300X,
+RX7900XTX and B200 have none, so a related GPU's tables stand in, the DRAM
+bandwidths scaled by the ratio of the data-sheet peaks (grounding
+"datasheet"). The GPUs of the lattice Boltzmann and convolution development
+sets that have no tables at all (``DATASHEETS``) are described from their
+data sheets with ``warpspeed machines new --like KNOWN``, as a user would.
+Each written file records its command.
 """
 
 from __future__ import annotations

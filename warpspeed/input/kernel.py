@@ -9,8 +9,8 @@ where it is written and not deep inside NumPy or islpy.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 
 from ..errors import KernelError
 from ..fpclasses import FP_CLASSES as _FP_CLASSES
@@ -100,7 +100,13 @@ class Kernel:
     * ``registers``: registers per thread (default 32) and
       ``registers_source``, where the count comes from, shown with every
       prediction: ``"kernel"`` (given with the kernel), ``"user"``,
-      ``"nvcc sm_80"``, ``"estimate: <why>"`` (:mod:`warpspeed.pystencils.registers`);
+      ``"nvcc sm_80"``, ``"estimate: <why>"`` (:mod:`warpspeed.pystencils.registers`).
+      ``register_counter``: a callable ``arch -> (count, source)`` that
+      counts them for the machine a prediction or ranking runs on
+      (:func:`counted_for`; the pystencils front end gives its kernels one:
+      nvcc's count for the machine's architecture where nvcc is installed,
+      else the estimate), so that a kernel made without a machine never
+      keeps a placeholder count;
       ``shared_memory``: bytes of shared memory per block.
     * ``fixed_block``: the only block size the kernel can be launched with,
       when its code generator fixes it (pystencils' ``blockwise4d``); ``None``
@@ -175,6 +181,11 @@ class Kernel:
     target: str | None = field(default=None, compare=False)
     registers_source: str = "kernel"
     unbounded: tuple[str, ...] = ()
+    #: Counts the registers for a machine's ``arch``: ``arch -> (count,
+    #: source)`` (:func:`counted_for`); set by the pystencils front end.
+    #: Not part of equality.
+    register_counter: Callable[[str | None], tuple[int, str]] | None = field(
+        default=None, repr=False, compare=False)
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __init__(
@@ -197,6 +208,7 @@ class Kernel:
         target: str | None = None,
         registers_source: str = "kernel",
         unbounded: Iterable[str] = (),
+        register_counter: Callable[[str | None], tuple[int, str]] | None = None,
     ) -> None:
         # What the generated __init__ of a frozen dataclass does, with the types
         # a kernel is given in (lists, 1 to 3 extents, a mapping of FP work):
@@ -207,7 +219,8 @@ class Kernel:
                  "precision": precision, "fixed_block": fixed_block,
                  "reload_repeated": reload_repeated, "output_guards": output_guards,
                  "atomics": atomics, "gathers": gathers, "target": target,
-                 "registers_source": registers_source, "unbounded": unbounded, "_hash": None}
+                 "registers_source": registers_source, "unbounded": unbounded,
+                 "register_counter": register_counter, "_hash": None}
         for key, value in given.items():
             object.__setattr__(self, key, value)
         self.__post_init__()
@@ -332,3 +345,14 @@ def data_bytes(kernel: Kernel) -> int:
     fields = {a.field.name: a.field for a in kernel.loads + kernel.stores}
     fields.update({g.field.name: g.field for g in kernel.gathers})
     return sum(math.prod(f.shape) * f.itemsize for f in fields.values())
+
+
+def counted_for(kernel: Kernel, arch: str | None) -> Kernel:
+    """``kernel`` with its registers counted for a machine's ``arch`` by its
+    ``register_counter`` (MODEL.md §3), which it then no longer carries (it
+    is that machine's kernel: worker processes of a ranking need not import
+    the front end that made the counter); as it is when it has none."""
+    if kernel.register_counter is None:
+        return kernel
+    count, source = kernel.register_counter(arch)
+    return replace(kernel, registers=count, registers_source=source, register_counter=None)

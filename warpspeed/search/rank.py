@@ -45,7 +45,7 @@ from typing import cast
 
 from ..errors import LaunchError
 from ..input.expr import bind_all
-from ..input.kernel import Kernel
+from ..input.kernel import Kernel, counted_for
 from ..machine import Machine, load_machine
 from ..model import Prediction
 from ..timing import DEFAULT_MODEL, timing_model
@@ -195,7 +195,8 @@ def rank(
     m = load_machine(machine)
     curves = curves_for(m, fits)
     _check_top(top)
-    kernel_variants = variants(kernels, folds)
+    # a pystencils kernel's registers counted for this GPU (Kernel.register_counter)
+    kernel_variants = [(f, counted_for(k, m.arch)) for f, k in variants(kernels, folds)]
     shapes = _asked_shapes(threads, blocks, all_shapes, m)
     candidates, excluded, notes = _launchable(kernel_variants, shapes, m, trim=blocks is None)
     classes, rep_variant = _equivalence_classes(candidates, kernel_variants)
