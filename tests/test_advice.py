@@ -292,3 +292,14 @@ def test_amd_hints_speak_of_cus_and_wavefronts_and_of_l1_lines():
                                    "rows, each filling a 64 B L1 line only partly")
     lines = explanation_lines(ws.predict(k, MI210, (8, 8, 1)), a)
     assert any("; CU work (FP" in line for line in lines)
+
+
+def test_advise_refuses_another_machine_than_the_predictions():
+    """Issue 46: ws.advise took the H100 for an A100 prediction and mixed
+    their facts; one line says which machine it needs."""
+    k = star()
+    p = ws.predict(k, A100, (256, 1, 1))
+    with pytest.raises(ws.MachineError) as raised:
+        advise(p, ws.load_machine("H100"), k)
+    message = str(raised.value)
+    assert "\n" not in message and "for A100 but the machine given is H100" in message

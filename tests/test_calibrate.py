@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -178,7 +179,9 @@ def test_latency_plateaus_of_a_synthetic_table(tmp_path: Path) -> None:
 
 
 def test_calibrate_writes_a_loadable_machine_with_every_source(tmp_path: Path) -> None:
-    _synthetic_stream(tmp_path / "stream.csv")
+    # plateaus below MI100's 1229 GB/s data-sheet peak (a file above it is refused)
+    _synthetic_stream(tmp_path / "stream.csv", replace(TRUE, dram_bw_read=1150.0,
+                                                       dram_bw_copy=1000.0, dram_bw_write=1100.0))
     _synthetic_latency(tmp_path / "latency.csv", 8)
     _synthetic_l2(tmp_path / "l2.csv", 8)
     out = tmp_path / "mine.toml"
@@ -255,6 +258,21 @@ def test_the_cli_reports_a_bad_table_in_one_line_and_exits_2(tmp_path: Path) -> 
         capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "lacks the columns" in proc.stderr
+
+
+def test_calibrate_refuses_tables_above_the_bases_data_sheet_peak(tmp_path: Path,
+                                                                  capsys) -> None:
+    """The synthetic tables reach 1500 GB/s, MI100's data sheet says 1229: one
+    line names the figure and the peak (issue 46: no file above its peak)."""
+    _synthetic_stream(tmp_path / "stream.csv")
+    _synthetic_latency(tmp_path / "latency.csv", 8)
+    _synthetic_l2(tmp_path / "l2.csv", 8)
+    code = cli(["machines", "calibrate", "--base", str(BASE / "MI100.toml"), "--stream",
+                str(tmp_path / "stream.csv"), "--latency", str(tmp_path / "latency.csv"),
+                "--l2", str(tmp_path / "l2.csv"), "--out", str(tmp_path / "mine.toml")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "is above [dram_peak] 1228.8 GB/s" in err
 
 
 def test_write_machine_refuses_an_out_of_range_value(tmp_path: Path) -> None:

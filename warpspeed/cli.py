@@ -14,6 +14,7 @@ import dataclasses
 import inspect
 import json
 import os
+import re
 import sys
 import time
 import typing
@@ -128,6 +129,9 @@ def build_variants(
                 kernel = module_func(**kwargs)
         except WarpspeedError:
             raise
+        except SystemExit as exc:  # would end warpspeed, with the stencil's status
+            raise UsageError(f"{spec}: kernel({kwargs}) called sys.exit({exc.code!r}): a "
+                             "stencil's kernel() must return a ws.Kernel") from None
         except Exception as exc:  # a user's stencil file may fail in any way
             raise UsageError(f"{spec}: kernel({kwargs}) failed: {type(exc).__name__}: "
                              f"{exc}") from exc
@@ -390,6 +394,9 @@ def build_parser() -> argparse.ArgumentParser:
         + "; ".join(f"{r['name']}{' (default)' if r['default'] else ''}" for r in listing())
         + " (see 'warpspeed models').",
     )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"warpspeed {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p_m = sub.add_parser("machines", help="list the known GPUs")
     p_m.add_argument("--json", action="store_true", help="print JSON")
@@ -492,11 +499,31 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+#: A value that argparse would take for an option because it starts with
+#: '-': a negative number in a list ('-256,1,1').
+_NEGATIVE_LIST = re.compile(r"-[0-9][0-9,\s]*,[0-9,\s-]*")
+
+
+def _joined(argv: Sequence[str]) -> list[str]:
+    """``argv`` with every option followed by a negative number list joined
+    to it (``--block -256,1,1`` -> ``--block=-256,1,1``), so that the value
+    reaches its own check (its one-line error), not argparse's "expected one
+    argument"."""
+    out: list[str] = []
+    for token in argv:
+        if (out and out[-1].startswith("--") and "=" not in out[-1]
+                and _NEGATIVE_LIST.fullmatch(token)):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 @quiet_on_closed_pipe
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_joined(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:  # argparse already printed a one-line usage error
         return int(exc.code or 0)
     try:

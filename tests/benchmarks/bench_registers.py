@@ -14,11 +14,12 @@ Figures (nvcc 13.0, sm_80, 59 extracted kernels):
 * issue 28's estimate (every value held to the end of the thread): at or
   above nvcc everywhere, refusing launchable blocks on 25 kernels (float64
   D3Q19 SRT pull: 104 vs 68; a central-moment D2Q9: 146 vs 32);
-* issue 46's (values held from first to last use, statements on demand):
-  0.74 to 2.5 times nvcc, 1.16 in the median; the same blocks on 54
-  kernels, launchable ones refused on 5 (MRT and fluctuating D3Q19, the
-  D3Q19 at exactly 64 in two layouts, the Allen-Cahn D2Q9), none offered
-  that fails. nvcc takes 0.25 to 0.5 s per kernel (1.5 s for the CUB block
+* issue 46's (values held from their first to their last statement, a
+  one-cell thread's values computed just before their first use): 0.74 to
+  2.5 times nvcc, 1.16 in the median; the same blocks on 54 kernels,
+  launchable ones refused on 5 (MRT and fluctuating D3Q19, the D3Q19 at
+  exactly 64 in two layouts, the Allen-Cahn D2Q9), none offered that
+  fails. nvcc takes 0.25 to 0.5 s per kernel (1.5 s for the CUB block
   reduction).
 
     .venv/bin/python tests/benchmarks/bench_registers.py [--arch sm_80] [NAME ...]
@@ -50,11 +51,11 @@ def main() -> None:
             continue
         built = case.build()
         try:
-            extract(case, built)  # the kernels the model reads, as the corpus test does
+            extraction = extract(case, built)
         except Exception as exc:  # a benchmark reports every refusal and goes on
             print(f"{case.name:42s} not extracted: {type(exc).__name__}")
             continue
-        est = estimate_registers(built.kernel)
+        est = estimate_registers(built.kernel, extraction.kernel.lups_per_thread)
         t0 = time.perf_counter()
         count = nvcc_registers(built.kernel, args.arch)
         seconds = time.perf_counter() - t0

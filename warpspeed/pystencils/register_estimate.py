@@ -4,10 +4,15 @@ code: the most 32-bit register words the thread holds at any statement.
 
 **What is held.** The kernel body is read as its statements (declarations,
 assignments, the conditions of branches; a loop's body once, the values it
-uses held through all of it) in the order a compiler that computes each
-value just before its first use runs them: between branches and loops,
-every store in program order, each preceded by the declarations it needs
-(a folded thread's second cell after the first cell's stores). A value is a declared
+uses held through all of it). A thread that updates one cell is read in
+the order a compiler that computes each value just before its first use
+runs it: between branches and loops, every store in program order, each
+preceded by the declarations it needs. A folded thread (several cells) is
+read in program order, its cells' values held together: nvcc runs the two
+cells of a folded D3Q19 one after the other (80 registers on sm_80, one
+cell 68) but interleaves those of a folded Allen-Cahn kernel (168, one cell
+92), so the estimate cannot know which, and refuses some launchable blocks
+of the first rather than offer failing ones of the second. A value is a declared
 symbol, a distinct load (by its address, after the compiler merges repeated
 loads) or a distinct call of a pure function (``exp(...)``, merged as
 well). A value used in more than one statement is held from its first
@@ -25,19 +30,19 @@ The estimate is ``OVERHEAD`` words (thread indices, guard and address
 arithmetic beyond what the statements show) plus the largest sum over the
 statements of held words and the statement's need, capped at 255.
 
-Approximations: the compiler may hoist loads for latency and keep more
-(nvcc's D3Q19 in double: 68 registers on sm_80, 70 on sm_90, against 92
-here, where every distribution is held from its first use to its own
-output) or schedule more cleverly (fewer); division, square roots and the
-like are one node; neither the architecture nor the field sizes, which
-move nvcc's count by a few registers, are known to it. Against nvcc
-(``tests/benchmarks/bench_registers.py``, 59 corpus kernels, nvcc 13.0,
-sm_80; 0.74 to 2.5 times nvcc's count, 1.16 in the median) it launches
-the same blocks as nvcc's count on 54 kernels, refuses launchable ones on
-5 (lattice Boltzmann kernels whose compiler reorders the collision) and
-offers none that fails; on the project's H200 measurements
-(``fits/data/h200``) it launches every block that ran and refuses every
-block that failed (``tests/test_registers.py``).
+Approximations: the compiler may hoist loads for latency and keep more,
+or schedule more cleverly and keep fewer (nvcc's D3Q19 in double: 68
+registers on sm_80, 70 on sm_90, against 92 here); division, square roots
+and the like are one node; neither the architecture nor the field sizes,
+which move nvcc's count by a few registers, are known to it. Against nvcc
+(``tests/benchmarks/bench_registers.py``, 59 corpus kernels, one cell per
+thread, nvcc 13.0, sm_80; 0.74 to 2.5 times nvcc's count, 1.16 in the
+median) it launches the same blocks as nvcc's count on 54 kernels, refuses
+launchable ones on 5 (lattice Boltzmann kernels whose compiler reorders the
+collision) and offers none that fails, nor on the folded stencils of
+``stencils/`` (``tests/test_registers.py``); on the project's H200
+measurements (``fits/data/h200``) it launches every block that ran and
+refuses every block that failed.
 """
 
 from __future__ import annotations
@@ -123,8 +128,9 @@ def _statement(node: Any) -> _Statement | None:
     return None
 
 
-def _walk(node: Any, program: _Program) -> None:
-    """The statements under ``node`` in the order the module docstring says."""
+def _walk(node: Any, program: _Program, demand: bool) -> None:
+    """The statements under ``node`` in the order the module docstring says
+    (``demand``: one cell per thread, each value computed before its first use)."""
     own = _statement(node)
     if own is not None:
         program.statements.append(own)
@@ -132,12 +138,12 @@ def _walk(node: Any, program: _Program) -> None:
         program.statements.append(_Statement(None, (node.condition,)))
         for branch in (node.branch_true, node.branch_false):
             if branch is not None:
-                _walk(branch, program)
+                _walk(branch, program, demand)
     elif isinstance(node, PsLoop):
         start = len(program.statements)
         program.statements.append(_Statement((_key(node.counter), _words_of(node.counter)),
                                              (node.start, node.stop, node.step)))
-        _walk(node.body, program)
+        _walk(node.body, program, demand)
         program.loops.append((start, len(program.statements) - 1))
     else:
         run: list[_Statement] = []
@@ -146,10 +152,10 @@ def _walk(node: Any, program: _Program) -> None:
             if simple is not None:
                 run.append(simple)
                 continue
-            program.statements += _on_demand(run)
+            program.statements += _on_demand(run) if demand else run
             run = []
-            _walk(child, program)
-        program.statements += _on_demand(run)
+            _walk(child, program, demand)
+        program.statements += _on_demand(run) if demand else run
 
 
 def _on_demand(run: list[_Statement]) -> list[_Statement]:
@@ -236,11 +242,12 @@ def _spans(program: _Program) -> dict[tuple[str, str], tuple[int, int, int]]:
     return span
 
 
-def estimate_registers(kernel_function: Any) -> int:
-    """Registers per thread of a pystencils GPU kernel, read from its code
-    (module docstring: how, and how close to nvcc)."""
+def estimate_registers(kernel_function: Any, cells: int = 1) -> int:
+    """Registers per thread of a pystencils GPU kernel whose thread updates
+    ``cells`` lattice cells (its fold), read from its code (module
+    docstring: how, and how close to nvcc)."""
     program = _Program()
-    _walk(kernel_function.body, program)
+    _walk(kernel_function.body, program, demand=cells == 1)
     span = _spans(program)
     most = 0
     for i, st in enumerate(program.statements):

@@ -149,8 +149,10 @@ def kernel_registers(
     arch: str | None,
     given: int | str | None = None,
     counter: Callable[[Any, str], RegisterCount] = nvcc_registers,
+    cells: int = 1,
 ) -> Registers:
-    """Registers per thread of a pystencils kernel (module docstring).
+    """Registers per thread of a pystencils kernel whose thread updates
+    ``cells`` cells (module docstring).
 
     ``given``: an integer (the caller's count, source ``"user"``),
     ``"estimate"`` (never run nvcc), or ``None`` / ``"nvcc"`` (nvcc for
@@ -164,7 +166,7 @@ def kernel_registers(
         raise KernelError(
             f"registers must be a count (1..255), 'nvcc' or 'estimate', got {given!r}"
         )
-    estimate = estimate_registers(kernel_function)
+    estimate = estimate_registers(kernel_function, cells)
     if given == "estimate":
         return Registers(estimate, "estimate", "registers='estimate' given")
     return _for_arch(estimate, arch, _is_hip(kernel_function),
@@ -258,12 +260,13 @@ def with_registers(
     def counter(kf: Any, a: str) -> RegisterCount:
         return pending.result() if pending is not None else nvcc_registers(kf, a)
 
-    r = kernel_registers(kernel_function, arch, given, counter)
+    cells = kernel.lups_per_thread
+    r = kernel_registers(kernel_function, arch, given, counter, cells)
     note = None
     if r.source == "estimate":
         note = (f"registers per thread: {r.count}, an estimate "
                 f"({r.note}; warpspeed.pystencils.registers says how it is counted)")
-    recount = (arch_counter(kernel_function, estimate_registers(kernel_function))
+    recount = (arch_counter(kernel_function, estimate_registers(kernel_function, cells))
                if given in (None, "nvcc") else None)
     return replace(kernel, registers=r.count, registers_source=_source_text(r),
                    register_counter=recount), note
@@ -283,7 +286,7 @@ def without_machine(kernel: Kernel, kernel_function: Any, given: int | str | Non
     if given not in (None, "nvcc"):
         raise KernelError(
             f"registers must be a count (1..255), 'nvcc' or 'estimate', got {given!r}")
-    estimate = estimate_registers(kernel_function)
+    estimate = estimate_registers(kernel_function, kernel.lups_per_thread)
     return replace(kernel, registers=estimate, registers_source=(
         "estimate: no machine yet; ws.predict and ws.rank count for theirs (nvcc where "
         "installed)"), register_counter=arch_counter(kernel_function, estimate)), None
