@@ -352,7 +352,8 @@ def counted_for(kernel: Kernel, arch: str | None) -> Kernel:
     ``register_counter`` (MODEL.md §3), which it then no longer carries (it
     is that machine's kernel: worker processes of a ranking need not import
     the front end that made the counter); as it is when it has none."""
-    if kernel.register_counter is None:
-        return kernel
-    count, source = kernel.register_counter(arch)
+    counter = getattr(kernel, "register_counter", None)
+    if counter is None:
+        return kernel  # no counter, or no kernel (the caller's check names it)
+    count, source = counter(arch)
     return replace(kernel, registers=count, registers_source=source, register_counter=None)
