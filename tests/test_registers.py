@@ -372,3 +372,15 @@ def test_ws_rank_and_predict_count_a_shipped_stencils_registers_for_their_machin
     amd = ws.predict(kernel, "MI210", (256, 1, 1))
     assert (amd.registers, amd.registers_source) == (
         regs.estimate_registers(kf), "estimate: no nvcc for AMD (gfx90a)")
+
+
+def test_a_count_set_on_a_counted_kernel_is_the_callers_and_stays():
+    """ws.predict counts a pystencils kernel's registers for its machine only
+    while the kernel has the count it was made with: one the caller set
+    since (dataclasses.replace, the CLI's --registers) is kept."""
+    kernel, _ = star3d.generate(radius=1, shape=(64, 64, 32))
+    mine = dataclasses.replace(kernel, registers=200, registers_source="user")
+    p = ws.predict(mine, "A100", (256, 1, 1))
+    assert (p.registers, p.registers_source) == (200, "user")
+    edited = dataclasses.replace(kernel, registers=48)
+    assert ws.predict(edited, "A100", (256, 1, 1)).registers == 48

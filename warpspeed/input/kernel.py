@@ -9,8 +9,9 @@ where it is written and not deep inside NumPy or islpy.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from typing import Protocol
 
 from ..errors import KernelError
 from ..fpclasses import FP_CLASSES as _FP_CLASSES
@@ -101,12 +102,12 @@ class Kernel:
       ``registers_source``, where the count comes from, shown with every
       prediction: ``"kernel"`` (given with the kernel), ``"user"``,
       ``"nvcc sm_80"``, ``"estimate: <why>"`` (:mod:`warpspeed.pystencils.registers`).
-      ``register_counter``: a callable ``arch -> (count, source)`` that
-      counts them for the machine a prediction or ranking runs on
-      (:func:`counted_for`; the pystencils front end gives its kernels one:
-      nvcc's count for the machine's architecture where nvcc is installed,
-      else the estimate), so that a kernel made without a machine never
-      keeps a placeholder count;
+      ``register_counter``: a :class:`RegisterCounter` that counts them for
+      the machine a prediction or ranking runs on (:func:`counted_for`; the
+      pystencils front end gives its kernels one: nvcc's count for the
+      machine's architecture where nvcc is installed, else the estimate), so
+      that a kernel made without a machine never keeps a placeholder count;
+      a count set since (``replace(kernel, registers=48)``) stays;
       ``shared_memory``: bytes of shared memory per block.
     * ``fixed_block``: the only block size the kernel can be launched with,
       when its code generator fixes it (pystencils' ``blockwise4d``); ``None``
@@ -184,7 +185,7 @@ class Kernel:
     #: Counts the registers for a machine's ``arch``: ``arch -> (count,
     #: source)`` (:func:`counted_for`); set by the pystencils front end.
     #: Not part of equality.
-    register_counter: Callable[[str | None], tuple[int, str]] | None = field(
+    register_counter: RegisterCounter | None = field(
         default=None, repr=False, compare=False)
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -208,7 +209,7 @@ class Kernel:
         target: str | None = None,
         registers_source: str = "kernel",
         unbounded: Iterable[str] = (),
-        register_counter: Callable[[str | None], tuple[int, str]] | None = None,
+        register_counter: RegisterCounter | None = None,
     ) -> None:
         # What the generated __init__ of a frozen dataclass does, with the types
         # a kernel is given in (lists, 1 to 3 extents, a mapping of FP work):
@@ -347,13 +348,25 @@ def data_bytes(kernel: Kernel) -> int:
     return sum(math.prod(f.shape) * f.itemsize for f in fields.values())
 
 
+class RegisterCounter(Protocol):
+    """Counts a kernel's registers per thread for a machine's ``arch``:
+    ``(count, source)``. ``origin`` is the ``(registers, registers_source)``
+    the kernel came with: a count set since is the caller's and stays."""
+
+    @property
+    def origin(self) -> tuple[int, str]: ...
+
+    def __call__(self, arch: str | None) -> tuple[int, str]: ...
+
+
 def counted_for(kernel: Kernel, arch: str | None) -> Kernel:
     """``kernel`` with its registers counted for a machine's ``arch`` by its
     ``register_counter`` (MODEL.md §3), which it then no longer carries (it
     is that machine's kernel: worker processes of a ranking need not import
-    the front end that made the counter); as it is when it has none."""
+    the front end that made the counter); as it is when it has none, or
+    when its count was set since it was made (the counter's ``origin``)."""
     counter = getattr(kernel, "register_counter", None)
-    if counter is None:
-        return kernel  # no counter, or no kernel (the caller's check names it)
+    if counter is None or (kernel.registers, kernel.registers_source) != counter.origin:
+        return kernel  # none, a count of the caller's, or no kernel (predict's check names it)
     count, source = counter(arch)
     return replace(kernel, registers=count, registers_source=source, register_counter=None)

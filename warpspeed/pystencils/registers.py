@@ -210,6 +210,9 @@ class ArchCounter:
     includes: tuple[str, ...]
     estimate: int
     hip: bool
+    #: The kernel's ``(registers, registers_source)`` when it got the counter:
+    #: a count set since is the caller's (``warpspeed.input.kernel.counted_for``).
+    origin: tuple[int, str]
 
     def __call__(self, arch: str | None) -> tuple[int, str]:
         r = _for_arch(self.estimate, arch, self.hip, self._nvcc)
@@ -221,12 +224,13 @@ class ArchCounter:
         return cached_count(self.source, self.includes, arch)
 
 
-def arch_counter(kernel_function: Any, estimate: int) -> ArchCounter:
-    """The :class:`ArchCounter` of a pystencils kernel whose estimate is ``estimate``."""
+def arch_counter(kernel_function: Any, estimate: int, origin: tuple[int, str]) -> ArchCounter:
+    """The :class:`ArchCounter` of a pystencils kernel whose estimate is
+    ``estimate`` and whose count is now ``origin``."""
     hip = _is_hip(kernel_function)
     source, includes = (pystencils_source(kernel_function) if nvcc_available() and not hip
                         else ("", ()))
-    return ArchCounter(source, includes, estimate, hip)
+    return ArchCounter(source, includes, estimate, hip, origin)
 
 
 def start_count(
@@ -266,9 +270,10 @@ def with_registers(
     if r.source == "estimate":
         note = (f"registers per thread: {r.count}, an estimate "
                 f"({r.note}; warpspeed.pystencils.registers says how it is counted)")
-    recount = (arch_counter(kernel_function, estimate_registers(kernel_function, cells))
-               if given in (None, "nvcc") else None)
-    return replace(kernel, registers=r.count, registers_source=_source_text(r),
+    source = _source_text(r)
+    recount = (arch_counter(kernel_function, estimate_registers(kernel_function, cells),
+                            (r.count, source)) if given in (None, "nvcc") else None)
+    return replace(kernel, registers=r.count, registers_source=source,
                    register_counter=recount), note
 
 
@@ -287,9 +292,11 @@ def without_machine(kernel: Kernel, kernel_function: Any, given: int | str | Non
         raise KernelError(
             f"registers must be a count (1..255), 'nvcc' or 'estimate', got {given!r}")
     estimate = estimate_registers(kernel_function, kernel.lups_per_thread)
-    return replace(kernel, registers=estimate, registers_source=(
-        "estimate: no machine yet; ws.predict and ws.rank count for theirs (nvcc where "
-        "installed)"), register_counter=arch_counter(kernel_function, estimate)), None
+    source = ("estimate: no machine yet; ws.predict and ws.rank count for theirs (nvcc where "
+              "installed)")
+    return replace(kernel, registers=estimate, registers_source=source,
+                   register_counter=arch_counter(kernel_function, estimate,
+                                                 (estimate, source))), None
 
 
 __all__ = [
