@@ -266,9 +266,24 @@ def summary(data: object) -> list[str]:
               "on the micro-benchmarks or data sheets their machine files cite; the lattice "
               "Boltzmann and convolution rows above are the evidence on GPUs outside the "
               "paper's two.",
-              "", "No development set is L2-bound or FP-bound: predictions in those regimes "
-              "have no measured evidence (`warpspeed explain` says so).", ""]
+              "", _regime_line(data, "L2"), "", _regime_line(data, "FP"), ""]
     return lines
+
+
+def _regime_line(data: dict, regime: str) -> str:
+    """What evidence a regime that no development set is in as a whole has:
+    the rows of other sets predicted in it (the default model's evidence
+    bands), as ``warpspeed explain`` says (warpspeed/reports/expected.py)."""
+    bands = [b for b in data.get("evidence", [])
+             if b.get("kernel_class") == f"{regime}-bound" and b.get("model") == "latency"]
+    rows = sum(int(b.get("rows", 0)) for b in bands)
+    sets = list(dict.fromkeys(d for b in bands for d in b.get("datasets", [])))
+    if not rows:
+        return (f"No development set is {regime}-bound: predictions in that regime have no "
+                "measured evidence (`warpspeed explain` says so).")
+    return (f"No development set is {regime}-bound as a whole, but {rows} of their rows are "
+            f"predicted {regime}-bound by the default model ({', '.join(sets)}): the error "
+            "bands below are theirs (`warpspeed explain` quotes them).")
 
 
 def render(data: object, stamp: str = "") -> str:

@@ -4,13 +4,15 @@ each is one ``warpspeed machines calibrate`` command (MODEL.md §12) on a
 data-sheet base file in ``warpspeed/machines/base/`` and the public tables in
 ``shared/data/microbench`` (te42kyfo/gpu-benches, commit 1c36d50).
 
-A40, L40, MI100, MI210 and RX6900XT use their own tables (grounding
-"micro-benchmarks"); L40S, MI250X-GCD, MI300X, RX7900XTX and B200 have none, so
-a related GPU's tables stand in, the DRAM bandwidths scaled by the ratio of the
-data-sheet peaks (grounding "datasheet"). The GPUs of the lattice Boltzmann and
-convolution development sets that have no tables at all (``DATASHEETS``) are
-described from their data sheets with ``warpspeed machines new --like KNOWN``,
-as a user would. Each written file records its command.
+A40, L40, MI100, MI210, RX6900XT and GH200 use their own tables (grounding
+"micro-benchmarks"; GH200's stream and latency tables are the newer
+benchmark's, xxrjun/gpu-benches, commit 23e586d); L40S, MI250X-GCD, MI300X,
+RX7900XTX and B200 have none, so a related GPU's tables stand in, the DRAM
+bandwidths scaled by the ratio of the data-sheet peaks (grounding
+"datasheet"). The GPUs of the lattice Boltzmann and convolution development
+sets that have no tables at all (``DATASHEETS``) are described from their
+data sheets with ``warpspeed machines new --like KNOWN``, as a user would.
+Each written file records its command.
 """
 
 from __future__ import annotations
@@ -69,6 +71,15 @@ BUILDS: dict[str, tuple[dict[str, str], list[str]]] = {
               "--copy-from-triad",
               "--cite", f"{CITE}; the H200's stream table (4.8 TB/s HBM3e; B200: 8 TB/s) and "
               "the H100 PCIe's pointer chasing stand in"]),
+    # its own stream and latency tables (the newer benchmark, README of the tables);
+    # the H200's roofline, small-kernel and L2 tables stand in: the same GH100 chip
+    "GH200": ({"stream": "stream/gh200", "latency": "latency/gh200",
+               "roofline": "roofline/h200", "small-kernels": "small_kernels/h200",
+               "scattered": "l2_cache/h200", "scattered-stream": "stream/h200"},
+              ["--latency-l2-mib", "60", "--cite",
+               "xxrjun/gpu-benches, commit 23e586d (GH200's stream and latency tables); "
+               f"{CITE} (the H200's roofline, small-kernel and L2 tables stand in: the same "
+               "GH100 chip)"]),
 }
 
 

@@ -109,7 +109,12 @@ def build(
     # PsType | DynamicType)
     itemsize = int(cast(PsIeeeFloatType, fields[0].dtype).itemsize) if fields else 8
     dtype = "float32" if itemsize == 4 else "float64"
-    kernel_function = generate(assignments, config(ghost, dtype, target), tuple(fold))
+    try:
+        kernel_function = generate(assignments, config(ghost, dtype, target), tuple(fold))
+    except RecursionError:  # pystencils recurses once per term of a sum
+        raise ws.KernelError(
+            f"{name}: pystencils cannot generate an expression this large (it recursed too "
+            "deeply): choose fewer points, e.g. a smaller radius") from None
     kernel = kernel_from_pystencils(
         kernel_function,
         ExtractOptions(base_offsets=base_offsets(fields, ghost, alignment, itemsize)),

@@ -218,6 +218,24 @@ def test_every_regime_quotes_its_expected_accuracy_and_the_gpus_evidence():
     assert "kernels measured on V100: star3d_r4, box2d_r7" in hint.message
 
 
+def test_a_regime_without_a_set_does_not_deny_the_rows_its_error_band_counts():
+    """Issue 46: on MI250X-GCD an L2-bound configuration was told "no measured
+    evidence" and then quoted an L2-bound error band over 48 rows. The rows
+    the band counts are named, and nothing denies them."""
+    from stencils import star3d
+    from warpspeed.reports.advice import explanation_lines
+    from warpspeed.timing.evidence import class_rows
+
+    k = star3d.kernel(radius=4)
+    p = ws.predict(k, "MI250X-GCD", (16, 4, 8))
+    assert p.limiter == "l2" and p.evidence.rows > 0
+    rows, sets = class_rows("l2", p.model)
+    assert rows >= p.evidence.rows and sets
+    text = " ".join(explanation_lines(p, advise(p, ws.load_machine("MI250X-GCD"), k)))
+    assert "no measured evidence" not in text
+    assert f"{rows} of their rows are predicted L2-bound ({', '.join(sets)})" in text
+
+
 def test_l1_hint_measures_against_the_machines_own_unit_stride_count():
     """A stride-2 load of doubles and a unit-stride store, by hand: on MI210's
     line count (wave64, 64 B lines) unit stride needs 8 lines per access, the
@@ -274,3 +292,14 @@ def test_amd_hints_speak_of_cus_and_wavefronts_and_of_l1_lines():
                                    "rows, each filling a 64 B L1 line only partly")
     lines = explanation_lines(ws.predict(k, MI210, (8, 8, 1)), a)
     assert any("; CU work (FP" in line for line in lines)
+
+
+def test_advise_refuses_another_machine_than_the_predictions():
+    """Issue 46: ws.advise took the H100 for an A100 prediction and mixed
+    their facts; one line says which machine it needs."""
+    k = star()
+    p = ws.predict(k, A100, (256, 1, 1))
+    with pytest.raises(ws.MachineError) as raised:
+        advise(p, ws.load_machine("H100"), k)
+    message = str(raised.value)
+    assert "\n" not in message and "for A100 but the machine given is H100" in message

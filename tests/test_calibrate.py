@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,7 @@ needs_tables = pytest.mark.skipif(
 CALIBRATED = {"A40": "micro-benchmarks", "L40": "micro-benchmarks", "MI100": "micro-benchmarks",
               "MI210": "micro-benchmarks", "RX6900XT": "micro-benchmarks",
               "L40S": "datasheet", "MI250X-GCD": "datasheet", "MI300X": "datasheet",
-              "RX7900XTX": "datasheet", "B200": "datasheet"}
+              "RX7900XTX": "datasheet", "B200": "datasheet", "GH200": "micro-benchmarks"}
 
 
 def _build_script():
@@ -130,6 +131,43 @@ def test_plateaus_and_turnover_of_a_synthetic_stream_table(tmp_path: Path) -> No
         assert np.max(np.abs(mb.relative_errors(p, mb.load_stream(tmp_path / "s.csv"), k))) < 0.05
 
 
+def _synthetic_newer_stream(path: Path, p: MemoryParams = TRUE) -> None:
+    """A stream table of the newer benchmark (README of the tables): one or
+    two blocks per SM, both counted in threads_in_flight, and a triad of
+    three loads and one store (``A = B * D + C``); every column the memory
+    model with ``p``."""
+    lines = ["block_size,threads_in_flight,occupancy_percent,init_GBs,read_GBs,scale_GBs,"
+             "triad_GBs,3pt_GBs,5pt_GBs,blocks_per_SM"]
+    shapes = [(b, 1) for b in (16, 32, 64, 96)] + [(b, 2) for b in range(64, 1025, 32)]
+    for block, per_sm in sorted(shapes, key=lambda s: s[0] * s[1]):
+        threads = SMS * block * per_sm
+        cols = []
+        for loads, stores in ((0, 1), (1, 0), (1, 1), (3, 1), (1, 1), (1, 1)):
+            cols.append(achieved_bandwidth(p, threads * 8.0 * (loads + stores),
+                                           loads / (loads + stores)))
+        lines.append(f"{block},{threads},{threads / (SMS * 2048) * 100:.1f},"
+                     + ",".join(f"{c:.3f}" for c in cols) + f",{per_sm}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_newer_stream_table_counts_its_blocks_and_its_triad(tmp_path: Path) -> None:
+    """The newer table's threads are read as they are (not doubled), its
+    triad as three loads per store: the fit gives the true parameters back,
+    the triad column within a few per cent."""
+    _synthetic_newer_stream(tmp_path / "s.csv")
+    s = mb.load_stream(tmp_path / "s.csv")
+    assert s.sms == SMS and s.kernels["triad"] == (3, 1) and s.threads[0] == SMS * 16
+    fit = mb.memory_fit(s, 400.0, 150.0)
+    assert fit.params.turnover_ns == pytest.approx(TRUE.turnover_ns, rel=0.02)
+    assert 0.97 * TRUE.dram_bw_write <= fit.params.dram_bw_write <= TRUE.dram_bw_write
+    for k in mb.FITTED:
+        assert np.max(np.abs(mb.relative_errors(fit.params, s, k))) < 0.05, k
+    doubled = tmp_path / "doubled.csv"  # the old reading would find 2x the SMs' blocks
+    doubled.write_text((tmp_path / "s.csv").read_text().replace(",blocks_per_SM", ",x"))
+    with pytest.raises(mb.TableError):
+        mb.load_stream(doubled)
+
+
 def test_latency_plateaus_of_a_synthetic_table(tmp_path: Path) -> None:
     _synthetic_latency(tmp_path / "l.csv", 8)
     lat = mb.load_latency(tmp_path / "l.csv", 8)
@@ -141,7 +179,9 @@ def test_latency_plateaus_of_a_synthetic_table(tmp_path: Path) -> None:
 
 
 def test_calibrate_writes_a_loadable_machine_with_every_source(tmp_path: Path) -> None:
-    _synthetic_stream(tmp_path / "stream.csv")
+    # plateaus below MI100's 1229 GB/s data-sheet peak (a file above it is refused)
+    _synthetic_stream(tmp_path / "stream.csv", replace(TRUE, dram_bw_read=1150.0,
+                                                       dram_bw_copy=1000.0, dram_bw_write=1100.0))
     _synthetic_latency(tmp_path / "latency.csv", 8)
     _synthetic_l2(tmp_path / "l2.csv", 8)
     out = tmp_path / "mine.toml"
@@ -220,6 +260,21 @@ def test_the_cli_reports_a_bad_table_in_one_line_and_exits_2(tmp_path: Path) -> 
     assert proc.stderr.count("\n") == 1 and "lacks the columns" in proc.stderr
 
 
+def test_calibrate_refuses_tables_above_the_bases_data_sheet_peak(tmp_path: Path,
+                                                                  capsys) -> None:
+    """The synthetic tables reach 1500 GB/s, MI100's data sheet says 1229: one
+    line names the figure and the peak (issue 46: no file above its peak)."""
+    _synthetic_stream(tmp_path / "stream.csv")
+    _synthetic_latency(tmp_path / "latency.csv", 8)
+    _synthetic_l2(tmp_path / "l2.csv", 8)
+    code = cli(["machines", "calibrate", "--base", str(BASE / "MI100.toml"), "--stream",
+                str(tmp_path / "stream.csv"), "--latency", str(tmp_path / "latency.csv"),
+                "--l2", str(tmp_path / "l2.csv"), "--out", str(tmp_path / "mine.toml")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "is above [dram_peak] 1228.8 GB/s" in err
+
+
 def test_write_machine_refuses_an_out_of_range_value(tmp_path: Path) -> None:
     data = tomllib.loads((machine_files()["mi210"]).read_text())
     data["memory_shape"] = {"value": 500.0, "source": "x"}
@@ -255,6 +310,23 @@ def test_mi210_dram_figures_are_its_stream_plateaus() -> None:
     m = ws.load_machine("MI210")
     assert 0.98 * scale[-1] <= m.dram_bw_copy <= scale[-1]
     assert m.dram_bandwidth == m.dram_bw_copy
+
+
+@needs_tables
+def test_gh200_dram_figures_are_its_own_stream_plateaus() -> None:
+    """Read straight from GH200's table (the newer benchmark): the shipped
+    stores-only and copy figures are its init and scale columns' largest
+    values, within the plateau band, and no figure exceeds the 4 TB/s peak."""
+    import csv
+
+    with (MICROBENCH / "stream" / "gh200.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    m = ws.load_machine("GH200")
+    for key, column in (("dram_bw_write", "init_GBs"), ("dram_bw_copy", "scale_GBs")):
+        top = max(float(r[column]) for r in rows)
+        assert 0.98 * top <= getattr(m, key) <= top, key
+    assert m.dram_bandwidth == m.dram_bw_copy and m.grounding == "micro-benchmarks"
+    assert max(m.dram_bw_read, m.dram_bw_copy, m.dram_bw_write) <= m.dram_peak == 4000
 
 
 # ------------------------------------------------------------ the listing

@@ -280,3 +280,38 @@ def test_a_stencil_whose_kernel_raises_and_an_unwritable_out_end_in_one_line(tmp
                        "1.4", "--dram-gbs", "1555", "--l2-mib", "40", "--out",
                        str(tmp_path / "no" / "such" / "x.toml"), ok=False),
                    "give --out a file in an existing, writable folder")
+
+
+# -------------------------------------------- issue 46: one-line errors, a version
+
+def test_version_prints_the_package_version():
+    res = run("--version")
+    assert res.stdout.strip() == f"warpspeed {ws.__version__}"
+
+
+@pytest.mark.parametrize("block", ["-256,1,1", "256,-1,1"])
+def test_a_negative_block_is_refused_by_its_own_check(block):
+    """argparse read "-256,1,1" as an option ("expected one argument")."""
+    res = run("predict", "star3d_by_hand", *SMALL, "--machine", "A100", "--block", block,
+              ok=False)
+    one_line_error(res, f"--block must be positive integers, got '{block}'")
+
+
+def test_a_stencil_file_that_exits_is_an_error_not_a_silent_success(tmp_path):
+    at_import = tmp_path / "exits.py"
+    at_import.write_text("import sys\nsys.exit(0)\n")
+    res = run("predict", str(at_import), "--machine", "A100", "--block", "64,1,1", ok=False)
+    one_line_error(res, "called sys.exit(0) while it was imported")
+    in_kernel = tmp_path / "exits_later.py"
+    in_kernel.write_text("import sys\n\ndef kernel():\n    sys.exit(0)\n")
+    res = run("predict", str(in_kernel), "--machine", "A100", "--block", "64,1,1", ok=False)
+    one_line_error(res, "kernel({}) called sys.exit(0)")
+
+
+@slow
+def test_a_star_too_large_to_generate_is_one_clear_line():
+    """radius=100: pystencils recursed too deeply (a RecursionError)."""
+    res = run("predict", "star3d", "--set", "radius=100", "--set", "shape=256,256,256",
+              "--machine", "A100", "--block", "256,1,1", ok=False)
+    one_line_error(res, "star3d_r100: pystencils cannot generate an expression this large")
+    assert "RecursionError" not in res.stderr

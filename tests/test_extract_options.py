@@ -100,11 +100,14 @@ def test_a_bad_field_is_refused_when_made_naming_it(given, error, text):
     assert "\n" not in str(info.value)
 
 
-def test_extract_takes_a_count_or_the_estimate_and_keeps_32_without_a_machine():
+def test_extract_takes_a_count_or_the_estimate_and_never_the_placeholder():
     kf = _param_kernel()
     opts = wps.ExtractOptions(params={"sx": 3, "ex": 17})
     default = wps.extract(kf, opts).kernel
-    assert (default.registers, default.registers_source) == (32, "kernel")  # MODEL.md §1
+    # no machine: the estimate until a prediction counts for its machine (MODEL.md §1)
+    assert default.registers == wps.registers.estimate_registers(kf)
+    assert default.registers_source.startswith("estimate: no machine yet")
+    assert default.register_counter is not None
     assert wps.extract(kf, replace(opts, registers="nvcc")).kernel == default  # no arch
     assert wps.extract(kf, replace(opts, registers=64)).kernel.registers == 64
     # the estimate needs no machine: extract gives the count predict gives

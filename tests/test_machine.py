@@ -130,3 +130,29 @@ def test_kernel_fitted_constants_lie_in_their_fit_bounds():
 def test_a_folder_given_as_machine_is_named_a_folder(tmp_path):
     with pytest.raises(ws.MachineError, match="is a folder, not a machine file"):
         ws.load_machine(tmp_path)
+
+
+@pytest.mark.parametrize("key", ["dram_latency_ns", "sms", "dram_bw_read"])
+def test_a_nan_or_infinite_figure_is_named_in_one_clear_line(tmp_path, key):
+    """Issue 46: a NaN read "must lie in [0, inf] (), got nan"."""
+    for bad in ("nan", "inf"):
+        text = re.sub(rf"\[{key}\]\nvalue = \S+", f"[{key}]\nvalue = {bad}",
+                      machine_files()["h100"].read_text())
+        assert f"[{key}]\nvalue = {bad}" in text
+        path = tmp_path / "bad.toml"
+        path.write_text(text)
+        with pytest.raises(ws.MachineError) as raised:
+            ws.load_machine(path)
+        message = str(raised.value)
+        assert f"[{key}] value must be a finite number, got {bad}" in message
+        assert "()" not in message and "\n" not in message
+
+
+def test_a_plateau_above_the_data_sheet_peak_is_refused(tmp_path):
+    text = re.sub(r"\[dram_bw_write\]\nvalue = \S+", "[dram_bw_write]\nvalue = 3549",
+                  machine_files()["h100"].read_text())
+    path = tmp_path / "over.toml"
+    path.write_text(text)
+    with pytest.raises(ws.MachineError, match=r"\[dram_bw_write\] 3549 GB/s is above "
+                                               r"\[dram_peak\] 3350 GB/s"):
+        ws.load_machine(path)

@@ -257,3 +257,40 @@ def test_the_memory_is_given_or_not_checked_never_carried_over(tmp_path):
     code, out = _new(tmp_path, *flags, "--memory-gib", "12", "--cite", "sheet", name="B")
     data = tomllib.loads(out.read_text())
     assert code == 0 and data["memory_gib"] == {"value": 12.0, "source": "sheet: 12 GB of memory"}
+
+
+def test_the_infinity_cache_gpus_named_in_errors_and_the_readme_are_the_shipped_ones(
+        tmp_path, capsys):
+    """Issue 46: the list was typed by hand and went stale (W7800 and RX7600
+    have an Infinity Cache too)."""
+    import re
+    from pathlib import Path
+
+    from warpspeed.validation.datasheet import with_llc
+
+    shipped = [n for n in ws.machines() if ws.load_machine(n).mall_bytes]
+    assert with_llc() == shipped and {"W7800", "RX7600", "MI300X"} <= set(shipped)
+    code, _ = _new(tmp_path, "--like", "A40", "--sms", "84", "--clock-ghz", "1.74",
+                   "--dram-gbs", "696", "--l2-mib", "6", "--llc-mib", "32")
+    assert code == 2 and f"needs a known one that has it ({', '.join(shipped)})" in (
+        capsys.readouterr().err)
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    listed = re.search(r"the Infinity Cache of ([^.]*?) as a level", " ".join(readme.split()))
+    assert listed is not None
+    assert re.split(r", | and ", listed.group(1)) == shipped
+
+
+def test_fp_rates_name_the_new_gpus_count_not_the_known_ones(tmp_path):
+    """Issue 46: an MI50 described like MI100 carried "120 CUs x 32 FMA" (the
+    MI100's total) into its source, against its own 60."""
+    code, out = _new(tmp_path, "--like", "MI100", "--sms", "60", "--clock-ghz", "1.725",
+                     "--dram-gbs", "1024", "--l2-mib", "4", "--architecture", "GCN5",
+                     "--arch", "gfx906")
+    assert code == 0
+    m = ws.load_machine(out)
+    for key in ("fp64_fma_per_sm_cycle", "fp32_fma_per_sm_cycle"):
+        source = m.source(key)
+        assert "120 CUs" not in source and source.startswith("carried over from MI100")
+        rate = getattr(m, key)
+        assert f"60 x {rate:g} FMA x 2 flop x 1.725 GHz = {60 * rate * 2 * 1.725 / 1000:.3g}" in (
+            source)

@@ -86,3 +86,30 @@ def test_kernel_is_this_interpreter(kernel_dir: Path, monkeypatch: pytest.Monkey
     nbclient.NotebookClient(nb, timeout=60, kernel_name=KERNEL).execute()
     out = nb.cells[0].outputs[0].text.strip()
     assert Path(out).resolve() == Path(sys.executable).resolve()
+
+
+def test_the_readmes_command_runs_a_notebook(tmp_path: Path) -> None:
+    """Issue 46: the README did not say how to run the notebooks, and the
+    set-up installs no nbconvert. Its command, with this interpreter's
+    ``jupyter``, runs the notebook it names and writes its figures."""
+    import os
+    import re
+    import shlex
+    import subprocess
+
+    readme = " ".join((NOTEBOOKS.parent / "README.md").read_text().split())
+    found = re.search(r"`(WARPSPEED_HEADLESS=1 \.venv/bin/jupyter execute [^`]+)`", readme)
+    assert found, "the README's notebook command is gone"
+    env_part, command = found.group(1).split(" ", 1)
+    words = shlex.split(command)
+    jupyter = Path(sys.executable).parent / "jupyter"
+    notebook = NOTEBOOKS.parent / words[-1]
+    assert notebook.is_file() and jupyter.is_file()
+    env = dict(os.environ, WARPSPEED_HEADLESS="1", WARPSPEED_FIGURES=str(tmp_path),
+               MPLBACKEND="Agg", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    res = subprocess.run([str(jupyter), *words[1:-1], str(notebook)], env=env,
+                         capture_output=True, text=True, timeout=900,
+                         cwd=NOTEBOOKS.parent)
+    assert res.returncode == 0, res.stderr[-2000:]
+    for name in FIGURES.get(notebook.name, ()):
+        assert (tmp_path / name).is_file()

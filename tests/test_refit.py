@@ -33,6 +33,10 @@ from warpspeed.validation.refit import (
 from warpspeed.volumes.capacity import CapacityFits, Gompertz, load_fits
 from warpspeed.volumes.waves import wave_volumes
 
+#: The fits run warning-free (issue 46: the optimiser's steep trial curves
+#: overflowed an exponential and the suite printed RuntimeWarnings).
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
 PAPER = load_fits("paper")
 TRUTH = CapacityFits(
     m1=Gompertz(0.6, 5.0, 0.45),

@@ -4,7 +4,10 @@ Panel, dask run the caller beside their own threads), where forking the
 caller may deadlock its children; the ranking is the one made inline."""
 
 import contextlib
+import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 import warnings
 from collections.abc import Iterator
@@ -15,8 +18,10 @@ import pytest
 import warpspeed as ws
 import warpspeed.pystencils as wps
 from stencils import star3d_by_hand
+from tests.slow import fast_first
 from warpspeed.search import workers
-from warpspeed.search.workers import WorkerPool, mp_context, worker_errors
+from warpspeed.search.executor import Runner
+from warpspeed.search.workers import WorkerPool, alone_note, failed_note, mp_context
 
 
 @contextlib.contextmanager
@@ -112,23 +117,138 @@ def test_workers_are_not_children_of_the_caller():
     assert parent != os.getpid()
 
 
-def test_a_dead_worker_is_one_line_that_names_the_main_guard():
-    """Workers import the main script (as with any pool that does not
-    fork): a script that ranks at its top level, unguarded, kills them."""
-    with WorkerPool(2) as pool, pytest.raises(ws.WorkerError) as raised, worker_errors(2):
-        pool.submit(os._exit, 1).result()
-    message = str(raised.value)
-    assert "\n" not in message and "if __name__ == \"__main__\":" in message
+def _dies_in_a_worker(value: int) -> list[int]:
+    """``[value]``, in the caller; a worker process that runs it dies."""
+    if multiprocessing.parent_process() is not None:
+        os._exit(1)
+    return [value]
 
 
-def test_a_pool_starts_its_workers_only_when_the_work_pays(monkeypatch):
-    """The fork server's start costs about a second: a pool whose caller did
-    little work alone, with little left, starts nothing."""
-    monkeypatch.setattr(workers, "_alone", [0.0])
-    monkeypatch.setattr(workers, "_server_up", threading.Event())
+def test_a_dead_worker_costs_time_not_results():
+    """A worker that dies (killed, out of memory): its work is done in the
+    caller's process, the results are complete, and a note says why."""
     with WorkerPool(2) as pool:
-        pool.worked_alone(0.1, left=3)  # 0.4 s in all
-        assert not pool._started
-        pool.worked_alone(0.1, left=30)  # 0.2 s done, 3 s left
-        assert pool._started
-        assert pool.ready.wait(timeout=120)
+        pool.start()
+        assert pool.ready.wait(timeout=120) and pool.failed is None
+        runner = Runner(pool, 2, None)
+        results = runner.map(_dies_in_a_worker, [(i,) for i in range(6)], [1] * 6)
+    assert results == [[i] for i in range(6)] and runner.done == 6
+    assert len(runner.notes) == 1 and "BrokenProcessPool" in runner.notes[0]
+    assert "\n" not in runner.notes[0] and "done again in this process" in runner.notes[0]
+
+
+def test_workers_that_cannot_start_leave_the_work_to_the_caller(monkeypatch):
+    """A pool whose workers fail to start (here: no process can be made)
+    gives no work to them; the caller does it all and says why."""
+    def refuse(self):
+        raise OSError("no more processes")
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+    with WorkerPool(2) as pool:
+        pool.start()
+        assert pool.ready.wait(timeout=60)
+        runner = Runner(pool, 2, None)
+        results = runner.map(_dies_in_a_worker, [(i,) for i in range(4)], [1] * 4)
+    assert results == [[i] for i in range(4)]
+    assert pool.failed == "OSError: no more processes"
+    assert runner.notes == [alone_note("they could not start (OSError: no more processes)")]
+
+
+def test_a_daemonic_process_ranks_alone_with_a_note(monkeypatch):
+    """A daemonic process (a worker of the caller's own multiprocessing
+    pool) may not start processes: the ranking is the inline one, and its
+    notes say it ran alone and why."""
+    def kernel(fold):
+        return star3d_by_hand.kernel(radius=1, shape=(64, 64, 64), fold=fold)
+
+    inline = ws.rank(kernel, "A100", threads=[256], jobs=1)
+    monkeypatch.setattr(multiprocessing.current_process(), "daemon", True)
+    assert workers.start_problem() is not None
+    alone = ws.rank(kernel, "A100", threads=[256], jobs=2)
+    assert alone.predictions == inline.predictions
+    assert alone.worker_notes == (alone_note(workers.start_problem()),)
+    assert alone.worker_notes[0] in alone.notes
+
+
+class OnlyHere(list):
+    """Assignments that pickle, but do not unpickle in a worker process (as
+    an object of a class defined in the caller's ``__main__``)."""
+
+    def __reduce__(self):
+        return (_only_here, (list(self),))
+
+
+def _only_here(items):
+    if multiprocessing.parent_process() is not None:
+        raise AttributeError("Can't get attribute 'OnlyHere' on <module '__main__'>")
+    return OnlyHere(items)
+
+
+def test_a_fold_a_worker_cannot_receive_is_made_by_the_caller(workers_at_once):
+    assignments, config = jacobi()
+    folds = [(1, 1, 1), (1, 1, 2), (1, 2, 1)]
+    ranked = wps.create_kernel(OnlyHere(assignments), config, machine="V100", threads=256,
+                               folds=folds, jobs=2)
+    _, inline = wps.create_kernel(assignments, config, machine="V100", threads=256,
+                                  folds=folds, jobs=1)
+    assert list(ranked.ranking) == inline and not ranked.skipped
+    assert [n for n in ranked.notes if "worker" in n] == [
+        failed_note("AttributeError: Can't get attribute 'OnlyHere' on <module '__main__'>")]
+
+
+#: A user's script as most are written: no ``if __name__ == "__main__":``
+#: guard, output at module level, the hook called at the top level. Its
+#: pools wait for their workers before any work (as ``workers_at_once``),
+#: so that workers make and rank.
+PLAIN_SCRIPT = """
+import pystencils as ps
+import warpspeed.pystencils as wps
+from warpspeed.search import workers
+made = workers.WorkerPool.__init__
+def ready(self, *args, **kwargs):
+    made(self, *args, **kwargs)
+    self.start()
+    self.ready.wait()
+workers.WorkerPool.__init__ = ready
+print("module level", flush=True)
+src, dst = ps.fields("src, dst: double[66, 66, 66]")
+update = ps.Assignment(dst[0, 0, 0], (src[1, 0, 0] + src[-1, 0, 0] + src[0, 1, 0]
+                                      + src[0, -1, 0] + src[0, 0, 1] + src[0, 0, -1]) / 6)
+config = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)
+folds = [(1, 1, 1), (1, 2, 1), (1, 1, 2), (2, 1, 1)]
+ranked = wps.create_kernel([update], config, machine="A100", folds=folds, jobs=2)
+inline = wps.create_kernel([update], config, machine="A100", folds=folds, jobs=1)
+print("workers up", workers._server_up.is_set(), flush=True)
+print("same as inline", list(ranked.ranking) == list(inline.ranking), flush=True)
+print("worker notes", [n for n in ranked.notes if "worker" in n], flush=True)
+"""
+
+
+def _run_as(how: str, tmp_path) -> str:
+    """:data:`PLAIN_SCRIPT` run as a script, with ``python -c``, by IPython
+    or as a notebook's cell: its standard output."""
+    script = tmp_path / "plain.py"
+    script.write_text(PLAIN_SCRIPT)
+    if how == "notebook":
+        import nbclient
+        import nbformat
+
+        book = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PLAIN_SCRIPT)])
+        nbclient.NotebookClient(book, timeout=300, kernel_name="python3",
+                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+        return "".join(o.get("text", "") for o in book.cells[0].outputs)
+    args = {"script": [sys.executable, str(script)], "-c": [sys.executable, "-c", PLAIN_SCRIPT],
+            "ipython": [sys.executable, "-m", "IPython", "--no-banner", str(script)]}[how]
+    res = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    return res.stdout
+
+
+@pytest.mark.parametrize("how", fast_first(["script", "-c", "ipython", "notebook"]))
+def test_a_plain_script_runs_once_with_workers(tmp_path, how):
+    """Workers never import the caller's main script: an unguarded script
+    (or ``python -c``, IPython, a notebook) prints its module-level output
+    once, its workers start and rank, and the ranking is the inline one."""
+    lines = _run_as(how, tmp_path).splitlines()
+    assert lines.count("module level") == 1, lines
+    assert lines[-3:] == ["workers up True", "same as inline True", "worker notes []"], lines

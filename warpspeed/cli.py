@@ -12,6 +12,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import sys
 import time
 import typing
@@ -261,6 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
         + "; ".join(f"{r['name']}{' (default)' if r['default'] else ''}" for r in listing())
         + " (see 'warpspeed models').",
     )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"warpspeed {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p_m = sub.add_parser("machines", help="list the known GPUs")
     p_m.add_argument("--json", action="store_true", help="print JSON")
@@ -373,11 +377,31 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+#: A value that argparse would take for an option because it starts with
+#: '-': a negative number in a list ('-256,1,1').
+_NEGATIVE_LIST = re.compile(r"-[0-9][0-9,\s]*,[0-9,\s-]*")
+
+
+def _joined(argv: Sequence[str]) -> list[str]:
+    """``argv`` with every option followed by a negative number list joined
+    to it (``--block -256,1,1`` -> ``--block=-256,1,1``), so that the value
+    reaches its own check (its one-line error), not argparse's "expected one
+    argument"."""
+    out: list[str] = []
+    for token in argv:
+        if (out and out[-1].startswith("--") and "=" not in out[-1]
+                and _NEGATIVE_LIST.fullmatch(token)):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 @quiet_on_closed_pipe
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_joined(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:  # argparse already printed a one-line usage error
         return int(exc.code or 0)
     try:

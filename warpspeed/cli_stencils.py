@@ -90,6 +90,9 @@ def _one_variant(st: Stencil, params: dict[str, Any], fold: tuple[int, int, int]
             kernel = st.kernel(**kwargs)
     except WarpspeedError:
         raise
+    except SystemExit as exc:  # would end warpspeed, with the stencil's status
+        raise UsageError(f"{st.spec}: kernel({kwargs}) called sys.exit({exc.code!r}): a "
+                         "stencil's kernel() must return a ws.Kernel") from None
     except Exception as exc:  # a user's stencil file may fail in any way
         raise UsageError(f"{st.spec}: kernel({kwargs}) failed: {type(exc).__name__}: "
                          f"{exc}") from exc

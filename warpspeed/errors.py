@@ -40,4 +40,8 @@ class EmptyRankingError(LaunchError):
 
 
 class WorkerError(WarpspeedError, RuntimeError):
-    """A worker process of a ranking ended before its work was done."""
+    """A worker process of a ranking ended before its work was done. Since
+    issue 46 warpspeed's own rankings no longer raise it: the caller's
+    process does the work of a worker that fails and a note says so
+    (:mod:`warpspeed.search.workers`); the class stays for code that
+    catches it."""

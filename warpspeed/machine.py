@@ -204,14 +204,18 @@ def _parse(path: Path) -> Machine:
         low, high, why = _RANGE.get(key, (0.0, math.inf, ""))
         zero_ok = key in _RANGE and low == 0.0  # otherwise "positive"
         number = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if number and not math.isfinite(v):
+            raise MachineError(f"machine file {path}: [{key}] value must be a finite number, "
+                               f"got {v!r}: give the figure (and its source)")
         if not number or v < 0 or (v == 0 and not zero_ok):
             kind = "a number >= 0" if zero_ok else "a positive number"
             raise MachineError(f"machine file {path}: [{key}] value must be {kind}, got {v!r}")
         if typ == "int" and not isinstance(v, int):
             raise MachineError(f"machine file {path}: [{key}] value must be an integer, got {v!r}")
         if not low <= v <= high:
+            reason = f" ({why})" if why else ""
             raise MachineError(f"machine file {path}: [{key}] value must lie in [{low:g}, "
-                               f"{high:g}] ({why}), got {v!r}")
+                               f"{high:g}]{reason}, got {v!r}")
         values[key] = int(v) if typ == "int" else float(v)
         sources.append((key, str(entry["source"])))
     for key in _COSTS:
@@ -234,6 +238,7 @@ def _parse(path: Path) -> Machine:
     _check_granules(path, values)
     check_warp_size(f"machine file {path}", labels["family"], int(values["warp_size"]))
     _scale_stream(path, data.get("dram_bandwidth"), values)
+    _check_peak(path, values)
     return Machine(
         name=data["name"],
         description=str(data.get("description", "")),
@@ -279,7 +284,7 @@ def _scale_stream(path: Path, entry: object, values: _Values) -> None:
     ref = entry.get("stream_reference") if isinstance(entry, dict) else None
     if ref is None:
         return
-    if isinstance(ref, bool) or not isinstance(ref, (int, float)) or ref <= 0:
+    if isinstance(ref, bool) or not isinstance(ref, (int, float)) or not 0 < ref < math.inf:
         raise MachineError(f"machine file {path}: [dram_bandwidth] stream_reference must be a "
                            f"positive number (GB/s), got {ref!r}")
     k = float(values["dram_bandwidth"]) / float(ref)
@@ -375,6 +380,20 @@ _RANGE: dict[str, tuple[float, float, str]] = {
 }
 
 
+def _check_peak(path: Path, values: dict[str, Any]) -> None:
+    """No achievable DRAM figure above the data sheet's peak (issue 46: a
+    plateau scaled from another GPU's tables, or an edited figure)."""
+    peak = values.get("dram_peak")
+    if not peak:
+        return
+    for key in ("dram_bandwidth", "dram_bw_read", "dram_bw_copy", "dram_bw_write"):
+        v = values.get(key)
+        if v is not None and v > peak * (1 + 1e-9):
+            raise MachineError(
+                f"machine file {path}: [{key}] {v:g} GB/s is above [dram_peak] {peak:g} GB/s, "
+                "the data sheet's peak: no memory reaches more; lower it or correct the peak")
+
+
 def _costs(path: Path, key: str, entry: object) -> tuple[tuple[str, float], ...]:
     """A table ``[fp64_cost]`` / ``[fp32_cost]``: FMA issue slots per
     instruction of each FP class but ``fma`` (which costs 1), and a source."""
@@ -391,9 +410,10 @@ def _costs(path: Path, key: str, entry: object) -> tuple[tuple[str, float], ...]
                 f"machine file {path}: [{key}] has unknown FP class {cls!r}; the classes are "
                 f"{[c for c in FP_CLASSES if c != 'fma']}"
             )
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
             raise MachineError(
-                f"machine file {path}: [{key}] {cls} must be a positive number of FMA slots"
+                f"machine file {path}: [{key}] {cls} must be a positive number of FMA slots, "
+                f"got {v!r}"
             )
         out.append((cls, float(v)))
     return tuple(sorted(out))

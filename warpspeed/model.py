@@ -18,7 +18,7 @@ import numpy as np
 from .errors import LaunchError
 from .input.addresses import kernel_forms, thread_accesses
 from .input.expr import LinForm, SymForm, bind_all
-from .input.kernel import Kernel
+from .input.kernel import Kernel, counted_for
 from .machine import Machine, load_machine
 from .timing import DEFAULT_MODEL, MODELS, timing_model
 from .timing.atomics import warp_note, with_atomics
@@ -171,7 +171,9 @@ def predict(
     """Predict volumes and performance of ``kernel`` launched with ``block``
     on ``machine`` (MODEL.md §3-§8). ``fits`` overrides the machine's
     capacity curves; ``model`` is a name of :data:`warpspeed.timing.MODELS`
-    (``"paper"`` or the default).
+    (``"paper"`` or the default). A kernel with a ``register_counter`` (the
+    pystencils front end's) has its registers counted for the machine first
+    (:func:`warpspeed.input.kernel.counted_for`).
 
     Example: a 3-point stencil on 64^3 points with blocks of 64 x 2 x 1::
 
@@ -194,6 +196,7 @@ def predict(
     spec = timing_model(model)
     m = load_machine(machine)
     curves = curves_for(m, fits)
+    kernel = counted_for(kernel, m.arch)  # a pystencils kernel's registers for this GPU
     stage = block_stage(kernel, m, block)
     wave = wave_volumes(kernel, stage.launch, stage.bound, address=spec.address)
     return finish(stage, wave, curves, model)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
+from typing import Protocol
 
 from ..errors import KernelError
 from ..fpclasses import FP_CLASSES as _FP_CLASSES
@@ -100,7 +101,13 @@ class Kernel:
     * ``registers``: registers per thread (default 32) and
       ``registers_source``, where the count comes from, shown with every
       prediction: ``"kernel"`` (given with the kernel), ``"user"``,
-      ``"nvcc sm_80"``, ``"estimate: <why>"`` (:mod:`warpspeed.pystencils.registers`);
+      ``"nvcc sm_80"``, ``"estimate: <why>"`` (:mod:`warpspeed.pystencils.registers`).
+      ``register_counter``: a :class:`RegisterCounter` that counts them for
+      the machine a prediction or ranking runs on (:func:`counted_for`; the
+      pystencils front end gives its kernels one: nvcc's count for the
+      machine's architecture where nvcc is installed, else the estimate), so
+      that a kernel made without a machine never keeps a placeholder count;
+      a count set since (``replace(kernel, registers=48)``) stays;
       ``shared_memory``: bytes of shared memory per block.
     * ``fixed_block``: the only block size the kernel can be launched with,
       when its code generator fixes it (pystencils' ``blockwise4d``); ``None``
@@ -175,6 +182,11 @@ class Kernel:
     target: str | None = field(default=None, compare=False)
     registers_source: str = "kernel"
     unbounded: tuple[str, ...] = ()
+    #: Counts the registers for a machine's ``arch``: ``arch -> (count,
+    #: source)`` (:func:`counted_for`); set by the pystencils front end.
+    #: Not part of equality.
+    register_counter: RegisterCounter | None = field(
+        default=None, repr=False, compare=False)
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __init__(
@@ -197,6 +209,7 @@ class Kernel:
         target: str | None = None,
         registers_source: str = "kernel",
         unbounded: Iterable[str] = (),
+        register_counter: RegisterCounter | None = None,
     ) -> None:
         # What the generated __init__ of a frozen dataclass does, with the types
         # a kernel is given in (lists, 1 to 3 extents, a mapping of FP work):
@@ -207,7 +220,8 @@ class Kernel:
                  "precision": precision, "fixed_block": fixed_block,
                  "reload_repeated": reload_repeated, "output_guards": output_guards,
                  "atomics": atomics, "gathers": gathers, "target": target,
-                 "registers_source": registers_source, "unbounded": unbounded, "_hash": None}
+                 "registers_source": registers_source, "unbounded": unbounded,
+                 "register_counter": register_counter, "_hash": None}
         for key, value in given.items():
             object.__setattr__(self, key, value)
         self.__post_init__()
@@ -332,3 +346,27 @@ def data_bytes(kernel: Kernel) -> int:
     fields = {a.field.name: a.field for a in kernel.loads + kernel.stores}
     fields.update({g.field.name: g.field for g in kernel.gathers})
     return sum(math.prod(f.shape) * f.itemsize for f in fields.values())
+
+
+class RegisterCounter(Protocol):
+    """Counts a kernel's registers per thread for a machine's ``arch``:
+    ``(count, source)``. ``origin`` is the ``(registers, registers_source)``
+    the kernel came with: a count set since is the caller's and stays."""
+
+    @property
+    def origin(self) -> tuple[int, str]: ...
+
+    def __call__(self, arch: str | None) -> tuple[int, str]: ...
+
+
+def counted_for(kernel: Kernel, arch: str | None) -> Kernel:
+    """``kernel`` with its registers counted for a machine's ``arch`` by its
+    ``register_counter`` (MODEL.md §3), which it then no longer carries (it
+    is that machine's kernel: worker processes of a ranking need not import
+    the front end that made the counter); as it is when it has none, or
+    when its count was set since it was made (the counter's ``origin``)."""
+    counter = getattr(kernel, "register_counter", None)
+    if counter is None or (kernel.registers, kernel.registers_source) != counter.origin:
+        return kernel  # none, a count of the caller's, or no kernel (predict's check names it)
+    count, source = counter(arch)
+    return replace(kernel, registers=count, registers_source=source, register_counter=None)

@@ -39,6 +39,9 @@ def load_stencil(spec: str) -> types.ModuleType:
         module = importlib.util.module_from_spec(mod_spec)
         try:
             mod_spec.loader.exec_module(module)
+        except SystemExit as exc:  # would end warpspeed, with the file's status
+            raise UsageError(f"{spec} called sys.exit({exc.code!r}) while it was imported: a "
+                             "stencil file defines kernel(**params) and must not exit") from None
         except Exception as exc:  # a user's file may fail in any way
             raise UsageError(f"{spec} failed to import: {type(exc).__name__}: {exc}") from exc
         return module

@@ -99,7 +99,14 @@ def parse_ints(text: str, what: str, *, count: int | None = None, pad: bool = Fa
     if not isinstance(text, str):
         raise error(f"{what} must be {_expected(count, pad, True)}, got {text!r}")
     values = tuple(int(p) for p in _tokens(text))
-    return _checked(values, repr(text.strip()), what, count, pad, low, high, True, error)
+    return _checked(values, _shown(text.strip()), what, count, pad, low, high, True, error)
+
+
+def _shown(text: str, most: int = 40) -> str:
+    """``text`` quoted for an error, cut after ``most`` characters (one line)."""
+    if len(text) <= most:
+        return repr(text)
+    return f"{text[:most]!r}... ({len(text)} characters)"
 
 
 def parse_triple(text: str, what: str, *, pad: bool = False, high: int | None = None,

@@ -76,7 +76,7 @@ from .params import sizes as param_sizes
 from .params import stride_values as param_strides
 from .poly import IntPoly
 from .reductions import atomics_of
-from .registers import with_registers
+from .registers import without_machine
 from .unsupported import (
     CpuTargetError,
     GpuTargetError,
@@ -142,9 +142,11 @@ def extract(
       layout of fields of symbolic size, base pointer offsets, the values
       of integer parameters, the grid points of a grid-strided kernel, the
       list of an index-list kernel). Its ``registers``: a count is the
-      kernel's, ``"estimate"`` the conservative estimate; ``extract`` knows
-      no machine to run nvcc for, so without either the kernel keeps the
-      default of 32 (MODEL.md §1). The same options, given as keywords
+      kernel's, ``"estimate"`` the estimate (:mod:`.registers`); without
+      either, ``extract`` knows no machine to run nvcc for, so the kernel
+      has the estimate until ``ws.predict`` or ``ws.rank`` counts for its
+      machine (``Kernel.register_counter``: nvcc's count where installed;
+      MODEL.md §1). The same options, given as keywords
       (``extract(kernel, shape=...)``), still work and are deprecated.
     * ``name``: the kernel's name (default the pystencils kernel's).
     * ``fold``: lattice updates per thread along x, y, z; ``None`` means
@@ -249,13 +251,10 @@ def _kernel_count(registers: int | str | None) -> int:
 
 
 def _counted(ex: Extraction, kernel_function: Any, options: ExtractOptions) -> Extraction:
-    """``ex`` with the conservative estimate of its registers when the
-    options ask for it (:mod:`.registers`, which needs no machine); ``None``
-    and ``"nvcc"`` keep the default: nvcc counts for a machine's ``arch``,
-    which :func:`~.hook.predict` and the hook know and ``extract`` does not."""
-    if options.registers != "estimate":
-        return ex
-    kernel, note = with_registers(ex.kernel, kernel_function, None, "estimate")
+    """``ex`` with its registers (:func:`.registers.without_machine`): a
+    count given, else the estimate, which a prediction or ranking replaces
+    by nvcc's count for its machine where nvcc is installed."""
+    kernel, note = without_machine(ex.kernel, kernel_function, options.registers)
     return replace(ex, kernel=kernel, notes=ex.notes + ((note,) if note else ()))
 
 

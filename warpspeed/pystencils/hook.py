@@ -26,8 +26,10 @@ prediction carries the count and its source (``Prediction.registers``,
 
 **Parallel.** The folds are generated, extracted and counted in parallel
 (the first in this process, the others in a pool of worker processes that
-then ranks, never a fork of this process: :mod:`.variants`), with ``jobs``
-workers (default one per CPU).
+then ranks, never a fork of this process and never importing the caller's
+main script: :mod:`.variants`, :mod:`warpspeed.search.workers`), with
+``jobs`` workers (default one per CPU). Where workers cannot start safely,
+or fail, this process does their work and :attr:`Ranked.notes` says so.
 
 **The result.** The best fold's kernel, generated while ranking (in this
 process or a worker), gets the best block as its default without being
@@ -61,8 +63,8 @@ from ..model import Prediction
 from ..model import predict as ws_predict
 from ..search.design_space import DEFAULT_FOLDS, design_blocks
 from ..search.executor import no_collection
+from ..search.rank import Ranking, summary
 from ..search.rank import rank as ws_rank
-from ..search.rank import summary
 from ..search.ties import ranking_key
 from ..search.variants import thread_counts
 from .default_block import with_default_block
@@ -190,12 +192,23 @@ def rank(
     keywords ``fits`` and ``model`` still work and are deprecated."""
     opts = with_keywords(options, keywords, "rank", RANK_KEYWORDS)
     items = extractions.items() if isinstance(extractions, Mapping) else extractions
+    return list(_ranking(items, machine, threads, opts, jobs, executor).predictions)
+
+
+def _ranking(
+    items: Iterable[tuple[Fold, Extraction | Kernel]],
+    machine: str | Path | Machine,
+    threads: int | Sequence[int] | None,
+    options: ExtractOptions,
+    jobs: int | None,
+    executor: Executor | None,
+) -> Ranking:
+    """The :func:`warpspeed.rank` of the variants (:func:`rank`)."""
     kernels = {f: (ex.kernel if isinstance(ex, Extraction) else ex) for f, ex in items}
     if not kernels:
         raise LaunchError("no folding variant to rank")
-    ranking = ws_rank(kernels, machine, threads=threads, fits=opts.fits, jobs=jobs,
-                      model=opts.model, executor=executor)
-    return list(ranking.predictions)
+    return ws_rank(kernels, machine, threads=threads, fits=options.fits, jobs=jobs,
+                   model=options.model, executor=executor)
 
 
 def create_kernel(
@@ -266,11 +279,13 @@ def create_kernel(
         if threads is not None:  # refused before any variant is generated
             threads = thread_counts(threads, m)
         job = Job(assignments, config, opts, m.arch)
-        made, pool = make_variants(job, list(dict.fromkeys(_fold3(f) for f in folds)), jobs)
+        made, pool, worker_notes = make_variants(
+            job, list(dict.fromkeys(_fold3(f) for f in folds)), jobs)
         try:
             variants = {v.fold: v.extraction for v in made if v.extraction is not None}
             skipped = [(v.fold, v.skipped) for v in made if v.skipped is not None]
-            ranking = _rank_each(variants, skipped, machine, threads, opts, jobs, pool)
+            ranking = _rank_each(variants, skipped, machine, threads, opts, jobs, pool,
+                                 worker_notes)
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
@@ -286,14 +301,17 @@ def create_kernel(
                        else (tuned.chosen.fold, tuned.chosen.block))
         kernel, why = _best_kernel(made, variant_of[fold], block, assignments, config,
                                    opts.shape)
-        return Ranked(kernel, tuple(ranking), tuple(skipped), _notes(made, variants) + why,
-                      tuned)
+        return Ranked(kernel, tuple(ranking), tuple(skipped),
+                      _notes(made, variants, worker_notes) + why, tuned)
 
 
-def _notes(made: Sequence[Variant], variants: Mapping[Fold, Extraction]) -> tuple[str, ...]:
-    """The variants' notes, then those on their registers, each once."""
+def _notes(made: Sequence[Variant], variants: Mapping[Fold, Extraction],
+           worker_notes: Sequence[str]) -> tuple[str, ...]:
+    """The variants' notes, then those on their registers, then those on
+    worker processes (:mod:`warpspeed.search.workers`), each once."""
     registers = [f"fold {v.fold}: {v.note}" for v in made if v.extraction and v.note]
-    return tuple(dict.fromkeys([n for ex in variants.values() for n in ex.notes] + registers))
+    return tuple(dict.fromkeys([n for ex in variants.values() for n in ex.notes] + registers
+                               + list(worker_notes)))
 
 
 def _nothing_ranked(skipped: Sequence[tuple[Fold, str]]) -> EmptyRankingError:
@@ -330,28 +348,43 @@ def _rank_each(
     threads: int | Sequence[int] | None,
     options: ExtractOptions,
     jobs: int | None,
-    executor: Executor | None = None,
+    executor: Executor | None,
+    worker_notes: list[str],
 ) -> list[Prediction]:
     """All variants ranked together; if that fails, each on its own, the
-    failing ones appended to ``skipped``. A bad machine or fits file is the
-    caller's error and raises."""
+    failing ones appended to ``skipped``; the notes on worker processes
+    appended to ``worker_notes``. A bad machine or fits file is the
+    caller's error and raises; so does a failure of the machinery rather
+    than of a variant (out of memory, no process, no file: never a variant
+    whose blocks "cannot be predicted"). Workers that fail cost time, not
+    results (:class:`warpspeed.search.executor.Runner`)."""
     if not variants:
         return []
     try:
-        return rank(variants, machine, threads, options=options, jobs=jobs, executor=executor)
-    except (MachineError, FitError):
+        ranking = _ranking(variants.items(), machine, threads, options, jobs, executor)
+        worker_notes += ranking.worker_notes
+        return list(ranking.predictions)
+    except _CALLERS:
         raise
     except Exception:  # noqa: BLE001 - find the variant that fails, below
         pass
     out: list[Prediction] = []
     for f, ex in variants.items():
         try:
-            out += rank({f: ex}, machine, threads, options=options, jobs=jobs, executor=executor)
-        except (MachineError, FitError):
+            ranking = _ranking([(f, ex)], machine, threads, options, jobs, executor)
+        except _CALLERS:
             raise
         except Exception as exc:  # noqa: BLE001 - the hook must not abort (module docstring)
             skipped.append((f, reason("no block can be predicted", exc)))
+            continue
+        worker_notes += ranking.worker_notes
+        out += ranking.predictions
     return sorted(out, key=ranking_key)
+
+
+#: Errors of the caller's input or of the machinery, not of one variant:
+#: raised by the hook, never recorded as a skipped variant.
+_CALLERS = (MachineError, FitError, MemoryError, OSError)
 
 
 __all__ = ["DEFAULT_FOLDS", "Ranked", "blocks", "create_kernel", "predict", "rank"]

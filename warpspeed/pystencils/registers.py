@@ -1,5 +1,5 @@
 """Registers per thread of a pystencils kernel: ``nvcc`` when it is
-installed, else a conservative estimate (MODEL.md §3: the register limit of
+installed, else an estimate from its code (MODEL.md §3: the register limit of
 the occupancy; §13: approximations).
 
 :func:`kernel_registers` is what the generation hook and the CLI use. Its
@@ -15,51 +15,30 @@ on disk (:func:`warpspeed.input.compiler.cache_dir`: ``$WARPSPEED_CACHE_DIR``, e
 file per count, safe to delete), so a code generator that regenerates the
 same kernels pays for nvcc once.
 
-**The estimate** (:func:`estimate_registers`) is approximated, not a
-compiler: it counts 32-bit register words of the values a thread may hold
-at once if every load is issued before the first use (compilers hoist loads
-to hide their latency) and every temporary lives to the end of the thread:
-
-* ``8`` words of thread indices, guard and address arithmetic;
-* each pointer parameter 2 words, each scalar parameter its size;
-* each distinct load of the thread (field element, after merging repeated
-  addresses) its size, 2 words for a double;
-* each declared non-constant value of the kernel body its size (a ``double``
-  temporary 2 words, a 64-bit index 2 words, a float or ``int32`` 1);
-* each distinct function call (``exp(...)``, ``sqrt(...)``) its result's
-  size, kept for reuse, plus 16 words once for the library routine itself.
-
-It is capped at 255 (the most a thread can have). Because nothing is ever
-freed, it is at or above nvcc's count on every kernel of the corpus
-(``tests/benchmarks/bench_registers.py``: 58 kernels, nvcc 13.0, sm_80;
-``tests/test_registers.py`` checks six of them); a kernel whose compiler
-keeps many more common subexpressions alive than it declares could exceed
-it, so the output names the estimate.
+**The estimate** (:func:`estimate_registers`, :mod:`.register_estimate`) is
+approximated, not a compiler: the most register words the thread holds at
+any statement of its code, a value held from its first use to its last.
+It is neither above nor below nvcc's count everywhere; what matters for a
+ranking is that it launches the blocks nvcc's count launches. On the
+project's H200 measurements it launches every block that ran and refuses
+every one that failed; over the corpus it refuses launchable blocks on 5
+of 59 kernels (the old count, which kept every value to the end of the
+thread, on 25) and offers none that fails. The output names the estimate.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, replace
 from typing import Any
-
-from pystencils.backend.ast.expressions import PsCall, PsConstantExpr, PsLiteralExpr
-from pystencils.backend.ast.structural import PsDeclaration
-from pystencils.types import PsPointerType
 
 from ..errors import KernelError
 from ..family import family_of_target
 from ..input.compiler import RegisterCount, cached_count, nvcc_arch, nvcc_available
 from ..input.kernel import Kernel
 from .nvcc import pystencils_source
-
-#: Words (32-bit registers) of thread indices, guard and address arithmetic.
-OVERHEAD = 8
-MAX_REGISTERS = 255
-#: Words a math library routine (exp, pow, a double division, ...) uses itself.
-CALL_SCRATCH = 16
+from .register_estimate import CALL_SCRATCH, MAX_REGISTERS, OVERHEAD, estimate_registers
 
 
 @dataclass(frozen=True)
@@ -71,44 +50,6 @@ class Registers:
     note: str = ""
 
 
-def _words(dtype: Any) -> int:
-    if isinstance(dtype, PsPointerType):
-        return 2
-    size = getattr(dtype, "itemsize", None)
-    return max(1, math.ceil(size / 4)) if isinstance(size, int) else 2
-
-
-def _nodes(node: Any) -> tuple[list[PsDeclaration], dict[str, PsCall]]:
-    """The declarations and the distinct function calls under ``node``."""
-    decls: list[PsDeclaration] = []
-    calls: dict[str, PsCall] = {}
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, PsDeclaration):
-            decls.append(n)
-        elif isinstance(n, PsCall):
-            calls.setdefault(repr(n), n)
-        stack.extend(getattr(n, "children", ()))
-    return decls, calls
-
-
-def estimate_registers(kernel_function: Any, kernel: Kernel) -> int:
-    """Conservative registers per thread of a pystencils GPU kernel whose
-    extracted form is ``kernel`` (module docstring: how it is approximated)."""
-    words = OVERHEAD
-    words += sum(_words(p.dtype) for p in getattr(kernel_function, "parameters", ()))
-    decls, calls = _nodes(kernel_function.body)
-    for decl in decls:
-        if isinstance(decl.rhs, (PsConstantExpr, PsLiteralExpr)):
-            continue  # folded into the instructions
-        words += _words(decl.lhs.symbol.dtype if hasattr(decl.lhs, "symbol") else None)
-    if calls:  # results kept for reuse, and the library routine's own registers
-        words += CALL_SCRATCH + sum(_words(getattr(c, "dtype", None)) for c in calls.values())
-    words += sum(max(1, a.field.itemsize // 4) for a in kernel.loads)
-    words += sum(max(1, g.field.itemsize // 4) for g in kernel.gathers
-                 if hasattr(g, "field"))
-    return min(MAX_REGISTERS, words)
 
 
 def nvcc_registers(kernel_function: Any, arch: str) -> RegisterCount:
@@ -125,12 +66,13 @@ def _is_hip(kernel_function: Any) -> bool:
 
 def kernel_registers(
     kernel_function: Any,
-    kernel: Kernel,
     arch: str | None,
     given: int | str | None = None,
     counter: Callable[[Any, str], RegisterCount] = nvcc_registers,
+    cells: int = 1,
 ) -> Registers:
-    """Registers per thread of a pystencils kernel (module docstring).
+    """Registers per thread of a pystencils kernel whose thread updates
+    ``cells`` cells (module docstring).
 
     ``given``: an integer (the caller's count, source ``"user"``),
     ``"estimate"`` (never run nvcc), or ``None`` / ``"nvcc"`` (nvcc for
@@ -144,22 +86,71 @@ def kernel_registers(
         raise KernelError(
             f"registers must be a count (1..255), 'nvcc' or 'estimate', got {given!r}"
         )
-    estimate = estimate_registers(kernel_function, kernel)
+    estimate = estimate_registers(kernel_function, cells)
     if given == "estimate":
         return Registers(estimate, "estimate", "registers='estimate' given")
+    return _for_arch(estimate, arch, _is_hip(kernel_function),
+                     lambda a: counter(kernel_function, a))
+
+
+def _for_arch(estimate: int, arch: str | None, hip: bool,
+              count: Callable[[str], RegisterCount]) -> Registers:
+    """nvcc's ``count`` for ``arch`` where nvcc can give one, else the
+    ``estimate`` with the reason (:func:`kernel_registers`)."""
     if not arch:
         return Registers(estimate, "estimate", "the machine file names no arch for nvcc")
     if not nvcc_arch(arch):
         family = family_of_target(arch)
         return Registers(estimate, "estimate", f"no nvcc for {family.vendor} ({arch})" if family
                          else f"nvcc does not compile for {arch}")
-    if _is_hip(kernel_function):
+    if hip:
         return Registers(estimate, "estimate", "the kernel was generated for HIP, nvcc compiles "
                          "CUDA")
-    count = counter(kernel_function, arch)
-    if count.registers is None:
-        return Registers(estimate, "estimate", count.reason)
-    return Registers(count.registers, f"nvcc {arch}")
+    counted = count(arch)
+    if counted.registers is None:
+        return Registers(estimate, "estimate", counted.reason)
+    return Registers(counted.registers, f"nvcc {arch}")
+
+
+def _source_text(r: Registers) -> str:
+    """A kernel's ``registers_source``: the source, with the reason for an estimate."""
+    return f"{r.source}: {r.note}" if r.source == "estimate" and r.note else r.source
+
+
+@dataclass(frozen=True)
+class ArchCounter:
+    """The registers of one pystencils kernel for any machine's ``arch``, as
+    :func:`kernel_registers` gives them (nvcc's count, cached, else the
+    estimate and why): a kernel made without a machine carries it
+    (``Kernel.register_counter``), and ``ws.predict`` / ``ws.rank`` count
+    for theirs. It holds the kernel's CUDA source where nvcc is installed
+    (none without: every answer is then the estimate), and pickles."""
+
+    source: str
+    includes: tuple[str, ...]
+    estimate: int
+    hip: bool
+    #: The kernel's ``(registers, registers_source)`` when it got the counter:
+    #: a count set since is the caller's (``warpspeed.input.kernel.counted_for``).
+    origin: tuple[int, str]
+
+    def __call__(self, arch: str | None) -> tuple[int, str]:
+        r = _for_arch(self.estimate, arch, self.hip, self._nvcc)
+        return r.count, _source_text(r)
+
+    def _nvcc(self, arch: str) -> RegisterCount:
+        if not self.source:
+            return RegisterCount(None, "nvcc is not installed")
+        return cached_count(self.source, self.includes, arch)
+
+
+def arch_counter(kernel_function: Any, estimate: int, origin: tuple[int, str]) -> ArchCounter:
+    """The :class:`ArchCounter` of a pystencils kernel whose estimate is
+    ``estimate`` and whose count is now ``origin``."""
+    hip = _is_hip(kernel_function)
+    source, includes = (pystencils_source(kernel_function) if nvcc_available() and not hip
+                        else ("", ()))
+    return ArchCounter(source, includes, estimate, hip, origin)
 
 
 def start_count(
@@ -186,25 +177,57 @@ def with_registers(
     of ``pending`` when nvcc was started by :func:`start_count`), and a note
     when the estimate stands in for nvcc. The kernel's ``registers_source``
     is the source with, for the estimate, the reason (``"estimate: nvcc is
-    not installed"``, MODEL.md §14)."""
+    not installed"``, MODEL.md §14). Unless ``given`` fixes the count, the
+    kernel carries its :class:`ArchCounter`: a prediction or ranking on a
+    machine of another ``arch`` (or with ``arch`` None, none yet) counts
+    again for it."""
     def counter(kf: Any, a: str) -> RegisterCount:
         return pending.result() if pending is not None else nvcc_registers(kf, a)
 
-    r = kernel_registers(kernel_function, kernel, arch, given, counter)
+    cells = kernel.lups_per_thread
+    r = kernel_registers(kernel_function, arch, given, counter, cells)
     note = None
     if r.source == "estimate":
-        note = (f"registers per thread: {r.count}, a conservative estimate "
+        note = (f"registers per thread: {r.count}, an estimate "
                 f"({r.note}; warpspeed.pystencils.registers says how it is counted)")
-    source = f"{r.source}: {r.note}" if r.source == "estimate" and r.note else r.source
-    return replace(kernel, registers=r.count, registers_source=source), note
+    source = _source_text(r)
+    recount = (arch_counter(kernel_function, estimate_registers(kernel_function, cells),
+                            (r.count, source)) if given in (None, "nvcc") else None)
+    return replace(kernel, registers=r.count, registers_source=source,
+                   register_counter=recount), note
+
+
+def without_machine(kernel: Kernel, kernel_function: Any, given: int | str | None
+                    ) -> tuple[Kernel, str | None]:
+    """``kernel`` read without a machine (``extract``): a count ``given`` is
+    its own; ``"estimate"`` gives the estimate (and a note); otherwise the
+    estimate stands until a prediction or ranking counts for its machine
+    (the kernel's :class:`ArchCounter`: nvcc's count where installed). Never
+    the placeholder of a hand-written kernel."""
+    if isinstance(given, int) and not isinstance(given, bool):
+        return kernel, None
+    if given == "estimate":
+        return with_registers(kernel, kernel_function, None, "estimate")
+    if given not in (None, "nvcc"):
+        raise KernelError(
+            f"registers must be a count (1..255), 'nvcc' or 'estimate', got {given!r}")
+    estimate = estimate_registers(kernel_function, kernel.lups_per_thread)
+    source = ("estimate: no machine yet; ws.predict and ws.rank count for theirs (nvcc where "
+              "installed)")
+    return replace(kernel, registers=estimate, registers_source=source,
+                   register_counter=arch_counter(kernel_function, estimate,
+                                                 (estimate, source))), None
 
 
 __all__ = [
     "CALL_SCRATCH",
     "MAX_REGISTERS",
     "OVERHEAD",
+    "ArchCounter",
     "Registers",
+    "arch_counter",
     "cached_count",
+    "without_machine",
     "estimate_registers",
     "kernel_registers",
     "nvcc_available",

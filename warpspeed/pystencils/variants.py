@@ -9,9 +9,9 @@ with pystencils imported: the caller, perhaps running other threads, is
 never forked), which then ranks the configurations (:func:`warpspeed.rank`
 with that pool). The job travels pickled, once. While the workers are not
 up, the caller makes the next fold itself. Where the job cannot be pickled
-(or ``jobs`` is 1, or there is one fold) every fold is made in the
-caller's process, one after the other; the variants are the same either
-way.
+(or ``jobs`` is 1, or there is one fold, or workers cannot start safely)
+every fold is made in the caller's process, one after the other; a fold a
+worker fails is made there again. The variants are the same either way.
 """
 
 from __future__ import annotations
@@ -20,11 +20,18 @@ import os
 import pickle
 import time
 from collections.abc import Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..search.workers import PRELOAD, WorkerPool, worker_errors
+from ..search.workers import (
+    PRELOAD,
+    WorkerPool,
+    alone_note,
+    failed_note,
+    failure,
+    start_problem,
+)
 from .default_block import portable
 from .extract import Extraction, read
 from .fold import Fold, generate
@@ -90,33 +97,59 @@ def _in_worker(job: bytes, fold: Fold) -> Variant:
 
 
 def make_variants(job: Job, folds: Sequence[Fold], jobs: int | None
-                  ) -> tuple[list[Variant], Executor | None]:
-    """Every fold of ``folds`` (distinct) made, in their order, and the
-    process pool that made them (None when made here; the caller ranks
-    with it and shuts it down)."""
+                  ) -> tuple[list[Variant], Executor | None, list[str]]:
+    """Every fold of ``folds`` (distinct) made, in their order; the process
+    pool that made them (None when made here; the caller ranks with it and
+    shuts it down); and the notes on workers that could not start safely
+    or failed, whose folds this process made (:mod:`warpspeed.search.workers`)."""
     workers = jobs or os.cpu_count() or 1
     if workers < 2 or len(folds) < 2:
-        return [make_variant(job, f) for f in folds], None
+        return [make_variant(job, f) for f in folds], None, []
+    problem = start_problem()
+    if problem is not None:
+        return [make_variant(job, f) for f in folds], None, [alone_note(problem)]
     try:
         payload = pickle.dumps(job)
     except Exception:  # noqa: BLE001 - objects pickle cannot carry: make them here
-        return [make_variant(job, f) for f in folds], None
+        return [make_variant(job, f) for f in folds], None, []
     pool = WorkerPool(workers, preload=(*PRELOAD, "warpspeed.pystencils"))  # workers generate
     try:
-        with worker_errors(workers):
-            made: dict[Fold, Variant] = {}
-            rest = list(folds)
-            while rest and (not made or not pool.ready.is_set()):  # no worker up: made here
-                t0 = time.perf_counter()
-                fold = rest.pop(0)
-                made[fold] = make_variant(job, fold)
-                pool.worked_alone(time.perf_counter() - t0, len(rest))
-            futures = {f: pool.submit(_in_worker, payload, f) for f in rest}
-            made |= {f: fut.result() for f, fut in futures.items()}
+        made, notes = _made_on(pool, job, payload, folds)
     except BaseException:
         pool.shutdown(cancel_futures=True)
         raise
-    return [made[f] for f in folds], pool
+    return [made[f] for f in folds], pool, notes
+
+
+def _made_on(pool: WorkerPool, job: Job, payload: bytes, folds: Sequence[Fold]
+             ) -> tuple[dict[Fold, Variant], list[str]]:
+    """The folds made here until the pool's workers are up, the rest on
+    them; a fold the workers fail (or cannot take) made here, with a note."""
+    made: dict[Fold, Variant] = {}
+    notes: list[str] = []
+    rest = list(folds)
+    while rest and (not made or not pool.ready.is_set()):  # no worker up: made here
+        t0 = time.perf_counter()
+        fold = rest.pop(0)
+        made[fold] = make_variant(job, fold)
+        pool.worked_alone(time.perf_counter() - t0, len(rest))
+    if rest and pool.failed is not None:
+        notes.append(alone_note(f"they could not start ({pool.failed})"))
+        return made | {f: make_variant(job, f) for f in rest}, notes
+    futures: dict[Fold, Future[Variant]] = {}
+    for f in rest:
+        try:
+            futures[f] = pool.submit(_in_worker, payload, f)
+        except Exception as exc:  # noqa: BLE001 - a pool that takes no work: made here
+            notes.append(failed_note(failure(exc)))
+            break
+    for f in rest:
+        try:
+            made[f] = futures[f].result() if f in futures else make_variant(job, f)
+        except Exception as exc:  # noqa: BLE001 - the worker failed: made here
+            notes.append(failed_note(failure(exc)))
+            made[f] = make_variant(job, f)
+    return made, list(dict.fromkeys(notes))
 
 
 __all__ = ["Job", "Variant", "make_variant", "make_variants", "reason"]

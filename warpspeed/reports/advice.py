@@ -54,6 +54,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import MachineError
 from ..input.addresses import thread_accesses
 from ..input.expr import bind_all
 from ..input.kernel import Kernel
@@ -94,6 +95,8 @@ class Advice:
     headroom: float | None
     hints: tuple[Hint, ...]
     vendor: str = "NVIDIA"
+    #: The machine's data-sheet DRAM peak (GB/s), when its file gives one.
+    dram_peak: float | None = None
 
 
 def advise(
@@ -101,7 +104,9 @@ def advise(
 ) -> Advice:
     """Explain ``prediction`` (MODEL.md §8): binding limiter, headroom and
     hints (module docstring). ``kernel`` adds hints that need the access
-    count and the registers per thread.
+    count and the registers per thread. ``machine`` must be the one the
+    prediction was made on (:class:`warpspeed.MachineError` otherwise: the
+    hints would mix two GPUs' facts).
 
     Example: what limits a 3-point stencil, and what would help::
 
@@ -119,6 +124,10 @@ def advise(
         True
     """
     p = prediction
+    if machine.name != p.machine:
+        raise MachineError(
+            f"advise: the prediction is for {p.machine} but the machine given is "
+            f"{machine.name}: pass the machine it was made on, ws.load_machine({p.machine!r})")
     spec = timing_model(p.model)
     finite = _limits(p, spec)
     binding = dict(finite).get(p.limiter, p.glups)
@@ -150,6 +159,7 @@ def advise(
         headroom=nxt[1] / binding if nxt else None,
         hints=hints,
         vendor=machine.vendor,
+        dram_peak=machine.dram_peak,
     )
 
 
@@ -167,10 +177,11 @@ def _limits(p: Prediction, spec: Timing) -> list[tuple[str, float]]:
 
 
 def _reading(p: Prediction, vendor: str, ideal_l1: float | None = None,
-             row_width: int | None = None) -> Reading:
+             row_width: int | None = None, dram_peak: float | None = None) -> Reading:
     """What the timing model's advice reads of ``p`` (:class:`warpspeed.timing.base.Reading`)."""
     w = words(vendor)
-    return Reading(p.limiter, p.terms, p.l1_cycles, w.sm, w.warp, ideal_l1, row_width)
+    return Reading(p.limiter, p.terms, p.l1_cycles, w.sm, w.warp, ideal_l1, row_width,
+                   dram_peak)
 
 
 def explanation_lines(p: Prediction, a: Advice) -> list[str]:
@@ -179,7 +190,7 @@ def explanation_lines(p: Prediction, a: Advice) -> list[str]:
     headroom, hints and the prediction's notes (what it assumes on the
     machine, MODEL.md §15)."""
     lines = [f"binding limiter: {a.limiter} ({p.model} model)"]
-    lines += timing_model(p.model).explanation(_reading(p, a.vendor))
+    lines += timing_model(p.model).explanation(_reading(p, a.vendor, dram_peak=a.dram_peak))
     t = p.terms
     if "atomics_per_lup" in t:
         lines.append(

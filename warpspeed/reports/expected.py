@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..model import Prediction
 from ..timing import timing_model
+from ..timing.evidence import class_rows
 
 #: The validation figures shipped with the package (``fits/accuracy_report.py``).
 ACCURACY_JSON = Path(__file__).resolve().parents[1] / "ACCURACY.json"
@@ -92,6 +93,20 @@ def _figure(f: SetFigure) -> str:
     return f"{f.dataset} {f.median_ratio:.2f}x ({f.rows} rows{extra})"
 
 
+def _no_set(p: Prediction, regime: str) -> str:
+    """What measured evidence a regime that no development set is in as a
+    whole has: the rows of other sets predicted in it (the error band
+    :mod:`warpspeed.timing.evidence` quotes), or none."""
+    rows, sets = class_rows(p.limiter, p.model)
+    if not rows:
+        return (f"no development set is {regime}-bound, so this regime has no measured "
+                "evidence; the figures in warpspeed/ACCURACY.md are for DRAM- and L1-bound "
+                "kernels")
+    return (f"no development set is {regime}-bound as a whole, but {rows} of their rows are "
+            f"predicted {regime}-bound ({', '.join(sets)}); the error band quoted with the "
+            "machine's grounding is measured on those of machines like this one")
+
+
 def expected_accuracy(p: Prediction) -> str | None:
     """One sentence: the figures of ``p``'s regime and what was measured on
     its GPU; None when ``ACCURACY.json`` is unreadable. The L1 regime is
@@ -109,9 +124,7 @@ def expected_accuracy(p: Prediction) -> str | None:
         text = (f"the {p.model} model was not validated (no table of warpspeed/ACCURACY.json "
                 "holds its scores), so no measurement backs this figure")
     else:
-        text = (f"no development set is {regime}-bound, so this regime "
-                "has no measured evidence; the figures in warpspeed/ACCURACY.md are for "
-                "DRAM- and L1-bound kernels")
+        text = _no_set(p, regime)
     sets = kernel_sets_on(p.machine)
     if sets == ():
         text += (f"; no kernel was measured on {p.machine} (its machine file rests on "

@@ -28,14 +28,14 @@ skips configurations whose upper bound is below the k-th best found:
 Evaluation runs on a ``concurrent.futures.Executor`` given by the caller
 (a ``dask.distributed`` ``Client.get_executor()`` works), else on a local
 pool of ``jobs`` worker processes (:mod:`warpspeed.search.workers`: never
-a fork of the caller, which may run other threads; the caller works too),
-else inline for ``jobs=1``. Nothing is printed; ``progress(done, total)``
-is called as work completes.
+a fork of the caller, which may run other threads, and never importing the
+caller's main script; the caller works too, and does the work of workers
+that fail or cannot start, with a note), else inline for ``jobs=1``.
+Nothing is printed; ``progress(done, total)`` is called as work completes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
@@ -45,7 +45,7 @@ from typing import cast
 
 from ..errors import LaunchError
 from ..input.expr import bind_all
-from ..input.kernel import Kernel
+from ..input.kernel import Kernel, counted_for
 from ..machine import Machine, load_machine
 from ..model import Prediction
 from ..timing import DEFAULT_MODEL, timing_model
@@ -76,7 +76,7 @@ from .pruning import (
 )
 from .ties import leaders_note
 from .variants import KernelSource, empty_ranking, thread_counts, variants
-from .workers import WorkerPool, worker_errors
+from .workers import WorkerPool, alone_note, start_problem
 
 
 def summary(head: str, predictions: Sequence[Prediction], shown: int = 3) -> str:
@@ -106,7 +106,10 @@ class Ranking:
     * ``evaluated``: classes fully evaluated (wave volumes and roofline);
     * ``skipped``: classes whose full evaluation the top-k bound skipped;
     * ``model``: the timing model; ``notes``: facts about the design space
-      the user should know (e.g. a kernel whose block size is fixed).
+      the user should know (e.g. a kernel whose block size is fixed) and
+      about how it was run: ``worker_notes``, the worker processes that
+      failed or could not start safely, whose work this process did
+      (:mod:`warpspeed.search.workers`; the predictions are the same).
     """
 
     machine: str
@@ -122,6 +125,7 @@ class Ranking:
     top: int | None
     model: str = DEFAULT_MODEL
     notes: tuple[str, ...] = ()
+    worker_notes: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         """A short summary (what Jupyter shows): the best three and the
@@ -191,17 +195,19 @@ def rank(
     m = load_machine(machine)
     curves = curves_for(m, fits)
     _check_top(top)
-    kernel_variants = variants(kernels, folds)
+    # a pystencils kernel's registers counted for this GPU (Kernel.register_counter)
+    kernel_variants = [(f, counted_for(k, m.arch)) for f, k in variants(kernels, folds)]
     shapes = _asked_shapes(threads, blocks, all_shapes, m)
     candidates, excluded, notes = _launchable(kernel_variants, shapes, m, trim=blocks is None)
     classes, rep_variant = _equivalence_classes(candidates, kernel_variants)
     if not classes:
         raise empty_ranking(_reasons(excluded), m, kernel_variants)
-    ev = _evaluate_on_workers(kernel_variants, m, curves, classes, rep_variant, excluded, top,
-                              model, jobs, executor, progress)
+    ev, worker_notes = _evaluate_on_workers(kernel_variants, m, curves, classes, rep_variant,
+                                            excluded, top, model, jobs, executor, progress)
     if not ev.predictions:  # every class failed its block stage
         raise empty_ranking(_reasons(excluded), m, kernel_variants)
-    return _ranking(m, kernel_variants, classes, excluded, ev, top, model, notes)
+    return _ranking(m, kernel_variants, classes, excluded, ev, top, model,
+                    notes + worker_notes, tuple(worker_notes))
 
 
 # --------------------------------------------------------------------------
@@ -304,22 +310,24 @@ def _evaluate_on_workers(
     rep_variant: dict[object, tuple[int, Block]], excluded: list[Excluded], top: int | None,
     model: str, jobs: int | None, executor: Executor | None,
     progress: Callable[[int, int], None] | None,
-) -> Evaluation:
+) -> tuple[Evaluation, list[str]]:
     """:func:`warpspeed.search.evaluate.evaluate` on the caller's executor, or
     on a pool of ``jobs`` workers of our own (shut down after), or inline
-    (module docstring)."""
+    (module docstring); and the notes on worker processes that failed or
+    could not start safely (:mod:`.workers`), whose work this process did."""
     with no_collection():  # no walk of the caller's heap here or in the workers
-        own_pool = executor is None and (jobs or os.cpu_count() or 1) > 1
         workers = jobs or os.cpu_count() or 1
+        own_pool = executor is None and workers > 1
+        problem = start_problem() if own_pool else None
+        notes = [alone_note(problem)] if problem else []
         pool: Executor | None = executor
-        if own_pool:
+        if own_pool and not problem:
             pool = WorkerPool(workers)
         try:
-            ours = isinstance(pool, WorkerPool)  # not a caller's executor
-            with worker_errors(workers) if ours else contextlib.nullcontext():
-                runner = Runner(pool, workers, progress)
-                return evaluate(kernel_variants, m, curves, classes, rep_variant, excluded,
-                                runner, top, model)
+            runner = Runner(pool, workers, progress)
+            ev = evaluate(kernel_variants, m, curves, classes, rep_variant, excluded, runner,
+                          top, model)
+            return ev, notes + runner.notes
         finally:
             if own_pool and pool is not None:
                 pool.shutdown(cancel_futures=True)
@@ -327,9 +335,10 @@ def _evaluate_on_workers(
 
 def _ranking(m: Machine, kernel_variants: Variants, classes: Classes,
              excluded: list[Excluded], ev: Evaluation, top: int | None, model: str,
-             notes: list[str]) -> Ranking:
+             notes: list[str], worker_notes: tuple[str, ...]) -> Ranking:
     """The :class:`Ranking` of what was evaluated, with the notes on fixed
-    blocks, merged folds and leaders within the model's error."""
+    blocks, worker processes, merged folds and leaders within the model's
+    error."""
     predictions = tuple(p for p, _ in ev.predictions)
     return Ranking(
         machine=m.name,
@@ -346,6 +355,7 @@ def _ranking(m: Machine, kernel_variants: Variants, classes: Classes,
         model=model,
         notes=tuple(notes + merge_note(predictions, kernel_variants)
                     + [n for n in (leaders_note(predictions, complete=top is None),) if n]),
+        worker_notes=worker_notes,
     )
 
 

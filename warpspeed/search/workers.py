@@ -1,38 +1,102 @@
 """Worker processes of the ranking and of the pystencils hook (MODEL.md §8,
-ranking), safe to start from a process with other threads.
+ranking), safe to start from any caller: a plain script, ``python -c``, a
+notebook, IPython, a program with other threads.
 
-Forking a process that runs other threads (Jupyter's, Panel's, dask's) may
-deadlock the child on a lock one of them held, and Python warns about it.
-The workers come instead from a fork server (:func:`mp_context`): a process
-started once per caller, with one thread and nothing but warpspeed imported
-(:data:`PRELOAD`; the hook adds its pystencils front end), that forks each
-worker ready to run. Tasks and results travel pickled, as they always did
-through a pool. Where there is no fork server (Windows), workers are
-spawned.
+**Never a fork of the caller.** Forking a process that runs other threads
+(Jupyter's, Panel's, dask's) may deadlock the child on a lock one of them
+held, and Python warns about it. The workers come instead from a fork
+server (:func:`mp_context`): a process started once per caller, with one
+thread and nothing but warpspeed imported (:data:`PRELOAD`; the hook adds
+its pystencils front end), that forks each worker ready to run. Tasks and
+results travel pickled, as they always did through a pool.
+
+**Never the caller's script again.** A pool that does not fork normally
+makes each worker import the caller's main script (``__main__``) before
+its first task, so that functions defined there can be sent to it; a
+script without an ``if __name__ == "__main__":`` guard then runs again in
+every worker (its prints, its files, its own ranking). Nothing warpspeed
+sends to its workers lives in the caller's ``__main__``, so its workers
+are started without that step (:class:`_NoMainPopen`): the script runs
+once, guarded or not. Something that does refer to ``__main__`` (an
+assignment built from a class the script defines) fails to arrive in the
+worker, and the caller does that piece of work itself
+(:class:`warpspeed.search.executor.Runner`).
+
+**Where workers cannot start safely**, :func:`start_problem` says why (a
+daemonic process, which may not have children; a process still being
+started by multiprocessing; a platform without a fork server, whose
+spawned workers would run the main script): the caller then works alone
+and the ranking's notes say so. A worker that dies, cannot start or is
+killed costs time, not results: its work is done in the caller's process
+and a note says what failed.
 
 Starting the server costs one import of warpspeed in it, once per process:
 a :class:`WorkerPool` starts it only when the work pays for it, and its
 workers only when they can start at once; the caller works meanwhile
 (:class:`warpspeed.search.executor.Runner`), so that nothing waits for the
 server and a short ranking does not start it.
-
-Like any pool that does not fork, the workers import the caller's main
-script: a script that ranks with ``jobs > 1`` must do so under ``if
-__name__ == "__main__":``. Otherwise every worker ranks again and dies;
-:func:`worker_errors` says so in one line.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
+import io
 import multiprocessing
+import os
+import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import context as mp_contexts
+from multiprocessing import reduction, spawn, util
+from multiprocessing.process import BaseProcess
 
-from ..errors import WorkerError
+#: The keys of the preparation data (``multiprocessing.spawn``) that make a
+#: new process import the caller's main script or module.
+MAIN_KEYS = ("init_main_from_path", "init_main_from_name")
+
+if sys.platform != "win32":  # the fork server exists on POSIX only
+    from multiprocessing import forkserver, popen_forkserver
+
+    class _NoMainPopen(popen_forkserver.Popen):
+        """The fork server's start of a process (``multiprocessing``'s
+        ``popen_forkserver``, the same steps) without :data:`MAIN_KEYS` in
+        what the child is prepared with: it never imports the caller's
+        ``__main__`` (module docstring)."""
+
+        _fds: list[int]  # set by the stdlib's __init__: the fds the child inherits
+
+        def _launch(self, process_obj: BaseProcess) -> None:
+            prep = spawn.get_preparation_data(process_obj.name)
+            prep = {k: v for k, v in prep.items() if k not in MAIN_KEYS}
+            buf = io.BytesIO()
+            mp_contexts.set_spawning_popen(self)
+            try:
+                reduction.dump(prep, buf)
+                reduction.dump(process_obj, buf)
+            finally:
+                mp_contexts.set_spawning_popen(None)
+            self.sentinel, w = forkserver.connect_to_new_process(self._fds)
+            parent_w = os.dup(w)  # the child's sentinel of this process, as the stdlib keeps
+            self.finalizer = util.Finalize(self, _close, (parent_w, self.sentinel))
+            with open(w, "wb", closefd=True) as f:
+                f.write(buf.getbuffer())
+            self.pid = forkserver.read_signed(self.sentinel)
+
+    def _close(*fds: int) -> None:
+        for fd in fds:
+            os.close(fd)
+
+    class _NoMainProcess(mp_contexts.ForkServerProcess):
+        @staticmethod
+        def _Popen(process_obj: BaseProcess) -> _NoMainPopen:
+            return _NoMainPopen(process_obj)
+
+    class NoMainContext(mp_contexts.ForkServerContext):
+        """The fork server's context whose processes never import the
+        caller's ``__main__``."""
+
+        Process = _NoMainProcess
 
 #: The contexts :func:`mp_context` gives.
 MpContext = multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext
@@ -42,13 +106,39 @@ MpContext = multiprocessing.context.ForkServerContext | multiprocessing.context.
 PRELOAD = ("warpspeed",)
 
 
+def _main_would_run() -> bool:
+    """Whether a spawned process would import the caller's main script or
+    module (``multiprocessing.spawn``'s rule): not for ``python -c`` or an
+    interactive interpreter, whose ``__main__`` has neither."""
+    main = sys.modules.get("__main__")
+    return (getattr(getattr(main, "__spec__", None), "name", None) is not None
+            or getattr(main, "__file__", None) is not None)
+
+
+def start_problem() -> str | None:
+    """Why worker processes cannot start safely from this process, or None
+    (module docstring)."""
+    me = multiprocessing.current_process()
+    if me.daemon:
+        return ("this process is a daemonic worker of a process pool, which may not start "
+                "processes of its own")
+    if getattr(me, "_inheriting", False):
+        return "this process is still being started by multiprocessing (importing its main script)"
+    if "forkserver" not in multiprocessing.get_all_start_methods() and _main_would_run():
+        return ("this platform has no fork server, and spawned workers would run the main "
+                "script again")
+    return None
+
+
 def mp_context(preload: Sequence[str] = PRELOAD) -> MpContext:
-    """The fork server's context (module docstring), which imports
-    ``preload`` when it starts (the first pool of the process decides);
-    spawn where there is none."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
+    """The fork server's context whose workers never import the caller's
+    ``__main__`` (module docstring), with ``preload`` imported when the
+    server starts (the first pool of the process decides); spawn where
+    there is none (only used when :func:`start_problem` finds nothing,
+    that is, when spawning imports no main script)."""
+    if sys.platform == "win32" or "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
+    context = NoMainContext()
     context.set_forkserver_preload(list(preload))
     return context
 
@@ -65,13 +155,20 @@ _server_up = threading.Event()
 _alone = [0.0]
 
 
+def failure(exc: BaseException) -> str:
+    """What failed in starting or running a worker, in one line."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"
+
+
 class WorkerPool(ProcessPoolExecutor):
     """A pool of worker processes warpspeed makes for itself, not a
     caller's executor. Its workers start only when they can start at once
     (``ready``), the fork server being up: until then the caller does the
     work itself (:class:`warpspeed.search.executor.Runner`), and says so
     (:meth:`worked_alone`), which starts the server when that pays
-    (:data:`SERVER_START`). The workers run without cyclic garbage
+    (:data:`SERVER_START`). If they cannot start, ``failed`` says why and
+    the caller does all the work. The workers run without cyclic garbage
     collection, as the caller does while it ranks
     (:func:`warpspeed.search.executor.no_collection`)."""
 
@@ -79,6 +176,7 @@ class WorkerPool(ProcessPoolExecutor):
         self._context = mp_context(preload)
         super().__init__(max_workers=workers, mp_context=self._context, initializer=gc.disable)
         self.ready = threading.Event()
+        self.failed: str | None = None
         self._started = False
         self._solo = (0.0, 0)
         if _server_up.is_set():
@@ -97,9 +195,11 @@ class WorkerPool(ProcessPoolExecutor):
             probe = self._context.Process(target=int, daemon=True)
             probe.start()
             probe.join()
+            if probe.exitcode != 0:
+                raise OSError(f"a test process of the fork server ended with code {probe.exitcode}")
             _server_up.set()
-        except (OSError, RuntimeError):  # the pool's tasks will say what is wrong
-            pass
+        except Exception as exc:  # noqa: BLE001 - any failure to start: the caller works alone
+            self.failed = failure(exc)
         finally:
             self.ready.set()
 
@@ -115,18 +215,18 @@ class WorkerPool(ProcessPoolExecutor):
             self.start()
 
 
-@contextlib.contextmanager
-def worker_errors(workers: int) -> Iterator[None]:
-    """A dead worker of a :class:`WorkerPool` raises :class:`WorkerError`
-    saying why that happens (module docstring)."""
-    try:
-        yield
-    except BrokenProcessPool as exc:
-        raise WorkerError(
-            f"a worker process ({workers} jobs) ended before its work was done: out of "
-            "memory, or a script that ranks outside 'if __name__ == \"__main__\":' (workers "
-            "import the main script); guard it, or pass jobs=1 to work in this process"
-        ) from exc
+def alone_note(why: str) -> str:
+    """The note of a ranking whose caller did all the work: why workers
+    could not start."""
+    return f"the ranking ran in this process alone: no worker processes, since {why}"
 
 
-__all__ = ["PRELOAD", "SERVER_START", "WorkerPool", "mp_context", "worker_errors"]
+def failed_note(why: str) -> str:
+    """The note of a ranking part of whose work was done in the caller's
+    process after a worker failed."""
+    return (f"a worker process failed ({why}); its work was done again in this process, "
+            "so the ranking is complete")
+
+
+__all__ = ["MAIN_KEYS", "PRELOAD", "SERVER_START", "WorkerPool", "alone_note", "failed_note",
+           "failure", "mp_context", "start_problem"]

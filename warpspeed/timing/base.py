@@ -77,6 +77,8 @@ class Reading:
     warp: str = "warp"
     ideal_l1: float | None = None
     row_width: int | None = None
+    #: The machine's data-sheet DRAM peak (GB/s), when known.
+    dram_peak: float | None = None
 
 
 @dataclass(frozen=True)

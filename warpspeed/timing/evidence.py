@@ -140,4 +140,15 @@ def evidence(grounding: str, limiter: str, model: str, vendor: str = "NVIDIA") -
     return Evidence(phrase, cls, model, vendor)
 
 
-__all__ = ["ACCURACY", "CLASSES", "PHRASES", "Evidence", "evidence", "kernel_class"]
+def class_rows(limiter: str, model: str) -> tuple[int, tuple[str, ...]]:
+    """The development rows of ``model`` whose prediction is bound like
+    ``limiter`` (every grounding and vendor), and the sets they come from:
+    a regime no set is in as a whole may still have rows (module docstring)."""
+    cls = kernel_class(limiter)
+    bands = [b for b in _recorded() if (b.get("kernel_class"), b.get("model")) == (cls, model)]
+    sets = tuple(dict.fromkeys(d for b in bands for d in b.get("datasets", ())))
+    return sum(int(b.get("rows", 0)) for b in bands), sets
+
+
+__all__ = ["ACCURACY", "CLASSES", "PHRASES", "Evidence", "class_rows", "evidence",
+           "kernel_class"]

@@ -83,7 +83,7 @@ class Latency(Timing):
             f"{'imperfectly' if t['overlap_factor'] >= 1.005 else 'fully'} with the memory stream "
             f"(L2, DRAM: {1000 * t['t_memory_ns']:.1f} ps per update): "
             f"{1000 * t['t_update_ns']:.1f} ps (x{t['overlap_factor']:.2f}); "
-            f"DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s "
+            f"DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s{_of_peak(t, r.dram_peak)} "
             f"with {t['dram_bytes_in_flight'] / 2**20:.1f} MiB in flight"
             + (f", {t['dram_streams']:.0f} concurrent streams: x{t['dram_stream_efficiency']:.2f} "
                "of the stream plateaus (MODEL.md §11)"
@@ -93,6 +93,13 @@ class Latency(Timing):
             f"a block's own latency chain {t['block_chain_us']:.2f} us) "
             f"+ launch {t['launch_us']:.2f} us",
         )
+
+
+def _of_peak(t: Mapping[str, float], peak: float | None) -> str:
+    """The achieved DRAM bandwidth's share of the data sheet's peak, in words."""
+    if not peak:
+        return ""
+    return f" ({100 * t['dram_bandwidth_achieved'] / peak:.0f} % of the data sheet's {peak:g})"
 
 
 def _overlap(r: Reading) -> tuple[Hint, ...]:

@@ -187,7 +187,7 @@ def _stream(out: dict, base: dict, base_path: Path, table: Path, tag: str, k: fl
     triad = p.dram_bw_copy != pl["scale"][0]
     via = (f"; the scale column still rises at full occupancy, so the larger triad_GBs "
            f"plateau ({pl['triad'][0]:.0f}) is taken: both are lower bounds, a triad thread "
-           f"keeps 1.5x the bytes in flight" if triad else "")
+           f"keeps {sum(s.kernels['triad']) / 2:g}x the bytes in flight" if triad else "")
     bandwidth = _entry(round(k * p.dram_bw_copy, 1), (
         f"{t} {tag}: scale_GBs plateau (one load per store, median of the values within 2 % "
         f"of the maximum): the attainable copy bandwidth{reached('scale')}{via}"))

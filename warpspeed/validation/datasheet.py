@@ -41,7 +41,7 @@ from pathlib import Path
 
 from ..errors import MachineError
 from ..family import code_target_matches, described_alike
-from ..machine import MEMORY_TYPES, Machine, load_machine
+from ..machine import MEMORY_TYPES, Machine, load_machine, machines
 
 #: Keys whose values scale with the DRAM peak (MODEL.md §12).
 DRAM_KEYS = ("dram_bandwidth", "dram_bw_read", "dram_bw_copy", "dram_bw_write")
@@ -128,7 +128,7 @@ def _check_kind(k: Machine, s: DataSheet) -> None:
     if s.llc_mib and not k.mall_bytes:
         raise MachineError(f"--llc-mib {s.llc_mib:g}: {k.name} has no last-level cache behind "
                            "its L2; a GPU with an Infinity Cache needs a known one that has "
-                           "it (RX6900XT, RX7900XTX, MI300X)")
+                           f"it ({', '.join(with_llc())})")
     if k.mall_bytes and s.llc_mib is None:
         raise MachineError(f"{k.name} has a {k.mall_bytes / 2**20:g} MiB last-level cache "
                            f"(Infinity Cache): give {s.name}'s with --llc-mib (0 if it has none)")
@@ -136,6 +136,12 @@ def _check_kind(k: Machine, s: DataSheet) -> None:
         raise MachineError(f"--l1-kib {s.l1_kib:g}: {k.name}'s L1 is {k.l1_bytes / 1024:g} KiB; "
                            "an L1 more than 4x apart implies another architecture: choose a "
                            "known GPU of the same one")
+
+
+def with_llc() -> list[str]:
+    """The shipped machines with a last-level cache behind the L2 (an
+    Infinity Cache), as ``warpspeed machines`` lists them."""
+    return [n for n in machines() if load_machine(n).mall_bytes]
 
 
 def _family(memory: str) -> str:
@@ -237,6 +243,7 @@ def _scaled(k: Machine, s: DataSheet, data: dict) -> dict:
                 entry["stream_reference"] = entry["value"]
             entry["source"] = f"{rule}; {k.name}: {_original(data[key]['source'])}"
             out[key] = entry
+    out.update(_fp_rates(k, s, data))
     core = s.sms * s.clock_ghz / (k.sms * k.clock_ghz)
     out["l2_bandwidth"] = _entry(round(k.l2_bandwidth * core, 1), (
         f"{k.name}'s {k.l2_bandwidth:g} GB/s x {core:.4g}, the ratio of SMs x clock: bytes per "
@@ -251,6 +258,23 @@ def _scaled(k: Machine, s: DataSheet, data: dict) -> dict:
         out["mall_bandwidth"] = _entry(0.0, f"{s.cite}: no last-level cache")
     if s.ecc is None and "ecc" in data:
         out["ecc"] = dict(data["ecc"])
+    return out
+
+
+def _fp_rates(k: Machine, s: DataSheet, data: dict) -> dict:
+    """The FMA rates per SM / CU and cycle, carried over, with the peak they
+    give this GPU: KNOWN's source derives them from KNOWN's SM count, which
+    would read as this GPU's."""
+    out: dict = {}
+    for key, precision in (("fp64_fma_per_sm_cycle", "FP64"), ("fp32_fma_per_sm_cycle", "FP32")):
+        if key not in data:
+            continue
+        rate = float(data[key]["value"])
+        tflops = s.sms * rate * 2 * s.clock_ghz / 1000
+        out[key] = _entry(data[key]["value"], (
+            f"carried over from {k.name}: its {precision} FMA rate per SM / CU and cycle; "
+            f"{s.sms} x {rate:g} FMA x 2 flop x {s.clock_ghz:g} GHz = {tflops:.3g} TFLOPS "
+            f"{precision} peak for {s.name}"))
     return out
 
 
@@ -279,4 +303,4 @@ def write(data: dict, out: Path, words: list[str], force: bool = False) -> Machi
     return write_machine(data, out, header(words))
 
 
-__all__ = ["DataSheet", "describe", "header", "write"]
+__all__ = ["DataSheet", "describe", "header", "with_llc", "write"]

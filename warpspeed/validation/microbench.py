@@ -13,7 +13,7 @@ use them.
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,9 @@ ELEMENT = 8
 #: Stream columns: DRAM elements loaded and stored per thread.
 KERNELS = {"init": (0, 1), "read": (1, 0), "scale": (1, 1), "triad": (2, 1),
            "3pt": (1, 1), "5pt": (1, 1)}
+#: The same in the newer benchmark's tables (those with a ``blocks_per_SM``
+#: column; shared/data/microbench/README.md): its triad is ``A = B * D + C``.
+KERNELS_2025 = {**KERNELS, "triad": (3, 1)}
 #: Stream columns ``memory_shape`` is fitted on.
 FITTED = ("read", "scale", "triad")
 #: Plateau: the median of the values within this fraction of a column's maximum.
@@ -76,32 +79,48 @@ class Stream:
     threads: np.ndarray
     sms: int
     gbs: dict[str, np.ndarray]
+    #: DRAM elements loaded and stored per thread by each column's kernel.
+    kernels: dict[str, tuple[int, int]] = field(default_factory=lambda: dict(KERNELS))
 
     def bytes_in_flight(self, kernel: str) -> np.ndarray:
-        loads, stores = KERNELS[kernel]
+        loads, stores = self.kernels[kernel]
         return self.threads * ELEMENT * (loads + stores)
+
+    def load_fraction(self, kernel: str) -> float:
+        loads, stores = self.kernels[kernel]
+        return loads / (loads + stores)
 
 
 def load_stream(path: Path) -> Stream:
     """A ``stream/<gpu>.csv`` table. Its ``threads_in_flight`` column is SMs x
     block size (one block); the benchmark keeps two blocks per SM resident, which
-    the occupancy column shows (``2 x block / threads per SM``, one constant)."""
+    the occupancy column shows (``2 x block / threads per SM``, one constant).
+    A table of the newer benchmark (a ``blocks_per_SM`` column, 1 or 2) counts
+    every resident block in ``threads_in_flight`` and has its own triad
+    (:data:`KERNELS_2025`)."""
     cols = ("block_size", "threads_in_flight", "occupancy_percent",
             *(f"{k}_GBs" for k in KERNELS))
     rows = read_table(path, cols)
     block = _floats(rows, "block_size", path).astype(int)
     column = _floats(rows, "threads_in_flight", path).astype(int)
-    sms = {int(c) // int(b) for c, b in zip(column, block)}
-    if len(sms) != 1 or any(c % b for c, b in zip(column, block)):
-        raise TableError(f"{path}: threads_in_flight is not SMs x block size")
+    newer = "blocks_per_SM" in rows[0]
+    per_block = (_floats(rows, "blocks_per_SM", path).astype(int) if newer
+                 else np.full(len(rows), BLOCKS_PER_SM))
+    resident = column if newer else BLOCKS_PER_SM * column
+    sms = {int(c) // int(b * n) for c, b, n in zip(resident, block, per_block)}
+    if len(sms) != 1 or any(c % (b * n) for c, b, n in zip(resident, block, per_block)):
+        raise TableError(f"{path}: threads_in_flight is not SMs x block size"
+                         + (" x blocks_per_SM" if newer else ""))
     occupancy = _floats(rows, "occupancy_percent", path)
-    per_sm = BLOCKS_PER_SM * block[-1] / (occupancy[-1] / 100)
-    implied = BLOCKS_PER_SM * block / per_sm * 100
+    per_sm = block[-1] * per_block[-1] / (occupancy[-1] / 100)
+    implied = block * per_block / per_sm * 100
     if np.max(np.abs(occupancy - implied)) > 0.2 + 0.02 * np.max(occupancy):
-        raise TableError(f"{path}: the occupancy column does not show {BLOCKS_PER_SM} blocks "
-                         "per SM")
+        raise TableError(f"{path}: the occupancy column does not show "
+                         + ("the blocks_per_SM column's" if newer else f"{BLOCKS_PER_SM}")
+                         + " blocks per SM")
     gbs = {k: _floats(rows, f"{k}_GBs", path) for k in KERNELS}
-    return Stream(block, BLOCKS_PER_SM * column.astype(float), sms.pop(), gbs)
+    return Stream(block, resident.astype(float), sms.pop(), gbs,
+                  dict(KERNELS_2025 if newer else KERNELS))
 
 
 @dataclass(frozen=True)
@@ -151,8 +170,7 @@ def plateau(values: np.ndarray) -> tuple[float, bool]:
 
 def predict(p: MemoryParams, s: Stream, kernel: str) -> np.ndarray:
     """The memory model's bandwidth for one stream column (MODEL.md §11)."""
-    loads, stores = KERNELS[kernel]
-    f = loads / (loads + stores)
+    f = s.load_fraction(kernel)
     return np.array([achieved_bandwidth(p, float(c), f) for c in s.bytes_in_flight(kernel)])
 
 
@@ -193,7 +211,8 @@ def memory_fit(s: Stream, dram_latency_ns: float, l2_latency_ns: float,
     init's) and the fitted shape of one stream table. ``copy_from_triad``:
     when the scale column does not saturate, the copy plateau is the larger of
     its plateau and the triad's (both lower bounds; a triad thread keeps 1.5x
-    the bytes in flight, so where neither saturates it comes closer)."""
+    the bytes in flight, 2x in the newer tables, so where neither saturates it
+    comes closer)."""
     residence = s.bytes_in_flight("init") / s.gbs["init"]
     i0 = int(np.argmin(residence))
     plateaus = {k: plateau(s.gbs[k]) for k in ("init", "read", "scale", "triad")}

@@ -134,7 +134,10 @@ def fit_gompertz(
     target = 1.0 - ys if complement else ys
 
     def g(t: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
-        return a * np.exp(-b * np.exp(-c * (t - x0)))
+        # the optimiser tries steep curves whose inner exponential overflows:
+        # infinity is the right limit there (g -> 0 or a), not a warning
+        with np.errstate(over="ignore", invalid="ignore"):
+            return a * np.exp(-b * np.exp(-c * (t - x0)))
 
     try:
         params, _ = curve_fit(g, xs, target, p0=guess, maxfev=20000)

@@ -7,7 +7,8 @@ expressions), :mod:`~warpspeed.web.state` (form values to kernel,
 machine, prediction and advice, without Panel), :mod:`~warpspeed.web.machines`
 (shipped and uploaded machines), :mod:`~warpspeed.web.explore`
 (the layer-condition sweep and the bounded ranking),
-:mod:`~warpspeed.web.views` (HTML, charts and tables) and
+:mod:`~warpspeed.web.views` (HTML, charts and tables),
+:mod:`~warpspeed.web.links` (links whose numbers Panel cannot read) and
 :mod:`~warpspeed.web.app` (the Panel page); below them all,
 :mod:`~warpspeed.web.form` (the form's fields) and
 :mod:`~warpspeed.web.errors` (the errors, re-exported here). Panel is an
@@ -37,6 +38,7 @@ def serve(port: int = 5006, host: str = "127.0.0.1") -> int:
     from panel.io.server import get_server
 
     from .app import create_app
+    from .links import add_rules
 
     try:
         if port == 0:  # pick a free port now: the origin check needs the real one
@@ -50,6 +52,7 @@ def serve(port: int = 5006, host: str = "127.0.0.1") -> int:
         server = get_server({"/": create_app}, port=port, address=host or None, show=False,
                             start=False, title="warpspeed", verbose=False,
                             websocket_origin=origins)
+        add_rules(server._tornado)  # links Panel cannot read: .links
     except OSError as exc:
         raise WarpspeedError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     print(f"warpspeed web calculator: http://{shown}:{port}/ (Ctrl-C stops it)", flush=True)
