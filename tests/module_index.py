@@ -26,6 +26,7 @@ THROUGH: dict[str, tuple[str, ...]] = {
     "warpspeed/cli_stencils.py": ("test_cli.py", "test_tune.py"),  # the CLI's rank and tune
     "warpspeed/cli_tune.py": ("test_tune.py",),  # warpspeed tune
     "warpspeed/pystencils/measured.py": ("test_tune.py",),  # create_kernel(..., measure=K)
+    "warpspeed/pystencils/register_estimate.py": ("test_registers.py",),  # regs.estimate_...
     "warpspeed/closed_pipe.py": ("test_cli.py",),  # output into a closed pipe
     "warpspeed/fpclasses.py": ("test_kernel.py", "test_timing.py"),  # fp_instructions
     "warpspeed/input/bounds.py": ("test_kernel.py", "test_simulation_constructs.py"),

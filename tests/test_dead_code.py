@@ -22,6 +22,10 @@ NAMED = {
                                                  "by column name",
     ("variable", "warpspeed/measure/counters.py"): "fields of the counters record, written to "
                                                    "the CSV by column name",
+    ("attribute", "warpspeed/search/workers.py"): "the Popen's finalizer, which "
+                                                  "multiprocessing reads when the process ends",
+    ("method", "warpspeed/search/workers.py"): "the Process's _Popen hook, which "
+                                               "multiprocessing calls to start it",
     ("function", "warpspeed/__init__.py"): "the module's __getattr__ and __dir__ (PEP 562), "
                                            "which Python calls to import a name on first use",
     ("function", "warpspeed/measure/__init__.py"): "the module's __getattr__ and __dir__ (PEP "

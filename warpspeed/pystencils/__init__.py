@@ -26,7 +26,7 @@ input, §8 ranking).
   registers and predict it.
 * :mod:`.nvcc`: registers per thread from ``nvcc`` when it is installed;
   :mod:`.registers`: the count the hook and the CLI use (nvcc, cached, else
-  a conservative estimate), with its source.
+  the estimate of :mod:`.register_estimate`), with its source.
 """
 
 from .extract import MAX_GRID_POINTS, Extraction, extract, kernel_from_pystencils
