@@ -71,7 +71,7 @@ def kernel_factory(
     Without ``--registers``, a stencil that can hand out its pystencils
     kernel (a ``generate()`` function returning ``(ws.Kernel, kernel)``)
     gets the register count nvcc reports for ``arch`` when nvcc is
-    installed, else the conservative estimate of
+    installed, else the estimate of
     :mod:`warpspeed.pystencils.registers`; any other stencil keeps the
     kernel's own count (32 by default). The source is named with every
     prediction (``Prediction.registers_source``)."""
@@ -416,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="stencil parameter (repeatable)")
         p.add_argument("--registers", type=_positive, metavar="R",
                        help="registers per thread (default: nvcc's count when installed, "
-                            "else a conservative estimate, for pystencils stencils; else the "
+                            "else an estimate, for pystencils stencils; else the "
                             "kernel's)")
         p.add_argument("--model", default=DEFAULT_MODEL, choices=tuple(MODELS),
                        help=f"timing model (default {DEFAULT_MODEL}; 'warpspeed models')")

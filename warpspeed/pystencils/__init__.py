@@ -17,7 +17,7 @@
   registers and predict it.
 * :mod:`.nvcc`: registers per thread from ``nvcc`` when it is installed;
   :mod:`.registers`: the count the hook and the CLI use (nvcc, cached, else
-  a conservative estimate), with its source.
+  an estimate read from the code, :mod:`.register_estimate`), with its source.
 """
 
 from .extract import MAX_GRID_POINTS, Extraction, extract, kernel_from_pystencils
