@@ -40,8 +40,8 @@ def build_variants(
     Without ``--registers``, a stencil that can hand out its pystencils
     kernel (a ``generate()`` function returning ``(ws.Kernel, kernel)``)
     gets the register count nvcc reports for ``arch`` when nvcc is
-    installed (for all folds at once), else the conservative estimate of
-    :mod:`warpspeed.pystencils.registers`; any other stencil keeps the
+    installed (for all folds at once), else the estimate read from the code
+    (:mod:`warpspeed.pystencils.registers`); any other stencil keeps the
     kernel's own count (32 by default). The source is named with every
     prediction (``Prediction.registers_source``). ``target`` ("cuda" or
     "hip") is passed to a stencil whose ``kernel()`` takes one (the shipped

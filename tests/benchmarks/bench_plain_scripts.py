@@ -18,11 +18,17 @@ Each run is checked: exit status 0, the module-level line printed once,
 the ranking printed (the same for every copy of one script), no worker
 note. Prints one row per script and the wall time.
 
-    .venv/bin/python tests/benchmarks/bench_plain_scripts.py [--copies N]
+    .venv/bin/python tests/benchmarks/bench_plain_scripts.py [--copies N] [--start-workers]
     .venv/bin/python tests/benchmarks/bench_plain_scripts.py --corpus [--at-once N]
 
-Figures (2 cores, shared with other developers' jobs):
-see the end of this docstring's issue report (issue 46).
+Figures (2 cores; the D3Q19 copies' lbmpy cache warm):
+
+* six copies, workers as the machine decides (idle machine): 6 of 6 as
+  they must be, 8.9 s wall; at load 6-9 from other jobs: 33.5 s;
+* six copies, ``--start-workers``: before (ade13b1) 0 of 6: every copy
+  printed its module-level line three times (itself and two workers) and
+  ended with WorkerError; after: 6 of 6, one line each, the same ranking
+  (78 configurations, best 128x1x2 at 4.1654 GLup/s), 23.2 s wall.
 """
 
 from __future__ import annotations
@@ -36,6 +42,19 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+
+#: With ``--start-workers``: every pool of a copy waits for its workers
+#: before any work (as tests/test_workers.py's PLAIN_SCRIPT), so that the
+#: workers make folds and rank: what a busy machine makes happen by chance.
+START = """
+from warpspeed.search import workers
+_made = workers.WorkerPool.__init__
+def _ready(self, *args, **kwargs):
+    _made(self, *args, **kwargs)
+    self.start()
+    self.ready.wait()
+workers.WorkerPool.__init__ = _ready
+"""
 
 D3Q19 = """
 import pystencils as ps
@@ -51,6 +70,8 @@ ranked = wps.create_kernel(rule, config, machine="A100", threads=256,
 best = ranked.ranking[0]
 print("ranking", len(ranked.ranking), best.block, best.fold, f"{best.glups:.4f}", flush=True)
 print("worker notes", [n for n in ranked.notes if "worker" in n], flush=True)
+from warpspeed.search import workers as _workers
+print("workers started", _workers._server_up.is_set(), flush=True)
 """
 
 CORPUS = """
@@ -65,6 +86,8 @@ ranked = wps.create_kernel(built.assignments, built.config, machine=MACHINE,
 best = ranked.ranking[0]
 print("ranking", len(ranked.ranking), best.block, best.fold, f"{{best.glups:.4f}}", flush=True)
 print("worker notes", [n for n in ranked.notes if "worker" in n], flush=True)
+from warpspeed.search import workers as _workers
+print("workers started", _workers._server_up.is_set(), flush=True)
 """
 
 
@@ -95,7 +118,8 @@ def _verdict(script: Path, returncode: int) -> tuple[bool, str]:
                              "no worker notes line"))
     if "Traceback" in err:
         problems.append(f"{err.count('Traceback')} tracebacks on stderr")
-    return not problems, "; ".join(problems) or str(ranking)
+    started = next((ln for ln in lines if ln.startswith("workers started")), "")
+    return not problems, "; ".join(problems) or f"{ranking}; {started}"
 
 
 def _run(scripts: list[Path], at_once: int, cache: str) -> list[tuple[Path, bool, str, float]]:
@@ -127,8 +151,11 @@ def main() -> None:
     parser.add_argument("--corpus", action="store_true", help="every corpus hook case instead")
     parser.add_argument("--at-once", type=int, default=None,
                         help="scripts run at once (default: all copies; 2 with --corpus)")
+    parser.add_argument("--start-workers", action="store_true",
+                        help="start the workers at once (as on a busy machine) in every script")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="warpspeed-plain-scripts-"))
+    start = START if args.start_workers else ""
     cache = str(work / "cache")
     if args.corpus:
         sys.path.insert(0, str(ROOT))
@@ -137,14 +164,14 @@ def main() -> None:
         scripts = []
         for case in (c for c in CASES if c.hook):
             scripts.append(work / f"{case.name}.py")
-            scripts[-1].write_text(CORPUS.format(name=case.name))
+            scripts[-1].write_text(start + CORPUS.format(name=case.name))
         at_once = args.at_once or 2
     else:
         (work / "warm.py").write_text(D3Q19)  # fills lbmpy's cache: the copies derive nothing
         _run([work / "warm.py"], 1, cache)
         scripts = [work / f"copy{i}.py" for i in range(args.copies)]
         for s in scripts:
-            s.write_text(D3Q19)
+            s.write_text(start + D3Q19)
         at_once = args.at_once or len(scripts)
     t0 = time.perf_counter()
     rows = _run(scripts, at_once, cache)

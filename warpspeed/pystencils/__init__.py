@@ -26,7 +26,7 @@ input, §8 ranking).
   registers and predict it.
 * :mod:`.nvcc`: registers per thread from ``nvcc`` when it is installed;
   :mod:`.registers`: the count the hook and the CLI use (nvcc, cached, else
-  the estimate of :mod:`.register_estimate`), with its source.
+  an estimate read from the code, :mod:`.register_estimate`), with its source.
 """
 
 from .extract import MAX_GRID_POINTS, Extraction, extract, kernel_from_pystencils

@@ -16,8 +16,8 @@ kernel can launch. A kernel whose indexing scheme fixes the block
 
 **Registers.** Each variant's registers per thread come from nvcc for the
 machine's ``arch`` when it is installed (run where each variant is made,
-cached per source and architecture), else from a
-conservative estimate (:mod:`.registers`); the options'
+cached per source and architecture), else from an
+estimate read from the code (:mod:`.registers`); the options'
 ``registers`` (:class:`.options.ExtractOptions`) give a count or
 ``"estimate"``. A block that cannot launch with them (registers or shared
 memory per SM or block, threads per block) is never ranked. Every

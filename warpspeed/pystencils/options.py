@@ -120,7 +120,7 @@ class ExtractOptions:
 
     registers: int | str | None = None
     """Registers per thread: a count (1-255), ``"estimate"`` (the
-    conservative estimate of :mod:`.registers`) or ``"nvcc"``.
+    estimate of :mod:`.registers`, read from the code) or ``"nvcc"``.
     ``predict`` and ``create_kernel`` count them for the machine: ``None``
     (or ``"nvcc"``) is nvcc's count for its ``arch`` when nvcc is installed,
     else the estimate. ``extract`` knows no machine to run nvcc for: a
