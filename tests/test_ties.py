@@ -10,7 +10,7 @@ import pytest
 
 import warpspeed as ws
 from stencils import star3d
-from warpspeed.search.ties import RULE, leaders_note, ranking_key
+from warpspeed.search.ties import RULE, leaders_first, leaders_note, ranking_key
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +26,22 @@ def test_equal_predictions_prefer_the_larger_occupancy_then_the_smaller_fold(bas
     d = replace(base, glups=51.0, blocks_per_sm=1, block=(64, 1, 1), fold=(1, 1, 1))
     order = sorted([a, b, c, d], key=ranking_key)
     assert order == [d, c, b, a]
+
+
+def test_leaders_within_a_hundredth_put_the_most_l2_headroom_first(base):
+    # three predictions within 1 % of the best: the one with the largest L2
+    # limit leads; one 2 % below keeps its place after them
+    def with_l2(glups: float, l2: float, block: tuple[int, int, int]) -> ws.Prediction:
+        return replace(base, glups=glups, block=block, limits={**base.limits, "l2": l2})
+
+    a = with_l2(100.0, 300.0, (256, 1, 1))
+    b = with_l2(99.5, 900.0, (128, 1, 4))
+    c = with_l2(99.2, 600.0, (64, 4, 2))
+    d = with_l2(98.0, 2000.0, (32, 8, 2))
+    assert leaders_first([a, b, c, d], lambda p: p) == [b, c, a, d]
+    # no L2 traffic: no L2 limit, the most headroom
+    e = replace(base, glups=99.9, block=(16, 8, 4), limits={**base.limits, "l2": None})
+    assert leaders_first([a, e], lambda p: p) == [e, a]
 
 
 def test_leaders_within_the_measured_error_are_named(base):
@@ -53,5 +69,6 @@ def test_exact_ties_are_said_even_without_a_measured_error(base):
 def test_a_ranking_carries_the_note_and_its_order(base):
     k = star3d.kernel(radius=1, shape=(128, 128, 128))
     r = ws.rank(k, "A100", threads=[128, 256], folds=[(1, 1, 1)], jobs=1)
-    assert [ranking_key(p) for p in r.predictions] == sorted(ranking_key(p) for p in r.predictions)
+    by_key = sorted(r.predictions, key=ranking_key)
+    assert list(r.predictions) == leaders_first(by_key, lambda p: p)
     assert any(RULE in n for n in r.notes)

@@ -65,7 +65,7 @@ from ..search.design_space import DEFAULT_FOLDS, design_blocks
 from ..search.executor import no_collection
 from ..search.rank import Ranking, summary
 from ..search.rank import rank as ws_rank
-from ..search.ties import ranking_key
+from ..search.ties import leaders_first, ranking_key
 from ..search.variants import thread_counts
 from .default_block import with_default_block
 from .extract import Extraction, read
@@ -379,7 +379,7 @@ def _rank_each(
             continue
         worker_notes += ranking.worker_notes
         out += ranking.predictions
-    return sorted(out, key=ranking_key)
+    return leaders_first(sorted(out, key=ranking_key), lambda p: p)
 
 
 #: Errors of the caller's input or of the machinery, not of one variant:

@@ -33,7 +33,7 @@ from ..volumes.waves import WaveVolumes, wave_volumes
 from .design_space import Block, Fold
 from .executor import Runner, Work, chunks
 from .pruning import compulsory_bytes, dram_lower_bound, upper_bound, wave_key
-from .ties import ranking_key
+from .ties import leaders_first, ranking_key
 
 
 @dataclass(frozen=True)
@@ -217,6 +217,7 @@ def evaluate(
         if key in failed:
             excluded.extend(Excluded(cfg.fold, cfg.block, failed[key]) for cfg, _ in classes[key])
     found.sort(key=lambda pc: _sort_key(*pc))
+    found = leaders_first(found, lambda pc: pc[0])
     return Evaluation(tuple(found if top is None else found[:top]), stages, waves, evaluated,
                       skipped)
 

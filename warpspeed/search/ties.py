@@ -7,6 +7,14 @@
   latency or the register count is off), then the smaller fold (fewer
   registers and a smaller partial wave), then the fold and the block in
   order, so that the choice is reproducible.
+* **Leaders within a hundredth**: predictions within :data:`LEAD_SHARE` of
+  the best are not told apart by the model either (its measured error is
+  ten times that): among them the one that leaves the L2 the most headroom
+  (the largest L2 limit) comes first, the rest keep their order. At equal
+  DRAM volume, blocks that move more through the L2 run slower than the
+  model says (the 7-point star on the H200, MODEL.md §10: flat blocks at
+  0.92 of the z-blocked ones' measured best); the rule changes no predicted
+  number, only which leader is named first (:func:`leaders_first`).
 * **Leaders within the error**: the configurations whose predicted GLup/s lies
   within the model's measured error of the best (the MAPE of the best
   prediction's evidence band, :mod:`warpspeed.timing.evidence`) cannot be told
@@ -17,15 +25,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..model import Prediction
 
 #: Significant digits below which two predictions tie.
 TIE_DIGITS = 6
+#: Predictions within this share of the best lead together (module docstring).
+LEAD_SHARE = 0.01
 #: The tie-break rule as the notes state it.
 RULE = ("equal predictions are ordered by larger occupancy (resident threads per SM), then "
-        "smaller fold, then fold and block order")
+        "smaller fold, then fold and block order; of those within 1 % of the best, the one "
+        "with the most L2 headroom comes first")
 
 
 def _rounded(glups: float) -> float:
@@ -38,6 +49,24 @@ def ranking_key(p: Prediction) -> tuple[float, int, int, tuple[int, ...], tuple[
     """Sort key of a ranking, best first (module docstring)."""
     resident = p.blocks_per_sm * math.prod(p.block)
     return (-_rounded(p.glups), -resident, math.prod(p.fold), tuple(p.fold), tuple(p.block))
+
+
+def l2_headroom(p: Prediction) -> float:
+    """The L2 limit of ``p`` in GLup/s (infinite without L2 traffic)."""
+    limit = p.limits.get("l2")
+    return math.inf if limit is None else float(limit)
+
+
+def leaders_first[T](items: Sequence[T], prediction: Callable[[T], Prediction]) -> list[T]:
+    """``items`` (ordered by :func:`ranking_key`) with the leaders within
+    :data:`LEAD_SHARE` of the best reordered: the largest L2 headroom first,
+    the rest in their order (module docstring)."""
+    if len(items) < 2:
+        return list(items)
+    best = prediction(items[0]).glups
+    n = sum(1 for it in items if prediction(it).glups >= best * (1.0 - LEAD_SHARE))
+    lead = sorted(range(n), key=lambda i: (-l2_headroom(prediction(items[i])), i))
+    return [items[i] for i in lead] + list(items[n:])
 
 
 def leaders_note(predictions: Sequence[Prediction], shown: int = 5,
@@ -70,4 +99,5 @@ def leaders_note(predictions: Sequence[Prediction], shown: int = 5,
     return f"{exact}{within}{RULE}; measure the leaders if the choice matters"
 
 
-__all__ = ["RULE", "TIE_DIGITS", "leaders_note", "ranking_key"]
+__all__ = ["LEAD_SHARE", "RULE", "TIE_DIGITS", "l2_headroom", "leaders_first", "leaders_note",
+           "ranking_key"]
