@@ -49,10 +49,11 @@ from warpspeed.input.kernel import Kernel  # noqa: E402
 from warpspeed.machine import Machine, load_machine  # noqa: E402
 from warpspeed.measure import Measurement, generate_variant, read_csv  # noqa: E402
 from warpspeed.model import Prediction, predict  # noqa: E402
+from warpspeed.search.ties import first_choice  # noqa: E402
 from warpspeed.timing.latency import glups_with_efficiency  # noqa: E402
 from warpspeed.timing.memory_systems import FITTED, stream_efficiency  # noqa: E402
 from warpspeed.validation.reference import ReferenceDataError, dataset_dir  # noqa: E402
-from warpspeed.validation.validate import best_fraction, spearman  # noqa: E402
+from warpspeed.validation.validate import spearman  # noqa: E402
 
 #: Launches that move at least this many bytes give the copy plateau.
 LARGE = 2e9
@@ -117,7 +118,7 @@ class Score:
     median: float
     mape: float
     spearman: float | None
-    best: float | None
+    best: float
 
 
 def score(group: Sequence[Row]) -> Score:
@@ -125,7 +126,14 @@ def score(group: Sequence[Row]) -> Score:
     pred, meas = [r.p.glups for r in group], [r.m.glups for r in group]
     return Score(len(group), statistics.median(ratios),
                  100.0 * statistics.mean(abs(x - 1.0) for x in ratios),
-                 spearman(pred, meas), best_fraction(pred, meas))
+                 spearman(pred, meas), best_fraction_of(group))
+
+
+def best_fraction_of(group: Sequence[Row]) -> float:
+    """The measured GLup/s of the configuration the ranking names first
+    (:func:`warpspeed.search.ties.first_choice`) over the measured best."""
+    first = first_choice([r.p for r in group])
+    return group[first].m.glups / max(r.m.glups for r in group)
 
 
 def groups(rows: Sequence[Row]) -> dict[str, list[Row]]:

@@ -28,11 +28,10 @@ import math
 from collections.abc import Callable, Sequence
 
 from ..model import Prediction
+from ..timing.base import LEAD_SHARE
 
 #: Significant digits below which two predictions tie.
 TIE_DIGITS = 6
-#: Predictions within this share of the best lead together (module docstring).
-LEAD_SHARE = 0.01
 #: The tie-break rule as the notes state it.
 RULE = ("equal predictions are ordered by larger occupancy (resident threads per SM), then "
         "smaller fold, then fold and block order; of those within 1 % of the best, the one "
@@ -69,6 +68,13 @@ def leaders_first[T](items: Sequence[T], prediction: Callable[[T], Prediction]) 
     return [items[i] for i in lead] + list(items[n:])
 
 
+def first_choice(predictions: Sequence[Prediction]) -> int:
+    """The index of the prediction a ranking of ``predictions`` names first
+    (:func:`ranking_key`, then :func:`leaders_first`)."""
+    order = sorted(range(len(predictions)), key=lambda i: (ranking_key(predictions[i]), i))
+    return leaders_first(order, lambda i: predictions[i])[0]
+
+
 def leaders_note(predictions: Sequence[Prediction], shown: int = 5,
                  complete: bool = True) -> str | None:
     """A note when more than one configuration lies within the model's
@@ -99,5 +105,5 @@ def leaders_note(predictions: Sequence[Prediction], shown: int = 5,
     return f"{exact}{within}{RULE}; measure the leaders if the choice matters"
 
 
-__all__ = ["LEAD_SHARE", "RULE", "TIE_DIGITS", "l2_headroom", "leaders_first", "leaders_note",
-           "ranking_key"]
+__all__ = ["LEAD_SHARE", "RULE", "TIE_DIGITS", "first_choice", "l2_headroom", "leaders_first",
+           "leaders_note", "ranking_key"]

@@ -30,7 +30,7 @@ The advice reads a prediction through a :class:`Reading`, because a
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..input.kernel import Kernel
@@ -133,4 +133,19 @@ class Timing(ABC):
         return ()
 
 
-__all__ = ["Hint", "Reading", "Timing", "TimingResult"]
+#: Predictions within this share of the best are leaders the model cannot
+#: tell apart (MODEL.md §8, "Ties"): a ranking names the one with the most L2
+#: headroom first (:func:`warpspeed.search.ties.leaders_first`).
+LEAD_SHARE = 0.01
+
+
+def first_of_leaders(predicted: Sequence[float], l2_times: Sequence[float]) -> int:
+    """The index a ranking names first among ``predicted`` GLup/s: of those
+    within :data:`LEAD_SHARE` of the best, the smallest L2 time (the most L2
+    headroom), the first of them on a tie."""
+    best = max(predicted)
+    lead = [i for i, g in enumerate(predicted) if g >= best * (1.0 - LEAD_SHARE)]
+    return min(lead, key=lambda i: (l2_times[i], -predicted[i], i))
+
+
+__all__ = ["LEAD_SHARE", "first_of_leaders", "Hint", "Reading", "Timing", "TimingResult"]

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import WarpspeedError
 from ..input.kernel import Kernel
+from ..search.ties import first_choice
 from ..timing.kernel_fit import rank_correlation
 
 if TYPE_CHECKING:
@@ -259,6 +260,7 @@ def score(model: str, dataset: str, preds: Sequence[Prediction], data: Sequence[
     dram = [(p.volumes.dram_load, r.dram_load) for p, r in pairs if r.dram_load]
     l2 = [(p.volumes.l2_load, r.l2_load) for p, r in pairs if r.l2_load]
     g = [(p.glups, r.glups) for p, r in pairs if r.glups]
+    timed = [p for p, r in pairs if r.glups]
     gp, gm = [a for a, _ in g], [b for _, b in g]
     return Scores(
         model=model,
@@ -269,7 +271,7 @@ def score(model: str, dataset: str, preds: Sequence[Prediction], data: Sequence[
         glups_mape=_mape(gp, gm) if g else None,
         glups_median_ratio=float(np.median([a / b for a, b in g])) if g else None,
         spearman=rank_correlation(gp, gm),
-        best_fraction=gm[int(np.argmax(gp))] / max(gm) if g else None,
+        best_fraction=gm[first_choice(timed)] / max(gm) if g else None,
     )
 
 

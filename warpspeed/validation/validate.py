@@ -54,6 +54,7 @@ from typing import TypedDict
 from ..machine import Machine, load_machine
 from ..measure import Measurement, MeasurementError, format_triple, read_csv
 from ..model import Prediction
+from ..search.ties import first_choice
 from ..volumes.capacity import curves_for
 from .pairing import (
     config_key,
@@ -169,7 +170,7 @@ def group_report(
         counts[q] = sum(1 for v in meas if v is not None)
     pg = [p.glups for _, p in ordered]
     mg = [m.glups for m, _ in ordered]
-    bp = max(range(len(pg)), key=lambda i: (pg[i], -i)) if pg else None
+    bp = first_choice([p for _, p in ordered]) if pg else None  # the ranking's first
     bm = max(range(len(mg)), key=lambda i: (mg[i], -i)) if mg else None
     return GroupReport(
         name=name,
@@ -177,7 +178,7 @@ def group_report(
         mape=errs,
         measured=counts,
         spearman=spearman(pg, mg),
-        best_fraction=best_fraction(pg, mg),
+        best_fraction=(mg[bp] / max(mg) if bp is not None and max(mg) > 0 else None),
         predicted_best=_config(ordered[bp][0]) if bp is not None else "",
         measured_best=_config(ordered[bm][0]) if bm is not None else "",
         median_ratio=(statistics.median(p / m for p, m in zip(pg, mg) if m > 0)
