@@ -14,6 +14,7 @@ import pytest
 
 import warpspeed as ws
 from stencils import star3d_by_hand
+from tests.ranking_order import is_best_first
 from tests.slow import fast_first, slow
 
 SCRIPT = Path(sys.executable).with_name("warpspeed")
@@ -72,7 +73,7 @@ def test_rank_json_is_sorted_best_first_over_all_folds_and_thread_counts():
     rows = json.loads(res.stdout)
     glups = [r["glups"] for r in rows]
     # best first; equal to six digits: the robust tie order (MODEL.md §8)
-    assert all(a >= b * (1 - 1e-5) for a, b in zip(glups, glups[1:]))
+    assert is_best_first(glups)
     assert {tuple(r["fold"]) for r in rows} == {(1, 1, 1), (1, 2, 1), (1, 1, 2)}
     assert {r["block"][0] * r["block"][1] * r["block"][2] for r in rows} == {256, 512}
     assert res.stderr == ""  # no progress bar when stderr is not a terminal
