@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 import warpspeed as ws
+from tests.ranking_order import is_best_first
 from tests.slow import slow
 from warpspeed import cli
 from warpspeed.web import state
@@ -100,7 +101,7 @@ def test_page_ranks_and_a_click_shows_the_row(page: object) -> None:
     run(p.rank())
     df = p.table.value
     assert p.table.visible and len(df) > 10 and "configurations ranked" in p.rank_status.object
-    assert list(df["GLup/s"]) == sorted(df["GLup/s"], reverse=True)
+    assert is_best_first(list(df["GLup/s"]))  # the leaders within 1 % first (MODEL.md §8)
     p.tabs.active = 2
     p._row_clicked(SimpleNamespace(row=3))
     assert p.w["block"].value == df.iloc[3]["block"] and p.w["fold"].value == df.iloc[3]["fold"]

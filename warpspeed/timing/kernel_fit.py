@@ -108,8 +108,9 @@ def scores(name: str, exponent: float | None, predicted: np.ndarray, measured: n
 
 def score_set(name: str, rows: Sequence[FitRow], p: float) -> SetScore:
     """:func:`scores` of the default model's GLup/s with exponent ``p``."""
-    return scores(name, p, row_glups(rows, p), np.array([r.measured for r in rows]),
-                  [r.terms["t_l2_ns"] for r in rows])
+    l2 = ([r.terms["t_l2_ns"] for r in rows] if all("t_l2_ns" in r.terms for r in rows)
+          else None)
+    return scores(name, p, row_glups(rows, p), np.array([r.measured for r in rows]), l2)
 
 
 def leave_one_set_out(sets: Mapping[str, Sequence[FitRow]],
