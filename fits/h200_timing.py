@@ -52,6 +52,7 @@ from warpspeed.model import Prediction, predict  # noqa: E402
 from warpspeed.search.ties import first_choice  # noqa: E402
 from warpspeed.timing.latency import glups_with_efficiency  # noqa: E402
 from warpspeed.timing.memory_systems import FITTED, stream_efficiency  # noqa: E402
+from warpspeed.validation.measured_sets import registers, set_of  # noqa: E402
 from warpspeed.validation.reference import ReferenceDataError, dataset_dir  # noqa: E402
 from warpspeed.validation.validate import spearman  # noqa: E402
 
@@ -73,7 +74,7 @@ class Row:
 
     @property
     def set(self) -> str:
-        return self.m.note.split(";")[0].removeprefix("set ").strip()
+        return set_of(self.m)
 
     @property
     def width(self) -> str:
@@ -92,7 +93,7 @@ def measurements() -> list[Measurement]:
 
 def kernels(rows: Sequence[Measurement]) -> dict[tuple[str, str, tuple[int, int, int]], Kernel]:
     """Each stencil variant's kernel, with the compiled kernel's register count."""
-    regs = {(r.stencil, r.params, r.fold): r.registers for r in rows if r.registers}
+    regs = registers()
     out = {}
     for r in rows:
         key = (r.stencil, r.params, r.fold)
