@@ -113,6 +113,22 @@ def test_the_dram_plateau_is_the_copy_at_its_largest_sizes_by_hand(tmp_path):
     assert f2.value == pytest.approx(statistics.median([230.0 * 17, 240.0 * 17]))
 
 
+def test_the_saturated_plateaus_are_recovered_together_through_the_model():
+    # copies 'measured' on a machine whose three asymptotes are 7 % higher: one
+    # factor on all three gives the model the measured copy again, their ratios kept
+    h200 = load_machine("H200")
+    truth = dataclasses.replace(h200, **{n: 1.07 * getattr(h200, n) for n in kc.SATURATED})
+    rows = rows_on(truth, stencil="copy3d", shapes=((256, 256, 256), (512, 256, 256)),
+                   note="set copy")
+    prepared = kc.prepare(rows, h200)
+    assert {r.measured.lups for r in kc.largest_copies(prepared)} == {2**24, 2**25}
+    f = kc.saturated_plateaus(prepared, h200, kc.curves_for(h200, None), "latency")
+    assert f.parameters == kc.SATURATED and f.rows >= kc.MIN_ROWS
+    for name, value in f.assignments().items():
+        assert value == pytest.approx(getattr(truth, name), rel=2e-3), name
+    assert "asymptotes" in f.rule
+
+
 def test_sets_that_disagree_leave_the_figure_carried(tmp_path):
     h200 = load_machine("H200")
     fast = dataclasses.replace(h200, launch_latency_us=11.0)

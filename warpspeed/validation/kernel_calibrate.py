@@ -6,12 +6,21 @@ The figures the measurements determine are fitted; every other number of the
 base is carried with its source. Each fitted figure's ``source`` names the
 run (the file, the GPU and driver its rows name, their dates) and the rule:
 
-* **DRAM plateau** (``dram_bw_copy``, ``dram_bandwidth``): measured directly,
-  not through the model: the bytes per second of the copy kernel
-  (``copy3d``) at its largest sizes (every size with at least half the
-  largest's lattice updates), each size's fastest block, the median over
-  those sizes. Bytes per update: the DRAM counters where the row has them,
-  else the model's DRAM volume (a copy's is exact: one load and one store).
+* **DRAM plateau** (``dram_bandwidth``, the attainable copy bandwidth the
+  paper model and the reports read): measured directly, not through the
+  model: the bytes per second of the copy kernel (``copy3d``) at its largest
+  sizes (every size with at least half the largest's lattice updates), each
+  size's fastest block, the median over those sizes. Bytes per update: the
+  DRAM counters where the row has them, else the model's DRAM volume (a
+  copy's is exact: one load and one store).
+* **Saturated DRAM plateaus** (``dram_bw_read``, ``dram_bw_copy``,
+  ``dram_bw_write``, scaled by one factor so their ratios stay the base's):
+  the default model's asymptotes of Little's law (MODEL.md §11), which no
+  kernel reaches: a copy at full occupancy still waits its loaded latency,
+  so the asymptote lies above the measured copy (on the H200 about 9 %).
+  Fitted through the model on the copy rows of the largest sizes that reach
+  the plateau (within :data:`NEAR_FASTEST` of their size's fastest block),
+  so that the model gives the measured copy there.
 * **Small-launch cost** (``launch_latency_us``: a launch timed alone, as the
   harness times it; from the back-to-back ``launch_overhead_us`` where the
   base has not measured it), **the many-stream term**
@@ -20,7 +29,9 @@ run (the file, the GPU and driver its rows name, their dates) and the rule:
   GLup/s is 1 on the rows whose prediction depends on it: the rows whose
   predicted GLup/s moves by more than :data:`SENSITIVE` when the figure is
   halved (the many-stream term: of those, the rows of at least
-  :data:`MANY_STREAMS` concurrent DRAM streams). A figure is carried, and
+  :data:`MANY_STREAMS` concurrent DRAM streams; the L2 plateau: of those,
+  the rows the model calls L2-bound, since a row that becomes L2-bound only
+  when the figure is halved says nothing about the figure). A figure is carried, and
   the report says why, when fewer than :data:`MIN_ROWS` rows determine it, or
   when their sets disagree: one set's median ratio above 1 + :data:`AGREE`
   and another's below 1 - :data:`AGREE` (then no value brings both nearer 1,
@@ -74,6 +85,10 @@ AGREE = 0.02
 MANY_STREAMS = 16
 #: The stencil whose rows measure the DRAM plateau.
 COPY = "copy3d"
+#: Copies within this share of their size's fastest block reach the plateau.
+NEAR_FASTEST = 0.02
+#: The default model's saturated DRAM plateaus, fitted together (read, copy, write).
+SATURATED = ("dram_bw_read", "dram_bw_copy", "dram_bw_write")
 #: Parameters read by the block stage or the wave sets (counted once, with the base).
 STRUCTURAL = frozenset({"memory_gib"})
 
@@ -106,6 +121,15 @@ class Fitted:
     before: float | None
     rows: int
     rule: str
+    #: The parameters' new values where they differ (a figure scaled by one
+    #: factor); empty: every parameter takes ``value``.
+    values: tuple[float, ...] = ()
+
+    def assignments(self) -> dict[str, float]:
+        """Each parameter's new value (empty when carried)."""
+        if self.value is None:
+            return {}
+        return dict(zip(self.parameters, self.values or (self.value,) * len(self.parameters)))
 
 
 def prepare(rows: Sequence[Measurement], m: Machine, model: str = DEFAULT_MODEL) -> list[Row]:
@@ -159,18 +183,28 @@ def bisect(rows: Sequence[Row], m: Machine, name: str, curves: CapacityFits, mod
     a note when the range does not bracket it (module docstring)."""
     v0 = float(current(m, name) or 0.0)
     lo_lim, hi_lim = parameter_range(name)
-    lo, hi = max(v0 / 8, lo_lim), min(v0 * 8, hi_lim)
-    if lo <= 0:
-        lo = v0 / 8
+    lo, hi = max(1 / 8, lo_lim / v0), min(8.0, hi_lim / v0)
+    k, note = bisect_factor(rows, m, {name: v0}, curves, model, (lo if lo > 0 else 1 / 8, hi))
+    return k * v0, note
 
-    def f(v: float) -> float:
-        return math.log(median_ratio(rows, with_values(m, {name: v}), curves, model))
 
+def bisect_factor(rows: Sequence[Row], m: Machine, base: Mapping[str, float],
+                  curves: CapacityFits, model: str, span: tuple[float, float] = (1 / 8, 8.0)
+                  ) -> tuple[float, str]:
+    """The factor on the values ``base`` (within ``span``) that makes the
+    median ratio of ``rows`` 1, by bisection of its logarithm, and a note
+    when the span does not bracket it (module docstring)."""
+    def f(k: float) -> float:
+        scaled = {n: k * v for n, v in base.items()}
+        return math.log(median_ratio(rows, with_values(m, scaled), curves, model))
+
+    lo, hi = span
     f_lo, f_hi = f(lo), f(hi)
     if f_lo * f_hi > 0:
         end = lo if abs(f_lo) < abs(f_hi) else hi
+        ends = ", ".join(f"{n} [{lo * v:g}, {hi * v:g}]" for n, v in base.items())
         return end, (f"; the median ratio is {math.exp(f(end)):.3f} at the end of the range "
-                     f"[{lo:g}, {hi:g}], so the figure stays there")
+                     f"({ends}), so the figure stays there")
     a, b, fa = math.log(lo), math.log(hi), f_lo
     for _ in range(60):
         mid = (a + b) / 2
@@ -198,26 +232,70 @@ def sensitive(rows: Sequence[Row], m: Machine, name: str, curves: CapacityFits,
               model: str) -> list[Row]:
     """The rows whose predicted GLup/s moves by more than :data:`SENSITIVE`
     when ``name`` is halved."""
+    return sensitive_to(rows, m, {name: 0.5}, curves, model)
+
+
+def sensitive_to(rows: Sequence[Row], m: Machine, factors: Mapping[str, float],
+                 curves: CapacityFits, model: str) -> list[Row]:
+    """The rows whose predicted GLup/s moves by more than :data:`SENSITIVE`
+    when each parameter of ``factors`` is multiplied by its factor."""
     base = predict_rows(rows, m, curves, model)
-    half = predict_rows(rows, with_values(m, {name: float(current(m, name) or 0.0) / 2}), curves,
-                        model)
-    return [r for r, a, b in zip(rows, base, half) if abs(b.glups / a.glups - 1) > SENSITIVE]
+    moved = with_values(m, {n: float(current(m, n) or 0.0) * k for n, k in factors.items()})
+    changed = predict_rows(rows, moved, curves, model)
+    return [r for r, a, b in zip(rows, base, changed) if abs(b.glups / a.glups - 1) > SENSITIVE]
+
+
+def largest_copies(rows: Sequence[Row]) -> list[Row]:
+    """The copy rows (:data:`COPY`) of the largest sizes: at least half the
+    largest's lattice updates."""
+    copies = [r for r in rows if r.measured.stencil == COPY]
+    largest = max((r.measured.lups for r in copies), default=0)
+    return [r for r in copies if r.measured.lups * 2 >= largest]
+
+
+def near_fastest(rows: Sequence[Row]) -> list[Row]:
+    """The rows within :data:`NEAR_FASTEST` of the fastest row of their
+    lattice-update count."""
+    fastest: dict[int, float] = {}
+    for r in rows:
+        fastest[r.measured.lups] = max(fastest.get(r.measured.lups, 0.0), r.measured.glups)
+    return [r for r in rows if r.measured.glups >= (1 - NEAR_FASTEST) * fastest[r.measured.lups]]
+
+
+def saturated_plateaus(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: str
+                       ) -> Fitted:
+    """The default model's saturated DRAM plateaus scaled by the one factor
+    that makes the median of predicted over measured GLup/s 1 on the largest
+    copies whose prediction depends on them (module docstring)."""
+    names = SATURATED
+    present = tuple(n for n in names if getattr(m, n) is not None)
+    chosen = sensitive_to(near_fastest(largest_copies(rows)), m, dict.fromkeys(present, 0.5),
+                          curves, model)
+    words = (f"of the copy ({COPY}) at its largest sizes within {NEAR_FASTEST:.0%} of the "
+             "size's fastest block whose prediction depends on them")
+    if len(present) < len(names) or len(chosen) < MIN_ROWS:
+        why = ("the base has no saturated plateaus" if len(present) < len(names) else
+               f"{len(chosen)} rows {words}, fewer than {MIN_ROWS}")
+        return Fitted("saturated DRAM plateaus", names, None, None, len(chosen), f"carried: {why}")
+    base = tuple(float(getattr(m, n)) for n in names)
+    k, note = bisect_factor(chosen, m, dict(zip(names, base)), curves, model)
+    values = tuple(float(f"{k * b:.5g}") for b in base)
+    return Fitted("saturated DRAM plateaus", names, values[1], base[1], len(chosen),
+                  f"the default model's asymptotes of Little's law, scaled together so that "
+                  f"the median of predicted over measured GLup/s is 1 on the {len(chosen)} rows "
+                  f"{words} ({model} model){note}", values)
 
 
 def dram_plateau(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: str
                  ) -> Fitted:
     """The copy's bytes per second at its largest sizes (module docstring)."""
-    names = tuple(n for n in ("dram_bw_copy", "dram_bandwidth") if getattr(m, n) is not None)
-    copies = [r for r in rows if r.measured.stencil == COPY]
-    if not copies or not names:
-        why = "no copy3d rows" if not copies else "the machine has no DRAM plateau"
-        return Fitted("DRAM plateau", names, None, None, 0, f"carried: {why}")
+    names = ("dram_bandwidth",)
+    copies = largest_copies(rows)
+    if not copies:
+        return Fitted("DRAM plateau", names, None, None, 0, "carried: no copy3d rows")
     preds = predict_rows(copies, m, curves, model)
-    largest = max(r.measured.lups for r in copies)
     best: dict[int, float] = {}
     for r, p in zip(copies, preds):
-        if r.measured.lups * 2 < largest:
-            continue
         c = r.measured
         counted = None if c.dram_load is None or c.dram_store is None else (
             c.dram_load + c.dram_store)
@@ -249,15 +327,21 @@ def _many_streams(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: 
     return sensitive(many, m, "dram_scattered_fraction", curves, model)
 
 
+def _l2_bound(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: str
+              ) -> list[Row]:
+    preds = predict_rows(rows, m, curves, model)
+    bound = [r for r, p in zip(rows, preds) if p.limiter == "l2"]
+    return sensitive(bound, m, "l2_bandwidth", curves, model)
+
+
 FIGURES = (
     Figure("small-launch cost", "launch_latency_us",
            lambda rows, m, c, model: sensitive(rows, m, "launch_latency_us", c, model),
            "whose prediction depends on it (small launches)"),
     Figure("many-stream term", "dram_scattered_fraction", _many_streams,
            f"of at least {MANY_STREAMS} concurrent DRAM streams whose prediction depends on it"),
-    Figure("L2 plateau", "l2_bandwidth",
-           lambda rows, m, c, model: sensitive(rows, m, "l2_bandwidth", c, model),
-           "whose prediction depends on it"),
+    Figure("L2 plateau", "l2_bandwidth", _l2_bound,
+           "that the model calls L2-bound and whose prediction depends on it"),
 )
 
 
@@ -313,9 +397,11 @@ def fit_all(rows: Sequence[Row], base: Machine, curves: CapacityFits, model: str
     """Every figure in order (module docstring), each with those before it
     in place; the fitted machine and what each fit did."""
     m = base
-    out = [dram_plateau(rows, m, curves, model)]
-    if out[0].value is not None:
-        m = with_values(m, dict.fromkeys(out[0].parameters, out[0].value))
+    out = []
+    for fit in (dram_plateau, saturated_plateaus):
+        f = fit(rows, m, curves, model)
+        out.append(f)
+        m = with_values(m, f.assignments())
     for fig in FIGURES:
         if getattr(m, fig.parameter) is None:
             continue
@@ -353,10 +439,10 @@ def machine_data(base: Machine, fitted: Sequence[Fitted], run: str) -> dict:
     for f in fitted:
         if f.value is None:
             continue
-        for name in f.parameters:
+        for name, value in f.assignments().items():
             entry = dict(data.get(name) or {})
             was = entry.get("value")
-            entry["value"] = f.value
+            entry["value"] = value
             entry["source"] = f"{run}: {f.rule}" + (f" (was {was:g})" if isinstance(
                 was, (int, float)) else "")
             if name == "dram_bandwidth" and "stream_reference" in entry:
@@ -438,6 +524,13 @@ __all__ = [
     "bisect",
     "disagreement",
     "dram_plateau",
+    "largest_copies",
+    "near_fastest",
+    "NEAR_FASTEST",
+    "saturated_plateaus",
+    "sensitive_to",
+    "bisect_factor",
+    "SATURATED",
     "fit_all",
     "fit_figure",
     "fittable",
