@@ -341,8 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_v.add_argument("csv", nargs="?", help="measurements CSV (schema: warpspeed.measure)")
     p_v.add_argument("--measurements", metavar="FILE.csv",
                      help="the measurements CSV (the same as giving it first)")
-    p_v.add_argument("--model", default="paper", choices=tuple(MODELS),
-                     help="timing model for a CSV (default paper, as the refit uses)")
+    p_v.add_argument("--model", default=DEFAULT_MODEL, choices=tuple(MODELS),
+                     help=f"timing model for a CSV (default {DEFAULT_MODEL})")
     p_v.add_argument("--v100", action="store_true",
                      help="compare both models with the public data in shared/data beside the "
                      "repository (V100 stencils, A100 convolution), with the leave-one-set-out "

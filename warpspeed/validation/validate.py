@@ -55,6 +55,7 @@ from ..machine import Machine, load_machine
 from ..measure import Measurement, MeasurementError, format_triple, read_csv
 from ..model import Prediction
 from ..search.ties import first_choice
+from ..timing import DEFAULT_MODEL
 from ..volumes.capacity import curves_for
 from .pairing import (
     config_key,
@@ -141,6 +142,8 @@ class Report:
     subset: str
     groups: tuple[GroupReport, ...]
     overall: GroupReport
+    #: The timing model whose predictions were compared ("" when not said).
+    model: str = ""
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -204,6 +207,7 @@ def report(
     fits: str = "",
     subset: str = "all",
     warp_size: int = 32,
+    model: str = "",
 ) -> Report:
     """The validation :class:`Report` of measured/predicted pairs."""
     chosen = select_subset(pairs, subset)
@@ -218,6 +222,7 @@ def report(
         subset=subset,
         groups=tuple(group_report(n, g, warp_size) for n, g in sorted(groups.items())),
         overall=group_report("all", chosen, warp_size),
+        model=model,
     )
 
 
@@ -233,7 +238,8 @@ def _fmt(v: float | None, digits: int = 1, pct: bool = False) -> str:
 def format_report(r: Report) -> str:
     """A plain-text rendering of a :class:`Report`."""
     lines = [
-        f"validation on {r.machine} with fits {r.fits} ({r.subset} configurations)",
+        f"validation on {r.machine} with fits {r.fits} ({r.subset} configurations"
+        + (f", {r.model} model)" if r.model else ")"),
         "MAPE per quantity; Spearman of GLup/s; median = median predicted / measured GLup/s;"
         " top-1 = measured GLup/s of the predicted best / measured best",
     ]
@@ -261,11 +267,11 @@ def validate_command(
     json: bool = False,
     subset: str = "all",
     predictor: Callable[..., list[tuple[Measurement, Prediction]]] | None = None,
-    model: str = "paper",
+    model: str = DEFAULT_MODEL,
 ) -> str:
     """``warpspeed validate CSV``: the report as text (or JSON with
-    ``json=True``) for the timing model ``model`` (the paper's by default,
-    as the capacity-curve refit uses). ``machine`` defaults to the built-in machine of the
+    ``json=True``) for the timing model ``model`` (the default model unless
+    told). ``machine`` defaults to the built-in machine of the
     CSV's GPU, ``fits`` to the machine's. Raises a
     :class:`warpspeed.WarpspeedError` for bad input (no file, no rows,
     unknown GPU)."""
@@ -277,7 +283,8 @@ def validate_command(
     pairs = (pair_predictions(rows, m, curves, model=model) if predictor is None
              else predictor(rows, m, curves))
     fits_name = Path(curves.path).stem if curves.path else str(fits or m.fits)
-    r = report(pairs, machine=m.name, fits=fits_name, subset=subset, warp_size=m.warp_size)
+    r = report(pairs, machine=m.name, fits=fits_name, subset=subset, warp_size=m.warp_size,
+               model=model)
     grounds = machine_grounding(m)
     if json:
         return _json.dumps({**r.to_dict(), "machine_grounding": grounds}, indent=2)
