@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from ..model import Prediction
-from ..timing.base import LEAD_SHARE
+from ..timing.base import LEAD_SHARE, lead_order
 
 #: Significant digits below which two predictions tie.
 TIE_DIGITS = 6
@@ -60,12 +60,9 @@ def leaders_first[T](items: Sequence[T], prediction: Callable[[T], Prediction]) 
     """``items`` (ordered by :func:`ranking_key`) with the leaders within
     :data:`LEAD_SHARE` of the best reordered: the largest L2 headroom first,
     the rest in their order (module docstring)."""
-    if len(items) < 2:
-        return list(items)
-    best = prediction(items[0]).glups
-    n = sum(1 for it in items if prediction(it).glups >= best * (1.0 - LEAD_SHARE))
-    lead = sorted(range(n), key=lambda i: (-l2_headroom(prediction(items[i])), i))
-    return [items[i] for i in lead] + list(items[n:])
+    preds = [prediction(it) for it in items]
+    order = lead_order([p.glups for p in preds], [l2_headroom(p) for p in preds])
+    return [items[i] for i in order]
 
 
 def first_choice(predictions: Sequence[Prediction]) -> int:

@@ -139,13 +139,18 @@ class Timing(ABC):
 LEAD_SHARE = 0.01
 
 
-def first_of_leaders(predicted: Sequence[float], l2_times: Sequence[float]) -> int:
-    """The index a ranking names first among ``predicted`` GLup/s: of those
-    within :data:`LEAD_SHARE` of the best, the smallest L2 time (the most L2
-    headroom), the first of them on a tie."""
-    best = max(predicted)
-    lead = [i for i, g in enumerate(predicted) if g >= best * (1.0 - LEAD_SHARE)]
-    return min(lead, key=lambda i: (l2_times[i], -predicted[i], i))
+def lead_order(glups: Sequence[float], l2_limits: Sequence[float]) -> list[int]:
+    """The order a ranking names configurations in (MODEL.md §8, "Ties"):
+    ``glups`` and ``l2_limits`` (the L2's limit in GLup/s, infinite without
+    L2 traffic) are in ranking order, best first; the leaders within
+    :data:`LEAD_SHARE` of the best come first by the largest L2 limit (the
+    most headroom), ties in ranking order, then the rest in ranking order.
+    The one rule :func:`warpspeed.search.ties.leaders_first` and the fits'
+    scores read."""
+    if not glups:
+        return []
+    n = sum(1 for g in glups if g >= glups[0] * (1.0 - LEAD_SHARE))
+    return sorted(range(n), key=lambda i: (-l2_limits[i], i)) + list(range(n, len(glups)))
 
 
-__all__ = ["LEAD_SHARE", "first_of_leaders", "Hint", "Reading", "Timing", "TimingResult"]
+__all__ = ["LEAD_SHARE", "lead_order", "Hint", "Reading", "Timing", "TimingResult"]

@@ -18,12 +18,13 @@ row costs one prediction however many constants are tried.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .base import first_of_leaders
+from .base import lead_order
 
 #: Name and bounds of each fitted constant: the p-norm exponent of L1 time
 #: and memory time (1 adds them; 4 is nearly the roofline).
@@ -97,10 +98,14 @@ def scores(name: str, exponent: float | None, predicted: np.ndarray, measured: n
     """MAPE, median predicted/measured, Spearman and the measured GLup/s of
     the predicted best over the measured best of one set's GLup/s; with
     ``l2_times``, the best a ranking names first
-    (:func:`warpspeed.timing.base.first_of_leaders`)."""
+    (:func:`warpspeed.timing.base.lead_order` of the rows by predicted
+    GLup/s, the L2 limit the inverse of its time)."""
     ratio = predicted / measured
-    first = (int(np.argmax(predicted)) if l2_times is None
-             else first_of_leaders(list(predicted), l2_times))
+    first = int(np.argmax(predicted))
+    if l2_times is not None:
+        ranked = sorted(range(len(predicted)), key=lambda i: (-predicted[i], i))
+        limits = [1.0 / l2_times[i] if l2_times[i] > 0 else math.inf for i in ranked]
+        first = ranked[lead_order([float(predicted[i]) for i in ranked], limits)[0]]
     return SetScore(name, exponent, len(measured), float(np.mean(np.abs(ratio - 1))),
                     float(np.median(ratio)), rank_correlation(predicted, measured),
                     float(measured[first] / measured.max()))
