@@ -18,14 +18,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from warpspeed.measure import Measurement, read_csv
+from warpspeed.validation.measured_sets import set_of as measured_set
 from warpspeed.validation.reference import dataset_dir
 from warpspeed.validation.validate import spearman
 
 
 def set_of(m: Measurement) -> str:
-    head = m.note.split(";")[0].strip()
-    name = head[4:] if head.startswith("set ") else f"{m.kernel} {m.params}"
-    return name.removeprefix("check_")
+    """The row's set (:func:`warpspeed.validation.measured_sets.set_of`, else
+    its kernel and parameters), a cross-check series named as the set it checks."""
+    return (measured_set(m) or f"{m.kernel} {m.params}").removeprefix("check_")
 
 
 def compare(new: Sequence[Measurement], old: Sequence[Measurement]

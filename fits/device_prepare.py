@@ -36,6 +36,7 @@ from typing import Any
 
 from warpspeed.measure import Plan, params_from_json, plan_for, read_csv, write_plans
 from warpspeed.measure.program import versions
+from warpspeed.validation.measured_sets import set_of
 from warpspeed.validation.reference import dataset_dir
 
 THREADS = (256, 512, 1024)
@@ -56,12 +57,6 @@ DESIGN_SETS = ("star_r1_512", "star_r4", "lbm_d3q19_f64")
 CHECK_SET, CHECK_BLOCKS = "star_r1_512", 12
 
 
-def set_of(note: str) -> str:
-    """The set a shipped row belongs to (its note begins ``set NAME``)."""
-    head = note.split(";")[0].strip()
-    return head[4:] if head.startswith("set ") else ""
-
-
 def spread(items: Sequence[Any], n: int) -> list[Any]:
     """``n`` items evenly spread from the first to the last."""
     if n >= len(items):
@@ -72,7 +67,7 @@ def spread(items: Sequence[Any], n: int) -> list[Any]:
 def check_plans(info: dict[str, str]) -> list[Plan]:
     """The cross-check series (module docstring)."""
     rows = [m for m in read_csv(dataset_dir("h200") / "measurements.csv")
-            if set_of(m.note) == CHECK_SET and m.fold == F111]
+            if set_of(m) == CHECK_SET and m.fold == F111]
     rows.sort(key=lambda m: m.glups)
     blocks = [m.block for m in spread(rows, CHECK_BLOCKS)]
     return [plan_for("star3d", rows[0].parameters, F111, blocks=blocks,
@@ -89,7 +84,7 @@ def dev_plans(info: dict[str, str]) -> list[Plan]:
     """The shipped H200 set again (module docstring)."""
     groups: dict[tuple[str, str, str, tuple[int, int, int]], list[tuple[int, int, int]]] = {}
     for m in read_csv(dataset_dir("h200") / "measurements.csv"):
-        groups.setdefault((set_of(m.note), m.stencil, m.params, m.fold), []).append(m.block)
+        groups.setdefault((set_of(m), m.stencil, m.params, m.fold), []).append(m.block)
     out = []
     for (name, stencil, params, fold), blocks in sorted(groups.items()):
         design = name in DESIGN_SETS

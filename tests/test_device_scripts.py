@@ -17,6 +17,7 @@ import pytest
 import warpspeed.measure as wm
 from tests.test_fits_scripts import script
 from tests.test_measure_gpu import FAKE_NCU, fake_environment, make_plan
+from warpspeed.validation.measured_sets import set_of
 from warpspeed.validation.reference import dataset_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,14 +85,13 @@ def test_the_cross_check_series_spreads_over_the_shipped_run(tmp_path):
     prep = script("device_prepare")
     (plan,) = prep.check_plans({"pystencils": "2.1", "warpspeed": "x"})
     shipped = sorted((m for m in wm.read_csv(dataset_dir("h200") / "measurements.csv")
-                      if prep.set_of(m.note) == "star_r1_512" and m.fold == (1, 1, 1)),
+                      if set_of(m) == "star_r1_512" and m.fold == (1, 1, 1)),
                      key=lambda m: m.glups)
     assert len(plan.blocks) == 12 and plan.note == "set check_star_r1_512"
     assert plan.blocks[0] == shipped[0].block and plan.blocks[-1] == shipped[-1].block
     assert set(plan.blocks) <= {m.block for m in shipped}
     assert plan.params == wm.params_json({"radius": 1, "shape": (512, 512, 512)})
     assert prep.spread([1, 2, 3, 4, 5], 3) == [1, 3, 5] and prep.spread([1, 2], 5) == [1, 2]
-    assert prep.set_of("set copy_size; timed with CUDA events") == "copy_size"
 
 
 def test_two_runs_are_compared_configuration_by_configuration(tmp_path, capsys):

@@ -71,8 +71,10 @@ from ..machine import (
 from ..measure import Measurement, MeasurementError, generate_variant, read_csv
 from ..model import BlockStage, Prediction, block_stage, finish
 from ..timing import DEFAULT_MODEL, MODELS
+from ..timing.latency import launch_us
 from ..volumes.capacity import CapacityFits, curves_for
 from ..volumes.waves import WaveVolumes, wave_volumes
+from .measured_sets import set_of
 from .pairing import config_key, infer_machine, train_test_split
 
 #: A row's prediction depends on a figure when halving it moves the GLup/s by more.
@@ -166,15 +168,10 @@ def median_ratio(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: s
     return statistics.median(p.glups / r.measured.glups for p, r in zip(preds, rows))
 
 
-def _set(m: Measurement) -> str:
-    head = m.note.split(";")[0].strip()
-    return head[4:] if head.startswith("set ") else ""
-
-
 def set_name(m: Measurement) -> str:
     """The set a row belongs to: the ``note``'s ``set NAME``, else its kernel
     and parameters."""
-    return _set(m) or f"{m.kernel} {m.params}"
+    return set_of(m) or f"{m.kernel} {m.params}"
 
 
 def bisect(rows: Sequence[Row], m: Machine, name: str, curves: CapacityFits, model: str,
@@ -221,11 +218,10 @@ def bisect_factor(rows: Sequence[Row], m: Machine, base: Mapping[str, float],
 def current(m: Machine, name: str) -> float | None:
     """The value the model uses for ``name``: a launch timed alone
     (``launch_latency_us``) is the back-to-back overhead where the file has
-    not measured it (MODEL.md §11, "Waves and launch")."""
-    value = getattr(m, name)
-    if value is None and name == "launch_latency_us":
-        return m.launch_overhead_us
-    return value
+    not measured it (:func:`warpspeed.timing.latency.launch_us`)."""
+    if name == "launch_latency_us" and m.launch_latency_us is None:
+        return None if m.launch_overhead_us is None else launch_us(m)
+    return getattr(m, name)
 
 
 def sensitive(rows: Sequence[Row], m: Machine, name: str, curves: CapacityFits,
@@ -412,7 +408,7 @@ def fit_all(rows: Sequence[Row], base: Machine, curves: CapacityFits, model: str
             m = with_values(m, {fig.parameter: f.value})
     for text in extra:
         name, subset = parse_extra(text)
-        chosen = [r for r in rows if not subset or _set(r.measured) == subset]
+        chosen = [r for r in rows if not subset or set_of(r.measured) == subset]
         f = fit_figure(rows, m, name, name, chosen, f"of set {subset}" if subset else "",
                        curves, model)
         out.append(f)
