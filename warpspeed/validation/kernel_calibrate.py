@@ -47,19 +47,14 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
 
 from ..errors import MachineError
-from ..machine import (
-    FORMAT_VERSIONS,
-    Machine,
-    load_machine,
-    parameter_range,
-    read_versioned_toml,
-)
+from ..machine import FORMAT_VERSIONS, Machine, load_machine, read_versioned_toml
+from ..machine_format import flatten
 from ..measure import Measurement, MeasurementError, generate_variant, read_csv
 from ..model import BlockStage, Prediction, block_stage, finish
-from ..timing import DEFAULT_MODEL, MODELS
+from ..timing import DEFAULT_MODEL, MODELS, parameter, parameter_range, parameter_tables
+from ..timing import with_values as timing_values
 from ..volumes.capacity import CapacityFits, curves_for
 from ..volumes.waves import WaveVolumes, wave_volumes
 from .pairing import config_key, infer_machine, train_test_split
@@ -75,13 +70,15 @@ MANY_STREAMS = 16
 #: The stencil whose rows measure the DRAM plateau.
 COPY = "copy3d"
 #: Parameters read by the block stage or the wave sets (counted once, with the base).
-STRUCTURAL = frozenset({"memory_gib"})
+STRUCTURAL = frozenset({"memory_gib", "stream_scale", "dram_scale"})
 
 
 def fittable() -> tuple[str, ...]:
-    """The parameters of :class:`Machine` a calibration may fit: those of
-    type ``float`` that only the timing reads (module docstring)."""
-    return tuple(f.name for f in fields(Machine)
+    """The parameters a calibration may fit: those of type ``float`` that only
+    the timing reads, of :class:`Machine` and of the timing tables (module
+    docstring)."""
+    found = [*fields(Machine), *(f for t in parameter_tables() for f in fields(t.kind))]
+    return tuple(f.name for f in found
                  if str(f.type).split(" |")[0] == "float" and f.name not in STRUCTURAL)
 
 
@@ -125,9 +122,9 @@ def prepare(rows: Sequence[Measurement], m: Machine, model: str = DEFAULT_MODEL)
 
 
 def with_values(m: Machine, values: Mapping[str, float | None]) -> Machine:
-    """``m`` with these parameters set (names of :func:`fittable`)."""
-    given: dict[str, Any] = dict(values)
-    return replace(m, **given)
+    """``m`` with these parameters set (names of :func:`fittable`), each
+    where the models read it (:func:`warpspeed.timing.with_values`)."""
+    return timing_values(m, values)
 
 
 def predict_rows(rows: Sequence[Row], m: Machine, curves: CapacityFits,
@@ -188,9 +185,9 @@ def current(m: Machine, name: str) -> float | None:
     """The value the model uses for ``name``: a launch timed alone
     (``launch_latency_us``) is the back-to-back overhead where the file has
     not measured it (MODEL.md §11, "Waves and launch")."""
-    value = getattr(m, name)
+    value = parameter(m, name)
     if value is None and name == "launch_latency_us":
-        return m.launch_overhead_us
+        return parameter(m, "launch_overhead_us")
     return value
 
 
@@ -207,7 +204,7 @@ def sensitive(rows: Sequence[Row], m: Machine, name: str, curves: CapacityFits,
 def dram_plateau(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: str
                  ) -> Fitted:
     """The copy's bytes per second at its largest sizes (module docstring)."""
-    names = tuple(n for n in ("dram_bw_copy", "dram_bandwidth") if getattr(m, n) is not None)
+    names = tuple(n for n in ("dram_bw_copy", "dram_bandwidth") if parameter(m, n) is not None)
     copies = [r for r in rows if r.measured.stencil == COPY]
     if not copies or not names:
         why = "no copy3d rows" if not copies else "the machine has no DRAM plateau"
@@ -225,7 +222,7 @@ def dram_plateau(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: s
         best[c.lups] = max(best.get(c.lups, 0.0), c.glups * volume)  # GB/s
     value = statistics.median(best.values())
     sizes = ", ".join(f"{n / 2**20:g} Mi" for n in sorted(best))
-    return Fitted("DRAM plateau", names, round(value, 1), float(getattr(m, names[0])),
+    return Fitted("DRAM plateau", names, round(value, 1), float(parameter(m, names[0]) or 0.0),
                   len(best), f"the copy ({COPY}) at its largest sizes ({sizes} lattice updates): "
                   "median over the sizes of the fastest block's bytes per second (DRAM "
                   "counters where measured, else the model's copy volume)")
@@ -317,7 +314,7 @@ def fit_all(rows: Sequence[Row], base: Machine, curves: CapacityFits, model: str
     if out[0].value is not None:
         m = with_values(m, dict.fromkeys(out[0].parameters, out[0].value))
     for fig in FIGURES:
-        if getattr(m, fig.parameter) is None:
+        if parameter(m, fig.parameter) is None:
             continue
         f = fit_figure(rows, m, fig.name, fig.parameter, fig.select(rows, m, curves, model),
                        fig.rows_words, curves, model)
@@ -349,7 +346,8 @@ def machine_data(base: Machine, fitted: Sequence[Fitted], run: str) -> dict:
     """The base's file with the fitted figures and grounding "kernels"
     (module docstring): a dict :func:`warpspeed.validation.calibrate.write_machine`
     writes."""
-    data = read_versioned_toml(Path(base.path), "machine file", FORMAT_VERSIONS, MachineError)
+    data = flatten(read_versioned_toml(Path(base.path), "machine file", FORMAT_VERSIONS,
+                                       MachineError))
     for f in fitted:
         if f.value is None:
             continue
