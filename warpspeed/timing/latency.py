@@ -6,7 +6,7 @@ physics between them. Per-update times are in ns per lattice update on the
 whole GPU (the inverse of GLup/s).
 
 * **FP** (§8, refined): every class of FP instruction costs its throughput
-  in FMA issue slots (``[fp64_cost]`` / ``[fp32_cost]`` of the machine file:
+  in FMA issue slots (``[latency.fp64_cost]`` / ``[latency.fp32_cost]`` of the machine file:
   a double division is a software sequence of several FMA slots); float
   kernels issue at the FP32 rate.
 * **L1** (§4): L1 cycles per warp and lattice update, as in the paper.
