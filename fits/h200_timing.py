@@ -50,6 +50,7 @@ from warpspeed.machine import Machine, load_machine  # noqa: E402
 from warpspeed.measure import Measurement, generate_variant, read_csv  # noqa: E402
 from warpspeed.model import Prediction, predict  # noqa: E402
 from warpspeed.search.ties import first_choice  # noqa: E402
+from warpspeed.timing import with_values  # noqa: E402
 from warpspeed.timing.latency import glups_with_efficiency  # noqa: E402
 from warpspeed.timing.memory_systems import FITTED, stream_efficiency  # noqa: E402
 from warpspeed.validation.measured_sets import registers, set_of  # noqa: E402
@@ -172,8 +173,8 @@ def fit_copy_plateau(m: Machine, rows: Sequence[Measurement],
     large = copy_rows(rows, LARGE, math.inf, threads=256)
 
     def excess(bw: float) -> float:
-        mm = dataclasses.replace(m, dram_bw_copy=bw, dram_bw_read=max(bw, READ_FLOOR),
-                                 dram_bw_write=max(bw, WRITE_FLOOR))
+        mm = with_values(m, {"dram_bw_copy": bw, "dram_bw_read": max(bw, READ_FLOOR),
+                             "dram_bw_write": max(bw, WRITE_FLOOR)})
         return statistics.median(r.ratio for r in predict_all(mm, large, ks)) - 1.0
 
     return float(brentq(excess, 2000.0, float(m.dram_peak or 10000.0), xtol=1.0))
@@ -231,10 +232,10 @@ ABLATIONS: dict[str, Callable[[Machine], Machine]] = {
     "L2 plateau of the micro-benchmark (7000 GB/s instead)":
         lambda m: dataclasses.replace(m, l2_bandwidth=7000.0),
     "copy plateau of the kernels (stream table's 3534 GB/s instead)":
-        lambda m: dataclasses.replace(m, dram_bw_copy=3534.0, dram_bw_read=3891.0,
-                                      dram_bw_write=3891.0),
+        lambda m: with_values(m, {"dram_bw_copy": 3534.0, "dram_bw_read": 3891.0,
+                                  "dram_bw_write": 3891.0}),
     "launch latency (back-to-back launch overhead instead)":
-        lambda m: dataclasses.replace(m, launch_latency_us=None),
+        lambda m: with_values(m, {"launch_latency_us": None}),
 }
 
 

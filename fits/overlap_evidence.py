@@ -44,6 +44,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 import warpspeed as ws
+from warpspeed.timing import parameter
 from warpspeed.timing.latency import kernel_time_ns, memory_params, overlap
 from warpspeed.timing.memory import achieved_bandwidth
 from warpspeed.validation.reference import ReferenceDataError, Row, predictions
@@ -133,7 +134,7 @@ def stream_lines() -> list[str]:
             t = ws.predict(k, m, (1024, 1, 1)).terms
             r = t["t_l1_ns"] / t["t_memory_ns"]
             charged = ", ".join(f"p = {e:g}: {100 * (overlap(r, 1.0, e) - 1):.1f} %"
-                                for e in (float(m.overlap_exponent), 2.0, 3.0))
+                                for e in (float(parameter(m, "overlap_exponent")), 2.0, 3.0))
             out.append(f"{gpu} {name}: measured loss against scale {100 * loss:+.1f} %; model "
                        f"core/memory {r:.2f}; a p-norm charges {charged}")
     return out
@@ -150,7 +151,7 @@ def main() -> int:
             preds = predictions("latency", data, m)
             meas = [float(r.glups) for r in data]  # type: ignore[arg-type]
             print(f"  {name}: in flight: {scores([in_flight_glups(p, m) for p in preds], meas)}")
-            for e in (float(m.overlap_exponent), 2.0, 1e3):
+            for e in (float(parameter(m, "overlap_exponent")), 2.0, 1e3):
                 print(f"  {name}: p-norm {e:g}: {scores([pnorm_glups(p, e) for p in preds], meas)}")
             if name == "star3d_r4":
                 star = (preds, meas, m, data)

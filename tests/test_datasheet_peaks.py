@@ -15,6 +15,7 @@ import pytest
 
 import warpspeed as ws
 from stencils import copy3d
+from warpspeed.timing import parameter
 from warpspeed.validation.datasheet import DRAM_KEYS, DataSheet, describe
 
 SHIPPED = ws.machines()
@@ -23,7 +24,7 @@ SHIPPED = ws.machines()
 def _figures(m: ws.Machine) -> dict[str, float]:
     """The achievable DRAM figures of a machine (GB/s): the plateaus of both
     timing models."""
-    return {k: float(getattr(m, k)) for k in DRAM_KEYS if getattr(m, k) is not None}
+    return {k: float(parameter(m, k)) for k in DRAM_KEYS if parameter(m, k) is not None}
 
 
 @pytest.mark.parametrize("name", SHIPPED)

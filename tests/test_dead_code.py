@@ -13,6 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 #: (kind, module): why its names are used although no code reads them.
 NAMED = {
+    ("variable", "warpspeed/timing/latency_parameters.py"): "fields of the [latency] table, "
+                                                            "read from a machine file by name",
     ("attribute", "warpspeed/web/app.py"): "properties of Panel widgets, which Panel reads",
     ("attribute", "warpspeed/pystencils/fold.py"): "options of a pystencils config, which "
                                                    "pystencils reads",

@@ -18,6 +18,7 @@ import warpspeed as ws
 import warpspeed.pystencils as wps
 from tests.slow import slow
 from warpspeed.machine import PLAIN_KEYS, Machine
+from warpspeed.timing import parameter_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "warpspeed" / "MODEL.md"
@@ -113,18 +114,19 @@ def test_every_machine_file_key_is_documented():
     text = MODEL.read_text()
     section = text[text.index("## §12"):]
     section = section[:section.index("\n## §", 1)]
-    keys = [f.name for f in dataclasses.fields(Machine)
-            if f.name not in ("sources", "path", "family")]  # family: a record, its key is plain
-    undocumented = [k for k in [*PLAIN_KEYS, *keys]
+    keys = [f.name for f in dataclasses.fields(Machine)  # family: a record, its key is plain
+            if f.name not in ("sources", "path", "family", "tables", "stream_scale", "dram_scale")]
+    timing = [f"{t.name}.{k}" for t in parameter_tables() for k in t.keys()]
+    undocumented = [k for k in [*PLAIN_KEYS, *keys, *timing]
                     if not re.search(rf"^\| `{k}` \|", section, re.M)]
     assert not undocumented, f"machine-file keys missing from MODEL.md §12: {undocumented}"
     # and they are keys the loader really accepts: the V100 file uses them all but
     # the launch latency, which only kernel measurements give (the H200 file has it)
     v100 = (ROOT / "warpspeed" / "machines" / "V100.toml").read_text()
-    assert all(re.search(rf"^(\[{k}\]|{k} =)", v100, re.M) for k in keys
-               if k != "launch_latency_us")
+    assert all(re.search(rf"^(\[{k}\]|{k} =)", v100, re.M) for k in [*keys, *timing]
+               if k != "latency.launch_latency_us")
     h200 = (ROOT / "warpspeed" / "machines" / "H200.toml").read_text()
-    assert re.search(r"^\[launch_latency_us\]", h200, re.M)
+    assert re.search(r"^\[latency.launch_latency_us\]", h200, re.M)
 
 
 # ---------------------------------------------------------------- the API at the prompt

@@ -107,7 +107,7 @@ def test_a_machine_file_with_or_without_format_version_is_read_as_version_1(
         "Hand", 10, 1.5, 4194304, 500.0)
 
 
-@pytest.mark.parametrize("version, shown", [("2", "2"), ("0", "0"), ('"1"', "'1'"),
+@pytest.mark.parametrize("version, shown", [("3", "3"), ("0", "0"), ('"1"', "'1'"),
                                             ("true", "True"), ("1.0", "1.0")])
 def test_a_machine_file_of_an_unknown_format_version_is_refused_in_one_line(
         version: str, shown: str, tmp_path: Path) -> None:
@@ -118,7 +118,7 @@ def test_a_machine_file_of_an_unknown_format_version_is_refused_in_one_line(
     assert "\n" not in message
     assert str(path) in message
     assert f"format_version {shown} " in message
-    assert message.endswith("(it reads 1)")
+    assert message.endswith("(it reads 1, 2)")
 
 
 @pytest.mark.parametrize("head", ["", "format_version = 1\n"])
@@ -140,19 +140,19 @@ def test_a_fits_file_of_an_unknown_format_version_is_refused_in_one_line(
     assert message.endswith("(it reads 1)")
 
 
-def test_every_shipped_machine_and_fits_file_has_format_version_1_first() -> None:
+def test_every_shipped_machine_file_has_format_version_2_and_fits_file_1_first() -> None:
     root = Path(ws.__file__).parent
-    files = [*(root / "machines").glob("*.toml"), *(root / "machines" / "base").glob("*.toml"),
-             *(root.parent / "fits").glob("*.toml")]
-    assert len(files) > 30
-    for path in files:
+    machines = [*(root / "machines").glob("*.toml"), *(root / "machines" / "base").glob("*.toml")]
+    fits = [*(root.parent / "fits").glob("*.toml")]
+    assert len(machines) > 30 and fits
+    for path, version in [*((p, 2) for p in machines), *((p, 1) for p in fits)]:
         data = tomllib.loads(path.read_text())
-        assert next(iter(data)) == "format_version" and data["format_version"] == 1, path
+        assert next(iter(data)) == "format_version" and data["format_version"] == version, path
 
 
 def test_the_machine_writer_writes_format_version_first(tmp_path: Path) -> None:
     data = tomllib.loads(MACHINE)
     text = toml_text(data, "a header")
-    assert text.splitlines()[:4] == ["# a header", "", "format_version = 1", 'name = "Hand"']
+    assert text.splitlines()[:4] == ["# a header", "", "format_version = 2", 'name = "Hand"']
     path = _write(tmp_path, "written.toml", text)
     assert ws.load_machine(path).name == "Hand"

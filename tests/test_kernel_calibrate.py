@@ -15,6 +15,7 @@ import warpspeed.measure as wm
 from warpspeed.cli import main
 from warpspeed.machine import load_machine
 from warpspeed.model import predict
+from warpspeed.timing import parameter, with_values
 from warpspeed.validation import kernel_calibrate as kc
 from warpspeed.validation.reference import dataset_dir
 
@@ -54,12 +55,12 @@ def test_fittable_parameters_are_read_from_the_machine_dataclass():
 
 def test_the_small_launch_cost_is_recovered(tmp_path):
     h200 = load_machine("H200")
-    truth = dataclasses.replace(h200, launch_latency_us=6.0)
+    truth = with_values(h200, {"launch_latency_us": 6.0})
     path = wm.write_csv(tmp_path / "m.csv", rows_on(truth))
     c = kc.calibrate_kernels(path, "H200")
     fitted = {f.figure: f for f in c.fitted}
     assert fitted["small-launch cost"].value == pytest.approx(6.0, rel=1e-3)
-    assert fitted["small-launch cost"].before == h200.launch_latency_us
+    assert fitted["small-launch cost"].before == parameter(h200, "launch_latency_us")
     assert fitted["DRAM plateau"].value is None and "no copy3d rows" in fitted[
         "DRAM plateau"].rule
     assert fitted["many-stream term"].value is None  # no kernel of many streams
@@ -69,14 +70,15 @@ def test_the_small_launch_cost_is_recovered(tmp_path):
 
 def test_an_extra_parameter_is_fitted_by_the_median_rule():
     h200 = load_machine("H200")
-    truth = dataclasses.replace(h200, overlap_exponent=2.6)
+    truth = with_values(h200, {"overlap_exponent": 2.6})
     rows = rows_on(truth, shapes=((256, 128, 64), (128, 128, 128)), note="set big")
     prepared = kc.prepare(rows, h200)
     curves = kc.curves_for(h200, None)
     f = kc.fit_figure(prepared, h200, "overlap", "overlap_exponent", prepared, "of set big",
                       curves, "latency")
-    assert f.value == pytest.approx(2.6, rel=2e-3) and f.before == h200.overlap_exponent
-    assert kc.median_ratio(prepared, dataclasses.replace(h200, overlap_exponent=f.value),
+    assert f.value == pytest.approx(2.6, rel=2e-3)
+    assert f.before == parameter(h200, "overlap_exponent")
+    assert kc.median_ratio(prepared, with_values(h200, {"overlap_exponent": f.value}),
                            curves, "latency") == pytest.approx(1.0, abs=1e-3)
 
 
@@ -117,7 +119,7 @@ def test_the_saturated_plateaus_are_recovered_together_through_the_model():
     # copies 'measured' on a machine whose three asymptotes are 7 % higher: one
     # factor on all three gives the model the measured copy again, their ratios kept
     h200 = load_machine("H200")
-    truth = dataclasses.replace(h200, **{n: 1.07 * getattr(h200, n) for n in kc.SATURATED})
+    truth = with_values(h200, {n: 1.07 * parameter(h200, n) for n in kc.SATURATED})
     rows = rows_on(truth, stencil="copy3d", shapes=((256, 256, 256), (512, 256, 256)),
                    note="set copy")
     prepared = kc.prepare(rows, h200)
@@ -125,14 +127,14 @@ def test_the_saturated_plateaus_are_recovered_together_through_the_model():
     f = kc.saturated_plateaus(prepared, h200, kc.curves_for(h200, None), "latency")
     assert f.parameters == kc.SATURATED and f.rows >= kc.MIN_ROWS
     for name, value in f.assignments().items():
-        assert value == pytest.approx(getattr(truth, name), rel=2e-3), name
+        assert value == pytest.approx(parameter(truth, name), rel=2e-3), name
     assert "asymptotes" in f.rule
 
 
 def test_sets_that_disagree_leave_the_figure_carried(tmp_path):
     h200 = load_machine("H200")
-    fast = dataclasses.replace(h200, launch_latency_us=11.0)
-    slow = dataclasses.replace(h200, launch_latency_us=1.0)
+    fast = with_values(h200, {"launch_latency_us": 11.0})
+    slow = with_values(h200, {"launch_latency_us": 1.0})
     rows = rows_on(fast, note="set a") + rows_on(slow, note="set b")
     m = load_machine("H200")
     prepared = kc.prepare(rows, m)
@@ -144,7 +146,7 @@ def test_sets_that_disagree_leave_the_figure_carried(tmp_path):
 
 
 def test_the_machine_file_names_the_run_and_loads(tmp_path, capsys):
-    truth = dataclasses.replace(load_machine("H200"), launch_latency_us=6.0)
+    truth = with_values(load_machine("H200"), {"launch_latency_us": 6.0})
     path = wm.write_csv(tmp_path / "m.csv", rows_on(truth))
     out = tmp_path / "H200-k.toml"
     assert main(["machines", "calibrate", "--measurements", str(path), "--base", "H200",
@@ -155,15 +157,16 @@ def test_the_machine_file_names_the_run_and_loads(tmp_path, capsys):
     assert float(line.split("-> ")[1].split()[0]) == pytest.approx(6.0, rel=1e-3)
     assert line.endswith(f"from {len(SHAPES) * len(BLOCKS)} rows")
     m = load_machine(out)
-    assert m.grounding == "kernels" and m.launch_latency_us == pytest.approx(6.0, rel=1e-3)
-    source = m.source("launch_latency_us")
+    assert m.grounding == "kernels"
+    assert parameter(m, "launch_latency_us") == pytest.approx(6.0, rel=1e-3)
+    source = m.source("latency.launch_latency_us")
     assert source.startswith("kernel measurements m.csv (NVIDIA H200, driver 580.1, "
                              f"2026-12-01; {len(SHAPES) * len(BLOCKS)} rows): fitted so that "
                              "the median")
     assert source.endswith("(was 8.29)")
     base = load_machine("H200")
-    assert m.source("dram_latency_ns") == base.source("dram_latency_ns")  # carried
-    assert m.dram_bw_read == base.dram_bw_read
+    assert m.source("latency.dram_latency_ns") == base.source("latency.dram_latency_ns")  # carried
+    assert parameter(m, "dram_bw_read") == parameter(base, "dram_bw_read")
     text = out.read_text()
     assert "--measurements" in text.splitlines()[0] and "rebuild with" in text.splitlines()[0]
 

@@ -23,6 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "warpspeed"
 #: below the pystencils hook, which times its best configurations with it
 #: (``wps.create_kernel(..., measure=K)``).
 RANK = {"errors": 0, "fpclasses": 0, "closed_pipe": 0, "tomlfile": 0, "family": 0, "machine": 0,
+        "machine_format": 0,
         "input": 1, "volumes": 2, "timing": 3, "model": 4, "search": 5, "reports": 5,
         "__init__": 6, "measure": 6, "pystencils": 7, "validation": 8, "cli_calibrate": 9,
         "cli_stencils": 9, "cli_tune": 9, "web": 9, "cli": 10}
@@ -114,10 +115,12 @@ def test_a_lower_stage_never_imports_a_higher_one(module: str) -> None:
 
 
 @pytest.mark.parametrize("module", sorted(
-    m for m in MODULES if m == "warpspeed.machine" or _stage(m) == "input"))
+    m for m in MODULES
+    if m in ("warpspeed.machine", "warpspeed.machine_format") or _stage(m) == "input"))
 def test_machine_files_and_kernel_input_import_no_model_code(module: str) -> None:
     runtime, typing, every = imports(module)
-    allowed = {"errors", "fpclasses", "tomlfile", "family", "machine", "input"}
+    allowed = {"errors", "fpclasses", "tomlfile", "family", "machine", "machine_format",
+               "input"}
     bad = sorted(t for t in runtime | typing | every if _stage(t) not in allowed)
     assert not bad, f"{module} imports {bad}: machine.py and input/ stay free of model code"
 

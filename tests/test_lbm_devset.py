@@ -75,7 +75,7 @@ def test_groundings_read_the_sources() -> None:
     assert by["B200"].grounding == "datasheet" and by["B200"].kernel_sets == ()
     # independent truth: the words of one source, read straight from the file
     m = ws.load_machine("L40")
-    assert "stream/l40.csv" in m.source("dram_bw_copy")
+    assert "stream/l40.csv" in m.source("latency.dram_bw_copy")
     assert "stream/l40" in tables_of(m)
 
 

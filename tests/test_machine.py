@@ -6,6 +6,8 @@ import pytest
 
 import warpspeed as ws
 from warpspeed.machine import machine_files
+from warpspeed.timing import parameter
+from warpspeed.timing.latency_parameters import given
 
 
 def test_builtin_machines_are_listed():
@@ -74,30 +76,32 @@ def test_latency_constants_out_of_range_are_refused(tmp_path):
     # p < 1 would make overlapping core and memory slower than running them
     # one after the other; tiny values overflow the p-norm
     for bad_value in ("0.5", "1e-300"):
-        text = re.sub(r"\[overlap_exponent\]\nvalue = \S+",
-                      f"[overlap_exponent]\nvalue = {bad_value}",
+        text = re.sub(r"\[latency.overlap_exponent\]\nvalue = \S+",
+                      f"[latency.overlap_exponent]\nvalue = {bad_value}",
                       machine_files()["v100"].read_text())
         assert bad_value in text
         path = tmp_path / "p.toml"
         path.write_text(text)
-        with pytest.raises(ws.MachineError, match=r"\[overlap_exponent\] value must lie in \[1,"):
+        with pytest.raises(ws.MachineError,
+                           match=r"\[latency.overlap_exponent\] value must lie in \[1,"):
             ws.load_machine(path)
-    text = re.sub(r"\[memory_shape\]\nvalue = \S+", "[memory_shape]\nvalue = 1e300",
-                  machine_files()["v100"].read_text())
+    text = re.sub(r"\[latency.memory_shape\]\nvalue = \S+",
+                  "[latency.memory_shape]\nvalue = 1e300", machine_files()["v100"].read_text())
     path.write_text(text)
-    with pytest.raises(ws.MachineError, match=r"\[memory_shape\] value must lie in \[0, 100\]"):
+    with pytest.raises(ws.MachineError,
+                       match=r"\[latency.memory_shape\] value must lie in \[0, 100\]"):
         ws.load_machine(path)
 
 
 def test_memory_shape_zero_is_a_valid_fit(tmp_path):
     # calibrate_memory.py scans the shape from 0 (latency that does not grow
     # under load); the loader must accept what the fit can produce
-    text = re.sub(r"\[memory_shape\]\nvalue = \S+", "[memory_shape]\nvalue = 0.0",
+    text = re.sub(r"\[latency.memory_shape\]\nvalue = \S+", "[latency.memory_shape]\nvalue = 0.0",
                   machine_files()["v100"].read_text())
     path = tmp_path / "zero.toml"
     path.write_text(text)
     m = ws.load_machine(path)
-    assert m.memory_shape == 0.0
+    assert given(m)["memory_shape"] == 0.0
     from stencils.star3d_by_hand import kernel
 
     k = kernel(radius=1, shape=(64, 64, 64))
@@ -105,9 +109,11 @@ def test_memory_shape_zero_is_a_valid_fit(tmp_path):
     fitted = ws.predict(k, "V100", (32, 4, 1))
     # no latency growth under load: the DRAM bandwidth can only be higher
     assert no_growth.terms["dram_bandwidth_achieved"] > fitted.terms["dram_bandwidth_achieved"]
-    text = text.replace("[memory_shape]\nvalue = 0.0", "[memory_shape]\nvalue = -0.1")
+    text = text.replace("[latency.memory_shape]\nvalue = 0.0",
+                        "[latency.memory_shape]\nvalue = -0.1")
     path.write_text(text)
-    with pytest.raises(ws.MachineError, match=r"\[memory_shape\] value must be a number >= 0"):
+    with pytest.raises(ws.MachineError,
+                       match=r"\[latency.memory_shape\] value must be a number >= 0"):
         ws.load_machine(path)
 
 
@@ -124,7 +130,7 @@ def test_kernel_fitted_constants_lie_in_their_fit_bounds():
     for name, path in machine_files().items():
         m = ws.load_machine(path)
         for key, (low, high) in KERNEL_CONSTANTS.items():
-            assert low <= getattr(m, key) <= high, (name, key)
+            assert low <= parameter(m, key) <= high, (name, key)
 
 
 def test_a_folder_given_as_machine_is_named_a_folder(tmp_path):
@@ -132,7 +138,7 @@ def test_a_folder_given_as_machine_is_named_a_folder(tmp_path):
         ws.load_machine(tmp_path)
 
 
-@pytest.mark.parametrize("key", ["dram_latency_ns", "sms", "dram_bw_read"])
+@pytest.mark.parametrize("key", ["latency.dram_latency_ns", "sms", "latency.dram_bw_read"])
 def test_a_nan_or_infinite_figure_is_named_in_one_clear_line(tmp_path, key):
     """Issue 46: a NaN read "must lie in [0, inf] (), got nan"."""
     for bad in ("nan", "inf"):
@@ -149,10 +155,10 @@ def test_a_nan_or_infinite_figure_is_named_in_one_clear_line(tmp_path, key):
 
 
 def test_a_plateau_above_the_data_sheet_peak_is_refused(tmp_path):
-    text = re.sub(r"\[dram_bw_write\]\nvalue = \S+", "[dram_bw_write]\nvalue = 3549",
-                  machine_files()["h100"].read_text())
+    text = re.sub(r"\[latency.dram_bw_write\]\nvalue = \S+",
+                  "[latency.dram_bw_write]\nvalue = 3549", machine_files()["h100"].read_text())
     path = tmp_path / "over.toml"
     path.write_text(text)
-    with pytest.raises(ws.MachineError, match=r"\[dram_bw_write\] 3549 GB/s is above "
+    with pytest.raises(ws.MachineError, match=r"\[latency.dram_bw_write\] 3549 GB/s is above "
                                                r"\[dram_peak\] 3350 GB/s"):
         ws.load_machine(path)

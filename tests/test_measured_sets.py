@@ -4,11 +4,10 @@ the launch latency those measurements fix (MODEL.md §11)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 import warpspeed as ws
+from warpspeed.timing import parameter, with_values
 from warpspeed.validation.measured_sets import H200_SETS, measured_rows, registers
 from warpspeed.validation.reference import dataset_dir, kernel_for
 
@@ -47,10 +46,10 @@ def test_a_measured_launch_latency_replaces_the_back_to_back_overhead() -> None:
     k = ws.Kernel(loads=[a[ws.tidx, ws.tidy, ws.tidz]], stores=[b[ws.tidx, ws.tidy, ws.tidz]],
                   domain=(64, 64, 64))
     m = ws.load_machine("H100")
-    assert m.launch_latency_us is None
+    assert parameter(m, "launch_latency_us") is None
     plain = ws.predict(k, m, (128, 2, 1))
-    timed_alone = ws.predict(k, dataclasses.replace(m, launch_latency_us=8.0), (128, 2, 1))
-    assert plain.terms["launch_us"] == m.launch_overhead_us
+    timed_alone = ws.predict(k, with_values(m, {"launch_latency_us": 8.0}), (128, 2, 1))
+    assert plain.terms["launch_us"] == parameter(m, "launch_overhead_us")
     assert timed_alone.terms["launch_us"] == 8.0
     body = plain.terms["kernel_time_us"] - plain.terms["launch_us"]
     assert timed_alone.terms["kernel_time_us"] == pytest.approx(8.0 + body)

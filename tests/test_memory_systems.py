@@ -12,6 +12,7 @@ import pytest
 
 import warpspeed as ws
 from stencils import lbm_fluidx3d
+from warpspeed.timing import parameter
 from warpspeed.timing.memory_systems import (
     FITTED,
     access_gap_bytes,
@@ -45,7 +46,7 @@ def test_nvidia_hbm_pays_the_activation_gap_per_block_run() -> None:
     m = ws.load_machine("A100-80GB")  # HBM2e 2039 GB/s on 5120 bits: 3.19 Gbit/s per pin
     c = FITTED.hbm_activate_ns * 2039 * 8 / 5120 * 8  # 64-bit pseudo-channels
     assert access_gap_bytes(m, memory_system(m)) == pytest.approx(c)  # type: ignore[arg-type]
-    law = scattered_efficiency(39, m.dram_scattered_fraction)
+    law = scattered_efficiency(39, parameter(m, "dram_scattered_fraction"))
     for run in (48.0, 2048.0):  # a block 4 doubles wide, one 256 wide
         by_hand = law / (1 + (1 - Q ** 37) * c / run)
         assert stream_efficiency(39, m, 8.0, run_bytes=run) == pytest.approx(by_hand)
@@ -57,7 +58,7 @@ def test_nvidia_hbm_pays_the_activation_gap_per_block_run() -> None:
 
 def test_ecc_on_gddr_adds_its_per_byte_cost_to_the_measured_law() -> None:
     m = ws.load_machine("A40")
-    f = m.dram_scattered_fraction
+    f = parameter(m, "dram_scattered_fraction")
     by_hand = (f + (1 - f) * Q ** 37) / (1 + (1 - Q ** 37) * FITTED.ecc_per_byte)
     assert stream_efficiency(39, m, 4.0) == pytest.approx(by_hand)
     # ECC off: the law alone

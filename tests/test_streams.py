@@ -10,6 +10,7 @@ import pytest
 
 import warpspeed as ws
 from stencils import lbm_fluidx3d
+from warpspeed.timing import parameter
 from warpspeed.timing.memory_systems import DRAM_BANKS
 from warpspeed.timing.memory_systems import scattered_efficiency as stream_efficiency
 from warpspeed.validation import microbench as mb
@@ -119,9 +120,10 @@ def test_a_machine_file_without_the_fraction_gets_no_term(tmp_path: Path) -> Non
     """Neither the micro-benchmark fraction nor the memory system stated: no
     many-stream term at all (MODEL.md §11)."""
     text = (Path(ws.__file__).parent / "machines" / "L40.toml").read_text()
-    (tmp_path / "m.toml").write_text(_without(text, "dram_scattered_fraction", "memory", "ecc"))
+    (tmp_path / "m.toml").write_text(_without(text, "latency.dram_scattered_fraction", "memory",
+                                              "ecc"))
     m = ws.load_machine(tmp_path / "m.toml")
-    assert m.dram_scattered_fraction is None and not m.memory
+    assert parameter(m, "dram_scattered_fraction") is None and not m.memory
     p = ws.predict(lbm_fluidx3d.kernel(), m, (64, 1, 1))
     assert p.terms["dram_stream_efficiency"] == 1.0
     assert p.glups > ws.predict(lbm_fluidx3d.kernel(), "L40", (64, 1, 1)).glups
@@ -129,8 +131,8 @@ def test_a_machine_file_without_the_fraction_gets_no_term(tmp_path: Path) -> Non
 
 def test_an_out_of_range_fraction_is_refused_by_name(tmp_path: Path) -> None:
     text = (Path(ws.__file__).parent / "machines" / "MI100.toml").read_text()
-    bad = text.replace("[dram_scattered_fraction]\nvalue = 0.759",
-                       "[dram_scattered_fraction]\nvalue = 1.5")
+    bad = text.replace("[latency.dram_scattered_fraction]\nvalue = 0.759",
+                       "[latency.dram_scattered_fraction]\nvalue = 1.5")
     (tmp_path / "m.toml").write_text(bad)
     with pytest.raises(ws.MachineError, match=r"dram_scattered_fraction.*\[0.2, 1\]"):
         ws.load_machine(tmp_path / "m.toml")
@@ -143,8 +145,8 @@ def test_an_out_of_range_fraction_is_refused_by_name(tmp_path: Path) -> None:
 def test_machine_fraction_is_the_rule_on_its_tables(machine: str, gpu: str) -> None:
     sc = mb.scattered(MICRO / "l2_cache" / f"{gpu}.csv", MICRO / "stream" / f"{gpu}.csv")
     m = ws.load_machine(machine)
-    assert m.dram_scattered_fraction == round(sc.fraction, 3)
-    assert f"l2_cache/{gpu}.csv" in m.source("dram_scattered_fraction")
+    assert parameter(m, "dram_scattered_fraction") == round(sc.fraction, 3)
+    assert f"l2_cache/{gpu}.csv" in m.source("latency.dram_scattered_fraction")
 
 
 @pytest.mark.parametrize("block, run", [

@@ -10,7 +10,7 @@ import pytest
 
 import warpspeed as ws
 from stencils.star3d_by_hand import kernel as star
-from warpspeed.timing import DEFAULT_MODEL, MODELS
+from warpspeed.timing import DEFAULT_MODEL, MODELS, parameter
 from warpspeed.timing.latency import (
     binding_limiter,
     fp_slots,
@@ -63,14 +63,14 @@ def test_time_overlaps_fp_and_l1_each_with_memory_then_adds_launch(v100_pair):
     def pnorm(a, b, e):
         return (a**e + b**e) ** (1 / e)
 
-    update = max(pnorm(times[0], memory, m.fp_overlap_exponent),
-                 pnorm(times[1], memory, m.overlap_exponent))
+    update = max(pnorm(times[0], memory, parameter(m, "fp_overlap_exponent")),
+                 pnorm(times[1], memory, parameter(m, "overlap_exponent")))
     assert t["t_update_ns"] == pytest.approx(update)
     # 632 x 504 x 504 updates in blocks of 32 x 1 x 32: a grid of 20 x 504 x 16
     # blocks, 160 per wave (2 per SM), so 1008 full waves and no partial one
     updates = 632 * 504 * 504
     assert t["waves"] == pytest.approx(20 * 504 * 16 / 160)
-    total_ns = 1000 * m.launch_overhead_us + updates * update
+    total_ns = 1000 * parameter(m, "launch_overhead_us") + updates * update
     assert p.glups == pytest.approx(updates / total_ns)
     assert p.limits[p.limiter] == pytest.approx(1 / max(times))
     assert p.glups < min(v for v in p.limits.values() if v)  # overlap only adds time
@@ -108,9 +108,14 @@ def test_l1_and_l2_times_follow_from_cycles_and_volumes(v100_pair):
 def test_a_machine_file_with_the_old_tlb_keys_is_refused_with_the_reason(tmp_path):
     src = (Path(ws.__file__).parent / "machines" / "V100.toml").read_text()
     path = tmp_path / "old.toml"
-    path.write_text(src + '\n[tlb_penalty]\nvalue = 3.57\nsource = "old fit"\n')
-    with pytest.raises(ws.MachineError, match=r"\['tlb_penalty'\] are no longer used.*TLB"):
-        ws.load_machine(str(path))
+    # a file of format 1 had it at the top level, one of format 2 in [latency]
+    old = src.replace("format_version = 2", "format_version = 1")
+    for text in (old + '\n[tlb_penalty]\nvalue = 3.57\nsource = "old fit"\n',
+                 src + '\n[latency.tlb_penalty]\nvalue = 3.57\nsource = "old fit"\n'):
+        path.write_text(text)
+        with pytest.raises(ws.MachineError,
+                           match=r"\[latency\] \['tlb_penalty'\] are no longer used.*TLB"):
+            ws.load_machine(str(path))
 
 
 def test_deep_and_lbm_blocks_pay_no_page_penalty():
@@ -152,12 +157,13 @@ def test_the_last_partial_wave_takes_its_share_or_a_blocks_latency_chain():
     t = p.terms
     assert t["waves"] == pytest.approx(1.5)
     # one block's chain: a DRAM round trip plus its core work on one SM
-    chain = m.dram_latency_ns + t["t_core_ns"] * m.sms * 1024
+    chain = parameter(m, "dram_latency_ns") + t["t_core_ns"] * m.sms * 1024
     assert t["block_chain_us"] == pytest.approx(chain / 1000)
     updates = 1024 * 80 * 3
     per_wave = updates / 1.5 * t["t_update_ns"]
     body = per_wave + max(chain, 0.5 * per_wave)
-    assert t["kernel_time_us"] == pytest.approx((body + 1000 * m.launch_overhead_us) / 1000)
+    launch = parameter(m, "launch_overhead_us")
+    assert t["kernel_time_us"] == pytest.approx((body + 1000 * launch) / 1000)
 
 
 def test_a_tiny_grid_costs_a_launch_and_a_latency_chain_not_a_full_wave():
@@ -166,12 +172,12 @@ def test_a_tiny_grid_costs_a_launch_and_a_latency_chain_not_a_full_wave():
 
     m = ws.load_machine("A100")
     tiny = ws.predict(star_ps(radius=1, shape=(4, 4, 4)), m, (64, 1, 1))
-    bound = 64 / (1000 * m.launch_overhead_us)
+    bound = 64 / (1000 * parameter(m, "launch_overhead_us"))
     assert bound / 1.5 <= tiny.glups <= bound
     # 32^3: the launch is most of the time, the body a few microseconds
     small = ws.predict(star_ps(radius=1, shape=(32, 32, 32)), m, (128, 2, 1))
-    assert small.terms["kernel_time_us"] > m.launch_overhead_us
-    assert small.glups < 32**3 / (1000 * m.launch_overhead_us)
+    assert small.terms["kernel_time_us"] > parameter(m, "launch_overhead_us")
+    assert small.glups < 32**3 / (1000 * parameter(m, "launch_overhead_us"))
 
 
 def _terms(launch_us, chain_us, waves=0.5, updates=1000.0, t_update_ns=1.0,
@@ -204,7 +210,7 @@ def test_a_launch_bound_star_is_labelled_launch_with_its_glups_and_four_limits_k
     t = p.terms
     # 64 updates: the DRAM time of all of them, 64 / DRAM limit (0.68 us), is below
     # the A100's launch overhead of 2.75 us
-    assert 64 / p.limits["dram"] < 1000 * m.launch_overhead_us == 2750
+    assert 64 / p.limits["dram"] < 1000 * parameter(m, "launch_overhead_us") == 2750
     assert p.limiter == "launch" and set(p.limits) == {"fp", "l1", "l2", "dram"}
     assert min(p.limits, key=p.limits.__getitem__) == "dram"
     assert p.glups == pytest.approx(64 / (1000 * t["kernel_time_us"]))
@@ -225,10 +231,10 @@ def test_a_grid_below_one_wave_with_heavy_core_work_is_labelled_partial_wave():
                   stores=[b[x + 1, y + 1, z + 1]], domain=(64, 64, 1), fp_instructions=20000)
     p = ws.predict(k, m, (256, 1, 1))
     t_fp = 20000 / (m.sms * m.clock_ghz * m.fp64_fma_per_sm_cycle)  # ns per update
-    chain = m.dram_latency_ns + t_fp * m.sms * 64  # one block's chain, ns
+    chain = parameter(m, "dram_latency_ns") + t_fp * m.sms * 64  # one block's chain, ns
     assert p.terms["block_chain_us"] == pytest.approx(chain / 1000)
     # the chain (28.7 us) outlasts the FP time of all 4096 updates (16.8 us) and the launch
-    assert chain > 4096 * t_fp > 1000 * m.launch_overhead_us
+    assert chain > 4096 * t_fp > 1000 * parameter(m, "launch_overhead_us")
     assert p.limiter == "partial wave" and p.limits["fp"] == pytest.approx(1 / t_fp)
 
 

@@ -26,8 +26,8 @@ _PUBLIC = {
     ".input.expr": ("blockDim", "blockIdx", "threadIdx", "tidx", "tidy", "tidz"),
     ".input.gathers": ("Gather",),
     ".input.kernel": ("Access", "Field", "Kernel"),
-    ".machine": ("Machine", "load_machine", "machines"),
-    ".model": ("Prediction", "Volumes", "predict"),
+    ".machine": ("Machine", "machines"),
+    ".model": ("Prediction", "Volumes", "load_machine", "predict"),
     ".reports.advice": ("Advice", "advise"),
     ".search.rank": ("Ranking", "rank"),
     ".volumes.capacity": ("CapacityFits", "Gompertz", "fit_gompertz", "load_fits"),
@@ -50,8 +50,8 @@ if TYPE_CHECKING:
     from .input.expr import blockDim, blockIdx, threadIdx, tidx, tidy, tidz
     from .input.gathers import Gather
     from .input.kernel import Access, Field, Kernel
-    from .machine import Machine, load_machine, machines
-    from .model import Prediction, Volumes, predict
+    from .machine import Machine, machines
+    from .model import Prediction, Volumes, load_machine, predict
     from .reports.advice import Advice, advise
     from .search.rank import Ranking, rank
     from .volumes.capacity import CapacityFits, Gompertz, fit_gompertz, load_fits

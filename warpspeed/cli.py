@@ -29,8 +29,8 @@ from .errors import WarpspeedError
 from .input.kernel import Kernel
 from .input.stencil_spec import UsageError, stencil
 from .input.triples import parse_triple
-from .machine import load_machine, machine_files
-from .model import Prediction, predict
+from .machine import machine_files
+from .model import Prediction, load_machine, predict
 from .search.rank import Ranking, rank
 from .timing import DEFAULT_MODEL, MODELS, listing
 

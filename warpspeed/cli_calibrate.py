@@ -136,6 +136,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from .timing.latency_parameters import given
     from .validation.calibrate import DEFAULT_CITE, Tables, calibrate, write_machine
 
     if args.measurements is not None:
@@ -171,7 +172,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
               + shlex.join(words) + " --out FILE")
     m = write_machine(data, args.out, header)
     print(f"wrote {args.out}: {m.name} ({m.vendor} {m.architecture}), grounding {m.grounding}")
-    if m.dram_scattered_fraction is None:
+    if given(m).get("dram_scattered_fraction") is None:
         print("no dram_scattered_fraction: no l2_cache table with data sets of at least 1 GiB "
               "(--l2, or a related GPU's with --scattered); the default model assumes many "
               "concurrent DRAM streams lose nothing (MODEL.md §11)")

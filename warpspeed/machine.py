@@ -1,8 +1,11 @@
 """GPU descriptions, loaded from TOML data files (MODEL.md §2).
 
-A machine file holds one table per parameter with its value and its source::
+A machine file holds one table per fact of the GPU with its value and its
+source, and one table per timing model (``[latency.KEY]``, each entry again
+with ``value`` and ``source``), which the loader keeps as written for the
+models to check (:mod:`warpspeed.machine_format`, :mod:`warpspeed.timing.tables`)::
 
-    format_version = 1        # the file's format (optional: a file without it is 1)
+    format_version = 2        # the file's format (optional: a file without it is 1)
     name = "A100"
     validated = true
     description = "NVIDIA A100 SXM4 40GB"
@@ -18,6 +21,10 @@ A machine file holds one table per parameter with its value and its source::
     value = 108
     source = "paper Table 1"
 
+    [latency.dram_latency_ns]
+    value = 406.6
+    source = "latency/a100_40.csv: the DRAM plateau"
+
 Built-in machines live in ``warpspeed/machines``; :func:`load_machine` also
 accepts a path to a user's own file.
 """
@@ -31,7 +38,7 @@ from typing import Any, TypedDict
 
 from .errors import MachineError
 from .family import L1_MODELS, Family, architecture_of, check_vendor, check_warp_size, family_for
-from .fpclasses import FP_CLASSES
+from .machine_format import FrozenTable, freeze, nest, refuse_v1_keys, thaw
 from .tomlfile import read_versioned_toml
 
 MACHINE_DIR = Path(__file__).parent / "machines"
@@ -72,27 +79,6 @@ class Machine:
     #: The L1 count (MODEL.md §4, §15): NVIDIA's half warps and banks, or one
     #: cache line per clock (AMD's vL1D and vector L0); the family's.
     l1_model: str = "halfwarp"
-    # Parameters of the default timing model (warpspeed.timing.latency);
-    # None when a user's file lacks them (the paper model does not need them).
-    fp32_fma_per_sm_cycle: int | None = None
-    dram_latency_ns: float | None = None
-    l2_latency_ns: float | None = None
-    dram_bw_read: float | None = None
-    dram_bw_copy: float | None = None
-    dram_bw_write: float | None = None
-    memory_shape: float | None = None
-    turnover_ns: float | None = None
-    overlap_exponent: float | None = None
-    fp_overlap_exponent: float | None = None
-    launch_overhead_us: float | None = None
-    fp64_cost: tuple[tuple[str, float], ...] = ()
-    fp32_cost: tuple[tuple[str, float], ...] = ()
-    # Atomics to one address per core clock (warpspeed.input.atomics, the reduction
-    # limiter); None when a user's file lacks it (kernels without atomics).
-    atomics_per_clock: float | None = None
-    # The DRAM's bandwidth with many concurrent streams over the read plateau
-    # (MODEL.md §11, many streams); None: not measured, no correction.
-    dram_scattered_fraction: float | None = None
     # The memory hierarchy's granules and the AMD levels (MODEL.md §15); the
     # defaults are NVIDIA's, so files without these tables describe an NVIDIA GPU.
     l1_sector_bytes: int = 32
@@ -115,20 +101,31 @@ class Machine:
     # The GPU's memory in GiB (the data sheet's largest variant): a kernel whose
     # fields need more cannot run there (MODEL.md §3). None: not checked.
     memory_gib: float | None = None
-    # One launch timed alone (CUDA events around the host's launch call), for an
-    # empty kernel: what a small launch costs as the measurement harness times it
-    # (MODEL.md §11, "Waves and launch"). None: the back-to-back launch overhead.
-    launch_latency_us: float | None = None
     memory: str = ""
     ecc: bool = False
+    #: The timing models' own tables, as the file wrote them (MODEL.md §12; the
+    #: models read and check them: :mod:`warpspeed.timing.tables`).
+    tables: tuple[tuple[str, FrozenTable], ...] = ()
+    #: ``[dram_bandwidth]``'s ``value / stream_reference`` (1: no reference): the
+    #: factor of a user's edit that every DRAM figure of a timing table follows.
+    stream_scale: float = 1.0
+    #: The factor on the DRAM's bandwidths of this prediction (MODEL.md §15: a
+    #: last-level cache serving the DRAM volume; 1 for a machine as loaded).
+    dram_scale: float = 1.0
 
     def source(self, parameter: str) -> str:
         """Where the value of ``parameter`` comes from."""
         return dict(self.sources)[parameter]
 
+    def table(self, name: str) -> dict[str, dict[str, Any]] | None:
+        """The timing table ``[name]`` as the file wrote it, None without one."""
+        found = dict(self.tables).get(name)
+        return None if found is None else thaw(found)
+
 
 _TEXT = ("name", "description", "validated", "fits", "arch", "sources", "path", "family",
-         "vendor", "architecture", "grounding", "l1_model", "memory", "ecc")
+         "vendor", "architecture", "grounding", "l1_model", "memory", "ecc", "tables",
+         "stream_scale", "dram_scale")
 #: Plain keys of a machine file (MODEL.md §12).
 PLAIN_KEYS = ("format_version", "name", "description", "validated", "fits", "arch", "vendor",
               "architecture", "family", "grounding", "l1_model")
@@ -138,15 +135,12 @@ PLAIN_KEYS = ("format_version", "name", "description", "validated", "fits", "arc
 GROUNDINGS = ("kernels", "micro-benchmarks", "datasheet")
 #: The versions of the machine-file format this loader reads (MODEL.md §12); a file
 #: without ``format_version`` (written before the key existed) is read as version 1.
-FORMAT_VERSIONS = (1,)
-#: The version the writers write (``warpspeed machines calibrate`` and ``new``).
+FORMAT_VERSIONS = (1, 2)
+#: The version the writers write (``warpspeed machines calibrate`` and ``new``): the
+#: timing models' parameters in their own tables (:mod:`warpspeed.machine_format`).
 FORMAT_VERSION = FORMAT_VERSIONS[-1]
-_COSTS = ("fp64_cost", "fp32_cost")
-#: Optional parameters: of single constructs (atomics: warpspeed.input.atomics) and of
-#: many concurrent DRAM streams (MODEL.md §11); a file without them gets no such term.
-OPTIONAL_PARAMETERS = {"atomics_per_clock": "float", "dram_scattered_fraction": "float",
-                       "dram_peak": "float", "dram_bus_bits": "int", "memory_gib": "float",
-                       "launch_latency_us": "float"}
+#: Optional facts of the data sheet: the DRAM's peak and bus, the GPU's memory.
+OPTIONAL_PARAMETERS = {"dram_peak": "float", "dram_bus_bits": "int", "memory_gib": "float"}
 #: Parameters of the memory hierarchy with NVIDIA defaults (MODEL.md §15): the L1
 #: sector and line (32 B, 128 B), SIMDs per SM/CU sharing its register file (1: one
 #: pool), the last-level cache behind the L2 (AMD Infinity Cache / MALL; 0: none),
@@ -161,22 +155,16 @@ MEMORY_TYPES = ("GDDR5", "GDDR5X", "GDDR6", "GDDR6X", "GDDR7", "HBM2", "HBM2e", 
 #: Tables of the memory system whose value is not a number: ``[memory]`` (a name of
 #: :data:`MEMORY_TYPES`) and ``[ecc]`` (true or false), each with its source.
 MEMORY_SYSTEM = {"memory": "str", "ecc": "bool"}
-#: Parameters only the default timing model needs, with their types.
-LATENCY_PARAMETERS = {
-    f.name: f.type.split(" |")[0]
-    for f in fields(Machine)
-    if f.default is None and f.name not in OPTIONAL_PARAMETERS
-}
 _NUMERIC = {
     f.name: f.type
     for f in fields(Machine)
-    if f.name not in _TEXT + _COSTS and f.name not in LATENCY_PARAMETERS
-    and f.name not in OPTIONAL_PARAMETERS and f.name not in ARCH_PARAMETERS
+    if f.name not in _TEXT and f.name not in OPTIONAL_PARAMETERS
+    and f.name not in ARCH_PARAMETERS
 }
 
 #: Parameters every machine file needs (the paper model's), with their types.
 REQUIRED_PARAMETERS = dict(_NUMERIC)
-#: The numbers, costs and memory system read from a file, by field of
+#: The numbers and memory system read from a file, by field of
 #: :class:`Machine`: each value has its field's type, checked against the tables
 #: above as it is read, so the type depends on the key (not expressible here).
 _Values = dict[str, Any]
@@ -184,60 +172,33 @@ _Values = dict[str, Any]
 
 def _parse(path: Path) -> Machine:
     data = read_versioned_toml(path, "machine file", FORMAT_VERSIONS, MachineError)
+    if data.get("format_version", 1) == 1:
+        data = nest(data)  # machine_format: version 1 kept the timing tables at the top
+    else:
+        refuse_v1_keys(path, data)
     for key in ("name", "fits"):
         if not isinstance(data.get(key), str):
             raise MachineError(f"machine file {path}: '{key}' must be a string")
     labels = _labels(path, data)
     values: _Values = {}
     sources = []
-    for key, typ in {**_NUMERIC, **LATENCY_PARAMETERS, **OPTIONAL_PARAMETERS,
-                     **ARCH_PARAMETERS}.items():
+    for key, typ in {**_NUMERIC, **OPTIONAL_PARAMETERS, **ARCH_PARAMETERS}.items():
         entry = data.get(key)
-        if entry is None and (key in LATENCY_PARAMETERS or key in OPTIONAL_PARAMETERS
-                              or key in ARCH_PARAMETERS):
+        if entry is None and (key in OPTIONAL_PARAMETERS or key in ARCH_PARAMETERS):
             continue
         if not isinstance(entry, dict) or "value" not in entry or "source" not in entry:
             raise MachineError(
                 f"machine file {path}: missing table [{key}] with 'value' and 'source'"
             )
-        v = entry["value"]
-        low, high, why = _RANGE.get(key, (0.0, math.inf, ""))
-        zero_ok = key in _RANGE and low == 0.0  # otherwise "positive"
-        number = isinstance(v, (int, float)) and not isinstance(v, bool)
-        if number and not math.isfinite(v):
-            raise MachineError(f"machine file {path}: [{key}] value must be a finite number, "
-                               f"got {v!r}: give the figure (and its source)")
-        if not number or v < 0 or (v == 0 and not zero_ok):
-            kind = "a number >= 0" if zero_ok else "a positive number"
-            raise MachineError(f"machine file {path}: [{key}] value must be {kind}, got {v!r}")
-        if typ == "int" and not isinstance(v, int):
-            raise MachineError(f"machine file {path}: [{key}] value must be an integer, got {v!r}")
-        if not low <= v <= high:
-            reason = f" ({why})" if why else ""
-            raise MachineError(f"machine file {path}: [{key}] value must lie in [{low:g}, "
-                               f"{high:g}]{reason}, got {v!r}")
-        values[key] = int(v) if typ == "int" else float(v)
+        values[key] = number(path, key, entry["value"], str(typ), _RANGE.get(key))
         sources.append((key, str(entry["source"])))
-    for key in _COSTS:
-        values[key] = _costs(path, key, data.get(key))
     for key, value, source in _memory_system(path, data):
         values[key] = value
         sources.append((key, source))
-    unknown = (
-        set(data) - set(_NUMERIC) - set(LATENCY_PARAMETERS) - set(_COSTS)
-        - set(OPTIONAL_PARAMETERS) - set(ARCH_PARAMETERS) - set(MEMORY_SYSTEM)
-        - set(PLAIN_KEYS)
-    )
-    if unknown & set(_REMOVED):
-        raise MachineError(
-            f"machine file {path}: {sorted(unknown & set(_REMOVED))} are no longer used: "
-            f"{_REMOVED[min(unknown & set(_REMOVED))]}; delete them"
-        )
-    if unknown:
-        raise MachineError(f"machine file {path}: unknown keys {sorted(unknown)}")
+    tables = _timing_tables(path, data)
+    sources += [(f"{t}.{k}", str(dict(e)["source"])) for t, table in tables for k, e in table]
     _check_granules(path, values)
     check_warp_size(f"machine file {path}", labels["family"], int(values["warp_size"]))
-    _scale_stream(path, data.get("dram_bandwidth"), values)
     _check_peak(path, values)
     return Machine(
         name=data["name"],
@@ -247,9 +208,50 @@ def _parse(path: Path) -> Machine:
         arch=str(data.get("arch", "sm_80")),
         sources=tuple(sources),
         path=str(path),
+        tables=tables,
+        stream_scale=_stream_scale(path, data.get("dram_bandwidth"), values),
         **labels,
         **values,
     )
+
+
+def number(path: object, key: str, v: object, typ: str,
+           bounds: tuple[float, float, str] | None = None) -> int | float:
+    """The ``value`` of table ``[key]``: a finite number, an integer where
+    ``typ`` is "int", positive, or within ``bounds`` (low, high, why) where
+    given (low 0: zero allowed). One rule for every table of a file, the
+    timing tables' included (:mod:`warpspeed.timing.tables`)."""
+    low, high, why = bounds or (0.0, math.inf, "")
+    zero_ok = bounds is not None and low == 0.0  # otherwise "positive"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        kind = "a number >= 0" if zero_ok else "a positive number"
+        raise MachineError(f"machine file {path}: [{key}] value must be {kind}, got {v!r}")
+    if not math.isfinite(v):
+        raise MachineError(f"machine file {path}: [{key}] value must be a finite number, "
+                           f"got {v!r}: give the figure (and its source)")
+    if v < 0 or (v == 0 and not zero_ok):
+        kind = "a number >= 0" if zero_ok else "a positive number"
+        raise MachineError(f"machine file {path}: [{key}] value must be {kind}, got {v!r}")
+    if typ == "int" and not isinstance(v, int):
+        raise MachineError(f"machine file {path}: [{key}] value must be an integer, got {v!r}")
+    if not low <= v <= high:
+        reason = f" ({why})" if why else ""
+        raise MachineError(f"machine file {path}: [{key}] value must lie in [{low:g}, "
+                           f"{high:g}]{reason}, got {v!r}")
+    return int(v) if typ == "int" else float(v)
+
+
+def _timing_tables(path: Path, data: dict[str, Any]) -> tuple[tuple[str, FrozenTable], ...]:
+    """The timing models' tables (MODEL.md §12), as written: every other
+    top-level table without a ``value``. What they hold the models check
+    (:mod:`warpspeed.timing.tables`); another unknown key is refused here."""
+    known = (set(_NUMERIC) | set(OPTIONAL_PARAMETERS) | set(ARCH_PARAMETERS)
+             | set(MEMORY_SYSTEM) | set(PLAIN_KEYS))
+    rest = {k: v for k, v in data.items() if k not in known}
+    unknown = [k for k, v in rest.items() if not isinstance(v, dict) or "value" in v]
+    if unknown:
+        raise MachineError(f"machine file {path}: unknown keys {sorted(unknown)}")
+    return tuple((k, freeze(path, k, v)) for k, v in rest.items())
 
 
 def _memory_system(path: Path, data: dict) -> list[tuple[str, object, str]]:
@@ -274,23 +276,20 @@ def _memory_system(path: Path, data: dict) -> list[tuple[str, object, str]]:
     return out
 
 
-def _scale_stream(path: Path, entry: object, values: _Values) -> None:
+def _stream_scale(path: Path, entry: object, values: _Values) -> float:
     """One DRAM figure for both models (MODEL.md §12): the paper model reads
-    ``dram_bandwidth``, the default model the stream plateaus
-    ``dram_bw_read/copy/write``. ``[dram_bandwidth] stream_reference`` is the
-    ``value`` the plateaus were measured with; a file whose ``value`` differs
-    from it (a user's edit) has the plateaus scaled by ``value /
-    stream_reference``, so the figure a user edits moves both models."""
+    ``dram_bandwidth``, the default model the stream plateaus of its table.
+    ``[dram_bandwidth] stream_reference`` is the ``value`` the plateaus were
+    measured with; a file whose ``value`` differs from it (a user's edit) has
+    them scaled by ``value / stream_reference`` (this factor; 1 without a
+    reference), so the figure a user edits moves both models."""
     ref = entry.get("stream_reference") if isinstance(entry, dict) else None
     if ref is None:
-        return
+        return 1.0
     if isinstance(ref, bool) or not isinstance(ref, (int, float)) or not 0 < ref < math.inf:
         raise MachineError(f"machine file {path}: [dram_bandwidth] stream_reference must be a "
                            f"positive number (GB/s), got {ref!r}")
-    k = float(values["dram_bandwidth"]) / float(ref)
-    for key in ("dram_bw_read", "dram_bw_copy", "dram_bw_write"):
-        if key in values:
-            values[key] = float(values[key]) * k
+    return float(values["dram_bandwidth"]) / float(ref)
 
 
 def _check_granules(path: Path, values: _Values) -> None:
@@ -357,66 +356,25 @@ def _labels(path: Path, data: dict[str, Any]) -> _Labels:
             "l1_model": l1_model, "family": family}
 
 
-#: Keys of older machine files, with why they went.
-_REMOVED = {
-    key: "the default model has no TLB term any more (MODEL.md §11): the fitted reach "
-         "matched no documented TLB and made lattice Boltzmann kernels 4x too slow"
-    for key in ("tlb_page_bytes", "tlb_reach_pages", "tlb_penalty")
-}
-
 #: Ranges narrower than "positive", with the reason given in the error.
 _RANGE: dict[str, tuple[float, float, str]] = {
-    "overlap_exponent": (1.0, math.inf,
-                         "1 adds L1 and memory time, larger values overlap them more"),
-    "fp_overlap_exponent": (1.0, math.inf,
-                            "1 adds FP and memory time, larger values overlap them more"),
-    # 0 is a valid fit: the DRAM latency does not grow with utilisation
-    "memory_shape": (0.0, 100.0, "fits/calibrate_memory.py fits it in [0, 3]"),
     "mall_bytes": (0.0, math.inf, "0: no last-level cache behind the L2"),
-    "dram_scattered_fraction": (0.2, 1.0, "the l2_cache table's DRAM end over the stream "
-                                "table's read plateau, capped at 1"),
     "mall_bandwidth": (0.0, math.inf, "0 with mall_bytes 0: no last-level cache"),
     "l1_lanes_per_cycle": (0.0, 1024.0, "0: no floor (NVIDIA's counts of MODEL.md §4)"),
 }
 
 
 def _check_peak(path: Path, values: dict[str, Any]) -> None:
-    """No achievable DRAM figure above the data sheet's peak (issue 46: a
-    plateau scaled from another GPU's tables, or an edited figure)."""
+    """No achievable DRAM figure above the data sheet's peak (issue 46: an
+    edited figure; the timing tables' figures are their models' to check)."""
     peak = values.get("dram_peak")
     if not peak:
         return
-    for key in ("dram_bandwidth", "dram_bw_read", "dram_bw_copy", "dram_bw_write"):
-        v = values.get(key)
-        if v is not None and v > peak * (1 + 1e-9):
-            raise MachineError(
-                f"machine file {path}: [{key}] {v:g} GB/s is above [dram_peak] {peak:g} GB/s, "
-                "the data sheet's peak: no memory reaches more; lower it or correct the peak")
-
-
-def _costs(path: Path, key: str, entry: object) -> tuple[tuple[str, float], ...]:
-    """A table ``[fp64_cost]`` / ``[fp32_cost]``: FMA issue slots per
-    instruction of each FP class but ``fma`` (which costs 1), and a source."""
-    if entry is None:
-        return ()
-    if not isinstance(entry, dict) or not isinstance(entry.get("source"), str):
-        raise MachineError(f"machine file {path}: [{key}] must be a table with a 'source'")
-    out = []
-    for cls, v in entry.items():
-        if cls == "source":
-            continue
-        if cls not in FP_CLASSES or cls == "fma":
-            raise MachineError(
-                f"machine file {path}: [{key}] has unknown FP class {cls!r}; the classes are "
-                f"{[c for c in FP_CLASSES if c != 'fma']}"
-            )
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
-            raise MachineError(
-                f"machine file {path}: [{key}] {cls} must be a positive number of FMA slots, "
-                f"got {v!r}"
-            )
-        out.append((cls, float(v)))
-    return tuple(sorted(out))
+    v = values["dram_bandwidth"]
+    if v > peak * (1 + 1e-9):
+        raise MachineError(
+            f"machine file {path}: [dram_bandwidth] {v:g} GB/s is above [dram_peak] {peak:g} "
+            "GB/s, the data sheet's peak: no memory reaches more; lower it or correct the peak")
 
 
 def machine_files() -> dict[str, Path]:

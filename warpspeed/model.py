@@ -19,9 +19,11 @@ from .errors import LaunchError
 from .input.addresses import kernel_forms, thread_accesses
 from .input.expr import LinForm, SymForm, bind_all
 from .input.kernel import Kernel, counted_for
-from .machine import Machine, load_machine
-from .timing import DEFAULT_MODEL, MODELS, timing_model
-from .timing.atomics import warp_note, with_atomics
+from .machine import Machine
+from .machine import load_machine as read_machine
+from .timing import DEFAULT_MODEL, MODELS, SHARED_LIMITERS, check_tables, timing_model
+from .timing.atomics import warp_note
+from .timing.base import with_limiters
 from .timing.evidence import Evidence, evidence
 from .timing.hierarchy import architecture_notes, one_row_note, with_mall
 from .timing.paper import LIMITERS
@@ -331,8 +333,9 @@ def finish(
     lv = replace(lv, volumes=replace(lv.volumes, dram_streams=streams.dram_streams(
         lv.volumes.dram_load, lv.volumes.dram_store), dram_access_bytes=streams.access_bytes,
         dram_run_bytes=streams.run_bytes))
-    t = with_atomics(spec.time(kernel, mem, launch, stage.l1_cycles, lv.volumes, wave),
-                     kernel, mem, launch)
+    check_tables(m)
+    t = with_limiters(spec.time(kernel, mem, launch, stage.l1_cycles, lv.volumes, wave),
+                      tuple(SHARED_LIMITERS.values()), kernel, mem, launch)
     optional = (
         mall_note,
         partial_wave(launch.block, m),  # MODEL.md §15: whole wavefronts issued
@@ -370,6 +373,16 @@ def finish(
     )
 
 
+def load_machine(name_or_path: str | Path | Machine) -> Machine:
+    """A built-in machine by name or a machine file by path
+    (:func:`warpspeed.machine.load_machine`), every timing table checked by
+    the model that reads it (:func:`warpspeed.timing.check_tables`, MODEL.md
+    §12): ``warpspeed.load_machine``."""
+    m = read_machine(name_or_path)
+    check_tables(m)
+    return m
+
+
 __all__ = [
     "DEFAULT_MODEL",
     "LIMITERS",
@@ -379,5 +392,6 @@ __all__ = [
     "Volumes",
     "block_stage",
     "finish",
+    "load_machine",
     "predict",
 ]

@@ -36,7 +36,7 @@ from warpspeed.machine import Machine, load_machine
 from warpspeed.measure import Measurement, params_from_json, read_csv, write_csv
 from warpspeed.measure.tune import Replay, tune
 from warpspeed.search.rank import rank
-from warpspeed.timing import DEFAULT_MODEL
+from warpspeed.timing import DEFAULT_MODEL, parameter
 from warpspeed.validation.calibrate import write_machine
 from warpspeed.validation.kernel_calibrate import (
     calibrate_kernels,
@@ -121,12 +121,13 @@ def calibration_rows(path: Path, model: str, tmp: Path) -> tuple[list[str], Mach
     copies = [m for m in rows if m.stencil == "copy3d"]
     largest = max(m.lups for m in copies)
     fastest = max(m.glups * 16 for m in copies if m.lups == largest)  # 8 B load + 8 B store
+    copy = parameter(fitted, "dram_bw_copy") or 0.0
     out.append(f"\nDRAM plateau written (dram_bandwidth): {fitted.dram_bandwidth:.0f} GB/s; the "
                f"copy at the largest size ({largest / 2**20:g} Mi updates) measured "
                f"{fastest:.0f} GB/s at its fastest block "
                f"({100 * (fitted.dram_bandwidth / fastest - 1):+.1f} %); the default model's "
-               f"asymptote (dram_bw_copy) {fitted.dram_bw_copy:.0f} GB/s "
-               f"({100 * (fitted.dram_bw_copy / fastest - 1):+.1f} %)")
+               f"asymptote (dram_bw_copy) {copy:.0f} GB/s "
+               f"({100 * (copy / fastest - 1):+.1f} %)")
     return out, fitted
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..machine import Machine
 from ..model import Prediction
+from ..timing.latency_parameters import given
 from .words import NVIDIA, Words, words
 
 if TYPE_CHECKING:
@@ -145,9 +146,10 @@ def prediction_table(preds: Sequence[Prediction], width: int | None = None,
 def default_dram(m: Machine) -> str:
     """The DRAM bandwidths the default model reads: the copy (one load per
     store) and the loads-only plateau, GB/s; "-" without them (MODEL.md §11)."""
-    if m.dram_bw_copy is None or m.dram_bw_read is None:
+    p = given(m)
+    if p.get("dram_bw_copy") is None or p.get("dram_bw_read") is None:
         return "-"
-    return f"{m.dram_bw_copy:.0f} / {m.dram_bw_read:.0f}"
+    return f"{p['dram_bw_copy']:.0f} / {p['dram_bw_read']:.0f}"
 
 
 MACHINE_COLUMNS = (
@@ -188,6 +190,7 @@ def machine_row(m: Machine, validated_on: Sequence[str] = ()) -> dict[str, Any]:
     ``--json``): ``dram_bandwidth`` is the paper model's figure,
     ``dram_default`` the default model's plateaus; ``validated_on`` the
     kernel measurement sets run on it."""
+    p = given(m)
     return {
         "name": m.name, "description": m.description, "validated": m.validated,
         "vendor": m.vendor, "architecture": m.architecture, "grounding": m.grounding,
@@ -195,8 +198,8 @@ def machine_row(m: Machine, validated_on: Sequence[str] = ()) -> dict[str, Any]:
         "sms": m.sms, "clock_ghz": m.clock_ghz, "l2_bytes": m.l2_bytes,
         "memory": m.memory, "ecc": m.ecc,
         "dram_bandwidth": m.dram_bandwidth, "dram_default": default_dram(m),
-        "dram_bw_read": m.dram_bw_read, "dram_bw_copy": m.dram_bw_copy,
-        "dram_bw_write": m.dram_bw_write, "l2_bandwidth": m.l2_bandwidth, "fits": m.fits,
+        "dram_bw_read": p.get("dram_bw_read"), "dram_bw_copy": p.get("dram_bw_copy"),
+        "dram_bw_write": p.get("dram_bw_write"), "l2_bandwidth": m.l2_bandwidth, "fits": m.fits,
     }
 
 

@@ -1,12 +1,14 @@
-"""The atomics limiter on top of a timing model (MODEL.md §8; the model of
-:mod:`warpspeed.input.atomics`).
+"""The atomics limiter on top of every timing model (MODEL.md §8; the model of
+:mod:`warpspeed.input.atomics`), a :class:`~warpspeed.timing.base.Limiter`.
 
 Atomics to one address serialise in the L2 slice that owns it, in parallel
 with everything else the kernel does: the atomics limit joins the model's
 limits, and the prediction is the lower of the model's GLup/s and that
-limit. The terms add ``atomics_per_lup`` (atomics to one address per
-lattice update), ``atomics_per_clock`` (the machine's rate) and
-``t_atomics_ns`` (their time per lattice update).
+limit (:func:`~warpspeed.timing.base.with_limiters`). The rate is the
+machine file's ``[atomics.per_clock]`` (:class:`AtomicsParameters`). The
+terms add ``atomics_per_lup`` (atomics to one address per lattice update),
+``atomics_per_clock`` (the machine's rate) and ``t_atomics_ns`` (their time
+per lattice update).
 
 A warp reduction counts the warp its code was generated for
 (:attr:`warpspeed.input.atomics.Atomics.warp`): narrower than the machine's
@@ -16,36 +18,52 @@ the machine's warp does not have, and it is refused."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass
 
-from ..errors import KernelError, MachineError
+from ..errors import KernelError
 from ..input.atomics import Atomics, limit
 from ..input.kernel import Kernel
 from ..machine import Machine
 from ..volumes.launch import Launch
-from .base import TimingResult
+from . import tables
+from .base import Limiter
+from .tables import ParameterTable
 
 
-def with_atomics(t: TimingResult, kernel: Kernel, machine: Machine, launch: Launch) -> TimingResult:
-    """``t`` with the atomics limiter of ``kernel`` (unchanged without
-    atomics; MODEL.md §8)."""
-    if kernel.atomics is None:
-        return t
-    _check_warp(kernel.atomics, machine)
-    rate = machine.atomics_per_clock
-    if rate is None:
-        raise MachineError(
-            f"machine {machine.name} has no [atomics_per_clock] (same-address atomics per "
-            "clock), which a kernel with a reduction needs; add it to its machine file"
-        )
-    glups, per_lup = limit(kernel.atomics, launch.block, kernel.lups_per_thread,
-                           machine.clock_ghz, rate, machine.warp_size)
-    limits = {**t.limits, "atomics": glups}
-    terms = {**t.terms, "atomics_per_lup": per_lup, "atomics_per_clock": rate,
-             "t_atomics_ns": 1.0 / glups}
-    if glups < t.glups:
-        return replace(t, glups=glups, limiter="atomics", limits=limits, terms=terms)
-    return replace(t, limits=limits, terms=terms)
+@dataclass(frozen=True)
+class AtomicsParameters:
+    """The atomics limiter's table of a machine file, ``[atomics]`` (MODEL.md §12)."""
+
+    #: Atomic updates of one global address per core clock.
+    per_clock: float
+
+
+#: The limiter's table (:mod:`warpspeed.timing.tables`).
+ATOMICS_TABLE = ParameterTable(
+    "atomics", AtomicsParameters,
+    "a kernel with a reduction (same-address atomics per core clock); add it to its machine "
+    "file with its value and source")
+
+
+@dataclass(frozen=True)
+class AtomicsLimiter(Limiter):
+    """The atomics limit (module docstring)."""
+
+    def limit(self, kernel: Kernel, machine: Machine,
+              launch: Launch) -> tuple[float, dict[str, float]] | None:
+        """The atomics' GLup/s and terms; None without atomics (MODEL.md §8)."""
+        if kernel.atomics is None:
+            return None
+        _check_warp(kernel.atomics, machine)
+        rate = tables.require(machine, ATOMICS_TABLE).per_clock
+        glups, per_lup = limit(kernel.atomics, launch.block, kernel.lups_per_thread,
+                               machine.clock_ghz, rate, machine.warp_size)
+        return glups, {"atomics_per_lup": per_lup, "atomics_per_clock": rate,
+                       "t_atomics_ns": 1.0 / glups}
+
+
+#: The atomics limiter, registered in :data:`warpspeed.timing.SHARED_LIMITERS`.
+ATOMICS = AtomicsLimiter("atomics", ATOMICS_TABLE)
 
 
 def _check_warp(atomics: Atomics, machine: Machine) -> None:
@@ -72,4 +90,4 @@ def warp_note(kernel: Kernel, machine: Machine) -> str | None:
             f"{machine.warp_size / a.warp:g}x fewer)")
 
 
-__all__ = ["warp_note", "with_atomics"]
+__all__ = ["ATOMICS", "ATOMICS_TABLE", "AtomicsLimiter", "AtomicsParameters", "warp_note"]

@@ -21,7 +21,13 @@ A model is one frozen :class:`Timing` object, registered by name in
   configuration (:meth:`Timing.occupancy_note`) and its lines of ``warpspeed
   explain`` (:meth:`Timing.explanation`);
 * the table of ``ACCURACY.json`` that holds its validation scores
-  (``accuracy_table``, §9; None: not validated).
+  (``accuracy_table``, §9; None: not validated);
+* its **parameters** (``parameters``, §12): its own table of the machine file
+  and the frozen dataclass that reads it (:mod:`warpspeed.timing.tables`).
+
+A limit that every model shares (the atomics of a reduction, §8) is a
+:class:`Limiter`, with its own table like a model's; :func:`with_limiters`
+adds the registered ones to any model's result by one rule.
 
 The advice reads a prediction through a :class:`Reading`, because a
 :class:`~warpspeed.model.Prediction` belongs to a later stage.
@@ -31,13 +37,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..input.kernel import Kernel
 from ..machine import Machine
 from ..volumes.launch import Launch
 from ..volumes.levels import Volumes
 from ..volumes.waves import WaveVolumes
+from .tables import ParameterTable
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,8 @@ class Timing(ABC):
     #: The table of ``ACCURACY.json``'s ``leave_one_set_out`` with this
     #: model's scores (MODEL.md §9); None: the model was not validated.
     accuracy_table: str | None = None
+    #: The model's own table of a machine file (MODEL.md §12); None: it reads none.
+    parameters: ParameterTable | None = None
 
     @abstractmethod
     def time(self, kernel: Kernel, machine: Machine, launch: Launch, l1_cycles: float,
@@ -133,6 +142,40 @@ class Timing(ABC):
         return ()
 
 
+@dataclass(frozen=True)
+class Limiter(ABC):
+    """A limit of the whole kernel that every model shares (module docstring,
+    MODEL.md §8): its name (the limiter a prediction names when it binds) and
+    its own table of the machine file (None: it reads none)."""
+
+    name: str
+    parameters: ParameterTable | None = None
+
+    @abstractmethod
+    def limit(self, kernel: Kernel, machine: Machine,
+              launch: Launch) -> tuple[float, dict[str, float]] | None:
+        """The GLup/s this limit allows and its terms; None where it does not apply."""
+
+
+def with_limiters(t: TimingResult, limiters: Sequence[Limiter], kernel: Kernel,
+                  machine: Machine, launch: Launch) -> TimingResult:
+    """``t`` with every limit of ``limiters`` that applies: each joins the
+    limits and adds its terms, and the prediction is the lowest of the
+    model's GLup/s and these limits, named by the limit that binds (the one
+    rule for limits every model shares; MODEL.md §8)."""
+    for lim in limiters:
+        got = lim.limit(kernel, machine, launch)
+        if got is None:
+            continue
+        glups, terms = got
+        limits, joined = {**t.limits, lim.name: glups}, {**t.terms, **terms}
+        if glups < t.glups:
+            t = replace(t, glups=glups, limiter=lim.name, limits=limits, terms=joined)
+        else:
+            t = replace(t, limits=limits, terms=joined)
+    return t
+
+
 #: Predictions within this share of the best are leaders the model cannot
 #: tell apart (MODEL.md §8, "Ties"): a ranking names the one with the most L2
 #: headroom first (:func:`warpspeed.search.ties.leaders_first`).
@@ -153,4 +196,5 @@ def lead_order(glups: Sequence[float], l2_limits: Sequence[float]) -> list[int]:
     return sorted(range(n), key=lambda i: (-l2_limits[i], i)) + list(range(n, len(glups)))
 
 
-__all__ = ["LEAD_SHARE", "lead_order", "Hint", "Reading", "Timing", "TimingResult"]
+__all__ = ["LEAD_SHARE", "lead_order", "Hint", "Limiter", "Reading", "Timing", "TimingResult",
+           "with_limiters"]

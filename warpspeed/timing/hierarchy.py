@@ -63,13 +63,10 @@ def with_mall(kernel: Kernel, machine: Machine, past_l2: Volumes,
 
 
 def _scaled(machine: Machine, factor: float) -> Machine:
-    """``machine`` with every DRAM bandwidth times ``factor``."""
-    def f(v: float | None) -> float | None:
-        return None if v is None else v * factor
-
+    """``machine`` with every DRAM bandwidth times ``factor``: its own and
+    those of the timing tables (:attr:`~warpspeed.machine.Machine.dram_scale`)."""
     return replace(machine, dram_bandwidth=machine.dram_bandwidth * factor,
-                   dram_bw_read=f(machine.dram_bw_read), dram_bw_copy=f(machine.dram_bw_copy),
-                   dram_bw_write=f(machine.dram_bw_write))
+                   dram_scale=machine.dram_scale * factor)
 
 
 def architecture_notes(kernel: Kernel, machine: Machine) -> tuple[str, ...]:

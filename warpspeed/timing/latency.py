@@ -6,7 +6,7 @@ physics between them. Per-update times are in ns per lattice update on the
 whole GPU (the inverse of GLup/s).
 
 * **FP** (§8, refined): every class of FP instruction costs its throughput
-  in FMA issue slots (``[fp64_cost]`` / ``[fp32_cost]`` of the machine file:
+  in FMA issue slots (``[latency.fp64_cost]`` / ``[latency.fp32_cost]`` of the machine file:
   a double division is a software sequence of several FMA slots); float
   kernels issue at the FP32 rate.
 * **L1** (§4): L1 cycles per warp and lattice update, as in the paper.
@@ -62,51 +62,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 
-from ..errors import MachineError
 from ..input.addresses import guarded_separately
 from ..input.kernel import Kernel
-from ..machine import LATENCY_PARAMETERS, Machine
+from ..machine import Machine
 from ..volumes.launch import Launch
 from ..volumes.levels import Volumes
 from ..volumes.waves import WaveVolumes
 from .base import TimingResult
+from .latency_parameters import DefaultModelParameters, require
 from .memory import MemoryParams, achieved_bandwidth
 from .memory_systems import stream_efficiency
-
-
-@dataclass(frozen=True)
-class DefaultModelParameters:
-    """The machine parameters only the default model reads (MODEL.md §11, §12),
-    every one present: :func:`require` gives them."""
-
-    fp32_fma_per_sm_cycle: int
-    dram_latency_ns: float
-    l2_latency_ns: float
-    dram_bw_read: float
-    dram_bw_copy: float
-    dram_bw_write: float
-    memory_shape: float
-    turnover_ns: float
-    overlap_exponent: float
-    fp_overlap_exponent: float
-    launch_overhead_us: float
-
-
-def require(m: Machine) -> DefaultModelParameters:
-    """The parameters of the default model, or a :class:`MachineError` naming
-    every parameter of the default model that the machine file lacks."""
-    missing = [k for k in LATENCY_PARAMETERS if getattr(m, k) is None]
-    if not m.fp64_cost:
-        missing.append("fp64_cost")
-    if missing:
-        raise MachineError(
-            f"machine {m.name} ({m.path}) lacks {', '.join(missing)}, needed by the default "
-            "'latency' model; add them as in warpspeed/machines/V100.toml, or predict with "
-            "model='paper' (--model paper)"
-        )
-    return DefaultModelParameters(**{k: getattr(m, k) for k in LATENCY_PARAMETERS})
 
 
 def memory_params(m: Machine, efficiency: float = 1.0) -> MemoryParams:
@@ -128,7 +94,8 @@ def fp_slots(kernel: Kernel, m: Machine) -> float:
     """FMA issue slots per thread: each FP class at its machine cost (an
     FMA-class instruction is one slot; a class the machine file does not
     cost takes the ``other`` cost, else one slot)."""
-    table = dict(m.fp32_cost if kernel.precision == 32 and m.fp32_cost else m.fp64_cost)
+    p = require(m)
+    table = dict(p.fp32_cost if kernel.precision == 32 and p.fp32_cost else p.fp64_cost)
     default = table.get("other", 1.0)
     return sum(
         n * (1.0 if cls == "fma" else table.get(cls, default))
@@ -215,9 +182,10 @@ def launch_us(m: Machine) -> float:
     """What one launch costs beside its kernel body (µs, module docstring,
     "Waves and launch"): one launch timed alone where the machine file measured
     it (``launch_latency_us``), else the back-to-back launch overhead."""
-    if m.launch_latency_us is not None:
-        return float(m.launch_latency_us)
-    return float(require(m).launch_overhead_us)
+    p = require(m)
+    if p.launch_latency_us is not None:
+        return float(p.launch_latency_us)
+    return float(p.launch_overhead_us)
 
 
 #: The limiters of the whole kernel's time beside the four levels (MODEL.md §11).

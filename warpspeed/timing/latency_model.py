@@ -31,9 +31,11 @@ from ..machine import Machine
 from ..volumes.launch import Launch
 from ..volumes.levels import Volumes
 from ..volumes.waves import WaveVolumes
+from . import latency_parameters
 from .base import Hint, Reading, Timing, TimingResult
 from .latency import LAUNCH, PARTIAL_WAVE, launch_limits, predict_time
 from .latency import overlap as pnorm
+from .latency_parameters import LATENCY_TABLE, PLATEAUS
 
 OVERLAP_LOSS = 1.05  # overlap factor from which the overlap hint speaks
 
@@ -50,8 +52,9 @@ class Latency(Timing):
     def peak_dram_bandwidth(self, machine: Machine) -> float:
         """The largest of the machine's DRAM bandwidths: the achieved bandwidth
         never exceeds the saturated plateau of the load/store mix (MODEL.md §11)."""
-        return max(v for v in (machine.dram_bandwidth, machine.dram_bw_read,
-                               machine.dram_bw_copy, machine.dram_bw_write) if v is not None)
+        given = latency_parameters.given(machine)
+        return max(v for v in (machine.dram_bandwidth, *(given.get(k) for k in PLATEAUS))
+                   if v is not None)
 
     def limits_beyond_levels(self, terms: Mapping[str, float]) -> dict[str, float]:
         """The launch and partial-wave limits (:func:`warpspeed.timing.latency.launch_limits`)."""
@@ -180,6 +183,7 @@ LATENCY = Latency(
     reread_evicts=True,
     whole_warps=True,
     accuracy_table="shipped",
+    parameters=LATENCY_TABLE,
 )
 
 

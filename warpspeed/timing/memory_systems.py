@@ -69,6 +69,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..machine import Machine
+from .latency_parameters import given
 
 #: Banks of one DRAM channel that concurrent streams share (JEDEC GDDR6: 16 banks in
 #: four bank groups per channel; HBM2 channels have 8 to 48 banks by die density and
@@ -186,9 +187,10 @@ def stream_efficiency(streams: float, m: Machine, access_bytes: float,
     per block's row visit, reaches (module docstring), with the memory
     systems' constants ``c``."""
     kind = memory_system(m, c)
+    fraction = given(m).get("dram_scattered_fraction")
     if kind is None:
-        return scattered_efficiency(streams, m.dram_scattered_fraction)
-    e = scattered_efficiency(streams, m.dram_scattered_fraction) if kind.scattered else 1.0
+        return scattered_efficiency(streams, fraction)
+    e = scattered_efficiency(streams, fraction) if kind.scattered else 1.0
     b = visit_bytes(kind, m.warp_size, access_bytes, run_bytes)
     gap = access_gap_bytes(m, kind)
     extra = kind.per_byte + (gap / b if b > 0 else 0.0)

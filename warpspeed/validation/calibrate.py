@@ -42,13 +42,15 @@ from ..errors import MachineError
 from ..machine import (
     FORMAT_VERSION,
     FORMAT_VERSIONS,
-    LATENCY_PARAMETERS,
     PLAIN_KEYS,
     REQUIRED_PARAMETERS,
     Machine,
-    load_machine,
     read_versioned_toml,
 )
+from ..machine_format import flatten, nest
+from ..model import load_machine
+from ..timing import parameter_tables
+from ..timing.latency_parameters import LATENCY_TABLE
 from ..timing.memory import MemoryParams
 from . import microbench as mb
 
@@ -141,8 +143,9 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
 
 
 def _read_base(base_path: Path) -> dict:
-    """The base file's data (module docstring), of a format the loader reads."""
-    return read_versioned_toml(base_path, "base file", FORMAT_VERSIONS, CalibrationError)
+    """The base file's data (module docstring), of a format the loader reads,
+    with the timing tables' entries at the top level (:func:`~warpspeed.machine_format.flatten`)."""
+    return flatten(read_versioned_toml(base_path, "base file", FORMAT_VERSIONS, CalibrationError))
 
 
 def _latencies(table: Path, l2_mib: float, llc_mib: float | None, tag: str) -> dict:
@@ -309,7 +312,7 @@ def _check_complete(out: dict, base_path: Path) -> None:
         raise CalibrationError(
             f"the machine file needs {missing}: give the tables that determine them (--l2: "
             f"l2_bandwidth) or put them in the base file {base_path} with their sources")
-    missing = [k for k in LATENCY_PARAMETERS if k not in out]
+    missing = [k for k in LATENCY_TABLE.required() if k not in out]
     if missing:
         raise CalibrationError(
             f"the default model needs {missing}: give the tables that determine them "
@@ -330,28 +333,41 @@ def _value(v: object) -> str:
 
 
 def toml_text(data: dict, header: str = "") -> str:
-    """A machine file's text: the format version this warpspeed writes and the
-    other plain keys, then the tables in the order of
-    :class:`~warpspeed.machine.Machine`, then any other table of the base."""
-    data = {**data, "format_version": FORMAT_VERSION}
+    """A machine file's text in the format this warpspeed writes: the format
+    version and the other plain keys, then the tables in the order of
+    :class:`~warpspeed.machine.Machine`, then each timing table's entries
+    (``[latency.KEY]``, in the order of its parameters; the entries of
+    ``data``'s top level that format 2 keeps there moved in:
+    :func:`~warpspeed.machine_format.nest`)."""
+    data = {**nest(data), "format_version": FORMAT_VERSION}
     lines = [f"# {x}" for x in header.splitlines()] + ([""] if header else [])
     plain = [k for k in data if not isinstance(data[k], dict)]
     for k in sorted(plain, key=lambda k: (PLAIN_KEYS.index(k) if k in PLAIN_KEYS else 99, k)):
         lines.append(f"{k} = {_value(data[k])}")
     order = [f.name for f in fields(Machine)]
     tables = [k for k in data if isinstance(data[k], dict)]
-    for k in sorted(tables, key=lambda k: (order.index(k) if k in order else len(order),
-                                           tables.index(k))):
-        entry = data[k]
-        keys = [x for x in ("value", "source") if x in entry] + [
-            x for x in entry if x not in ("value", "source")]
-        lines += ["", f"[{k}]", *(f"{x} = {_value(entry[x])}" for x in keys)]
+    timing = [k for k in tables if k not in order and "value" not in data[k]]
+    for k in sorted(set(tables) - set(timing), key=lambda k: (
+            order.index(k) if k in order else len(order), tables.index(k))):
+        lines += ["", *_table(k, data[k])]
+    keys = {t.name: t.keys() for t in parameter_tables()}
+    for t in timing:
+        known = keys.get(t, ())
+        for k in sorted(data[t], key=lambda k: known.index(k) if k in known else len(known)):
+            lines += ["", *_table(f"{t}.{k}", data[t][k])]
     return "\n".join(lines) + "\n"
 
 
+def _table(name: str, entry: dict) -> list[str]:
+    """One table of a machine file: its header, ``value`` and ``source`` first."""
+    keys = [x for x in ("value", "source") if x in entry] + [
+        x for x in entry if x not in ("value", "source")]
+    return [f"[{name}]", *(f"{x} = {_value(entry[x])}" for x in keys)]
+
+
 def write_machine(data: dict, out: Path, header: str = "") -> Machine:
-    """Write the machine file and load it back (the loader checks every key and
-    range; a failure names the key)."""
+    """Write the machine file and load it back (the loader and the timing
+    models check every key and range; a failure names the key)."""
     out = Path(out)
     try:
         out.write_text(toml_text(data, header))

@@ -42,6 +42,8 @@ from pathlib import Path
 from ..errors import MachineError
 from ..family import code_target_matches, described_alike
 from ..machine import MEMORY_TYPES, Machine, load_machine, machines
+from ..machine_format import flatten
+from ..timing import parameter
 
 #: Keys whose values scale with the DRAM peak (MODEL.md §12).
 DRAM_KEYS = ("dram_bandwidth", "dram_bw_read", "dram_bw_copy", "dram_bw_write")
@@ -150,7 +152,7 @@ def _family(memory: str) -> str:
 
 def _carried(k: Machine) -> dict:
     """Every table of KNOWN's file, its source saying it is carried over."""
-    raw = tomllib.loads(Path(k.path).read_text())
+    raw = flatten(tomllib.loads(Path(k.path).read_text()))
     out: dict = {}
     for key, entry in raw.items():
         if isinstance(entry, dict):
@@ -236,9 +238,9 @@ def _scaled(k: Machine, s: DataSheet, data: dict) -> dict:
             f"{k.dram_peak:g} GB/s): the share of its peak {k.name}'s memory system reaches, "
             "carried over")
     for key in DRAM_KEYS:
-        if key in data and getattr(k, key) is not None:
+        if key in data and parameter(k, key) is not None:
             entry = dict(data[key])  # the loaded value: an edited stream_reference applied
-            entry["value"] = round(float(getattr(k, key)) * dram, 1)
+            entry["value"] = round(float(parameter(k, key) or 0.0) * dram, 1)
             if "stream_reference" in entry:
                 entry["stream_reference"] = entry["value"]
             entry["source"] = f"{rule}; {k.name}: {_original(data[key]['source'])}"

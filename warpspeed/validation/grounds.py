@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..machine import Machine, load_machine, machine_files
+from ..timing.latency_parameters import given
 from .reference import DevelopmentSet, Predict, Row
 
 #: A micro-benchmark table as sources name it.
@@ -90,7 +91,7 @@ def lbm_table(sets: Sequence[tuple[str, Sequence[Row]]],
         default = predict("latency", data, machine)
         for r, p, d in zip(data, paper, default):
             storage = str(dict(r.params)["storage"])
-            copy = m.dram_bw_copy or m.dram_bandwidth
+            copy = given(m).get("dram_bw_copy") or m.dram_bandwidth
             out.append(LbmRow(machine, storage, float(r.glups or 0), p.glups,
                               d.glups, float(r.glups or 0) * bytes_per_cell(storage) / copy))
     return out

@@ -58,20 +58,14 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
 
 from ..errors import MachineError
-from ..machine import (
-    FORMAT_VERSIONS,
-    Machine,
-    load_machine,
-    parameter_range,
-    read_versioned_toml,
-)
+from ..machine import FORMAT_VERSIONS, Machine, load_machine, read_versioned_toml
+from ..machine_format import flatten
 from ..measure import Measurement, MeasurementError, generate_variant, read_csv
 from ..model import BlockStage, Prediction, block_stage, finish
-from ..timing import DEFAULT_MODEL, MODELS
-from ..timing.latency import launch_us
+from ..timing import DEFAULT_MODEL, MODELS, parameter, parameter_range, parameter_tables
+from ..timing import with_values as timing_values
 from ..volumes.capacity import CapacityFits, curves_for
 from ..volumes.waves import WaveVolumes, wave_volumes
 from .measured_sets import set_of
@@ -92,13 +86,15 @@ NEAR_FASTEST = 0.02
 #: The default model's saturated DRAM plateaus, fitted together (read, copy, write).
 SATURATED = ("dram_bw_read", "dram_bw_copy", "dram_bw_write")
 #: Parameters read by the block stage or the wave sets (counted once, with the base).
-STRUCTURAL = frozenset({"memory_gib"})
+STRUCTURAL = frozenset({"memory_gib", "stream_scale", "dram_scale"})
 
 
 def fittable() -> tuple[str, ...]:
-    """The parameters of :class:`Machine` a calibration may fit: those of
-    type ``float`` that only the timing reads (module docstring)."""
-    return tuple(f.name for f in fields(Machine)
+    """The parameters a calibration may fit: those of type ``float`` that only
+    the timing reads, of :class:`Machine` and of the timing tables (module
+    docstring)."""
+    found = [*fields(Machine), *(f for t in parameter_tables() for f in fields(t.kind))]
+    return tuple(f.name for f in found
                  if str(f.type).split(" |")[0] == "float" and f.name not in STRUCTURAL)
 
 
@@ -151,9 +147,9 @@ def prepare(rows: Sequence[Measurement], m: Machine, model: str = DEFAULT_MODEL)
 
 
 def with_values(m: Machine, values: Mapping[str, float | None]) -> Machine:
-    """``m`` with these parameters set (names of :func:`fittable`)."""
-    given: dict[str, Any] = dict(values)
-    return replace(m, **given)
+    """``m`` with these parameters set (names of :func:`fittable`), each
+    where the models read it (:func:`warpspeed.timing.with_values`)."""
+    return timing_values(m, values)
 
 
 def predict_rows(rows: Sequence[Row], m: Machine, curves: CapacityFits,
@@ -218,10 +214,11 @@ def bisect_factor(rows: Sequence[Row], m: Machine, base: Mapping[str, float],
 def current(m: Machine, name: str) -> float | None:
     """The value the model uses for ``name``: a launch timed alone
     (``launch_latency_us``) is the back-to-back overhead where the file has
-    not measured it (:func:`warpspeed.timing.latency.launch_us`)."""
-    if name == "launch_latency_us" and m.launch_latency_us is None:
-        return None if m.launch_overhead_us is None else launch_us(m)
-    return getattr(m, name)
+    not measured it (MODEL.md §11, "Waves and launch")."""
+    value = parameter(m, name)
+    if value is None and name == "launch_latency_us":
+        return parameter(m, "launch_overhead_us")
+    return value
 
 
 def sensitive(rows: Sequence[Row], m: Machine, name: str, curves: CapacityFits,
@@ -264,7 +261,7 @@ def saturated_plateaus(rows: Sequence[Row], m: Machine, curves: CapacityFits, mo
     that makes the median of predicted over measured GLup/s 1 on the largest
     copies whose prediction depends on them (module docstring)."""
     names = SATURATED
-    present = tuple(n for n in names if getattr(m, n) is not None)
+    present = tuple(n for n in names if parameter(m, n) is not None)
     chosen = sensitive_to(near_fastest(largest_copies(rows)), m, dict.fromkeys(present, 0.5),
                           curves, model)
     words = (f"of the copy ({COPY}) at its largest sizes within {NEAR_FASTEST:.0%} of the "
@@ -273,7 +270,7 @@ def saturated_plateaus(rows: Sequence[Row], m: Machine, curves: CapacityFits, mo
         why = ("the base has no saturated plateaus" if len(present) < len(names) else
                f"{len(chosen)} rows {words}, fewer than {MIN_ROWS}")
         return Fitted("saturated DRAM plateaus", names, None, None, len(chosen), f"carried: {why}")
-    base = tuple(float(getattr(m, n)) for n in names)
+    base = tuple(float(parameter(m, n) or 0.0) for n in names)
     k, note = bisect_factor(chosen, m, dict(zip(names, base)), curves, model)
     values = tuple(float(f"{k * b:.5g}") for b in base)
     return Fitted("saturated DRAM plateaus", names, values[1], base[1], len(chosen),
@@ -299,7 +296,7 @@ def dram_plateau(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: s
         best[c.lups] = max(best.get(c.lups, 0.0), c.glups * volume)  # GB/s
     value = statistics.median(best.values())
     sizes = ", ".join(f"{n / 2**20:g} Mi" for n in sorted(best))
-    return Fitted("DRAM plateau", names, round(value, 1), float(getattr(m, names[0])),
+    return Fitted("DRAM plateau", names, round(value, 1), float(parameter(m, names[0]) or 0.0),
                   len(best), f"the copy ({COPY}) at its largest sizes ({sizes} lattice updates): "
                   "median over the sizes of the fastest block's bytes per second (DRAM "
                   "counters where measured, else the model's copy volume)")
@@ -399,7 +396,7 @@ def fit_all(rows: Sequence[Row], base: Machine, curves: CapacityFits, model: str
         out.append(f)
         m = with_values(m, f.assignments())
     for fig in FIGURES:
-        if getattr(m, fig.parameter) is None:
+        if parameter(m, fig.parameter) is None:
             continue
         f = fit_figure(rows, m, fig.name, fig.parameter, fig.select(rows, m, curves, model),
                        fig.rows_words, curves, model)
@@ -431,7 +428,8 @@ def machine_data(base: Machine, fitted: Sequence[Fitted], run: str) -> dict:
     """The base's file with the fitted figures and grounding "kernels"
     (module docstring): a dict :func:`warpspeed.validation.calibrate.write_machine`
     writes."""
-    data = read_versioned_toml(Path(base.path), "machine file", FORMAT_VERSIONS, MachineError)
+    data = flatten(read_versioned_toml(Path(base.path), "machine file", FORMAT_VERSIONS,
+                                       MachineError))
     for f in fitted:
         if f.value is None:
             continue

@@ -62,6 +62,7 @@ from ..timing.kernel_fit import (
     score_set,
     scores,
 )
+from ..timing.latency_parameters import given
 from .measured_sets import H200, H200_SETS, measured_rows
 from .reference import LBM, Predict, Row, convolution_rows, lbm_rows, predictions, rows
 
@@ -173,7 +174,8 @@ def shipped_exponent(machine: str) -> float:
     """The L1 overlap exponent the machine file carries (the FP exponent
     where it has none, as the default model reads it; MODEL.md §11)."""
     m = load_machine(machine)
-    value = m.overlap_exponent if m.overlap_exponent is not None else m.fp_overlap_exponent
+    p = given(m)
+    value = p.get("overlap_exponent", p.get("fp_overlap_exponent"))
     if value is None:
         raise ValueError(f"{machine}: the machine file has no overlap exponent")
     return float(value)
