@@ -271,7 +271,8 @@ def saturated_plateaus(rows: Sequence[Row], m: Machine, curves: CapacityFits, mo
                f"{len(chosen)} rows {words}, fewer than {MIN_ROWS}")
         return Fitted("saturated DRAM plateaus", names, None, None, len(chosen), f"carried: {why}")
     base = tuple(float(parameter(m, n) or 0.0) for n in names)
-    k, note = bisect_factor(chosen, m, dict(zip(names, base)), curves, model)
+    top = 8.0 if not m.dram_peak else min(8.0, m.dram_peak / max(base))  # no plateau above peak
+    k, note = bisect_factor(chosen, m, dict(zip(names, base)), curves, model, (1 / 8, top))
     values = tuple(float(f"{k * b:.5g}") for b in base)
     return Fitted("saturated DRAM plateaus", names, values[1], base[1], len(chosen),
                   f"the default model's asymptotes of Little's law, scaled together so that "
