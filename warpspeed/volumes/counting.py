@@ -181,6 +181,27 @@ def _dims(*groups: Sequence[Box] | np.ndarray) -> int | None:
     return None
 
 
+#: Boxes times grid cells up to which :func:`_cover` takes the outer products.
+PRODUCT_CELLS = 1 << 20
+
+
+def _cover_product(cells: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """:func:`_cover` of few boxes on a small grid: each box is the outer
+    product of its cell ranges along the axes, and the boxes covering a
+    cell are counted by one matrix product over the boxes (exact: small
+    integer counts)."""
+    masks = []
+    for d, size in enumerate(shape):
+        at = np.arange(size)[None, :]
+        masks.append(((at >= cells[:, d, :1]) & (at < cells[:, d, 1:])).astype(np.float64))
+    if len(shape) == 1:
+        return masks[0].any(axis=0)
+    rest = masks[-1]
+    for m in reversed(masks[1:-1]):
+        rest = (m[:, :, None] * rest[:, None, :]).reshape(len(cells), -1)
+    return (masks[0].T @ rest > 0).reshape(shape)
+
+
 def _cover(cells: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Grid cells covered by boxes given as cell ranges (boxes, n, 2).
 
@@ -188,12 +209,15 @@ def _cover(cells: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     and -1 at the corners, prefix sums along every axis), in time linear in
     the boxes and the cells. The difference array costs a pass per corner
     (``2**n``), so the slices serve up to ``8 * 2**n`` boxes (measured: the
-    faster of the two on these grids)."""
+    faster of the two on these grids), and outer products
+    (:func:`_cover_product`) such boxes on small grids."""
     n = len(shape)
     grid_shape = tuple(c + 1 for c in shape)
     if len(cells) == 0:
         return np.zeros(shape, dtype=bool)
     if len(cells) <= 8 << n:
+        if len(cells) * math.prod(shape) <= PRODUCT_CELLS:
+            return _cover_product(cells, shape)
         grid = np.zeros(shape, dtype=bool)
         for b in cells.tolist():
             grid[tuple(slice(lo, hi) for lo, hi in b)] = True

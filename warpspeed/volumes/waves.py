@@ -39,6 +39,7 @@ from ..input.addresses import merge_repeated
 from ..input.expr import LinForm, SymForm
 from ..input.kernel import Access, Kernel
 from ..input.triples import as_triple
+from .box_images import field_images
 from .counting import Box, StridedBox, _as_box, _unstride, box_volumes, count
 from .launch import BlockBox, Launch, WaveSets, valid_threads, wave_sets
 from .strided_images import strided_volumes
@@ -422,7 +423,11 @@ def _direct_volumes(
 ) -> tuple[int, list[int], list[int]] | None:
     """:func:`box_volumes` on images from :func:`_image`, without isl; None
     if an image is not a union of strided boxes or the grid would be too
-    large."""
+    large. A field whose images are single boxes of unit strides is done
+    at once (:func:`warpspeed.volumes.box_images.field_images`)."""
+    fast = field_images(accs, bound, block, [current, *earlier], address)
+    if fast is not None:
+        return box_volumes(fast[0], fast[1:])
     groups: list[list[StridedBox]] = []
     memo = {} if memo is None else memo
     for g in [current, *earlier]:
