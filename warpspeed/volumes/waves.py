@@ -35,7 +35,7 @@ from typing import Literal
 import islpy as isl
 import numpy as np
 
-from ..input.addresses import merge_repeated
+from ..input.binding import BoundKernel, bind_kernel
 from ..input.expr import LinForm, SymForm
 from ..input.kernel import Access, Kernel
 from ..input.triples import as_triple
@@ -456,13 +456,16 @@ def _by_field(accesses: tuple[Access, ...]) -> dict[str, list[Access]]:
 
 
 def wave_volumes(
-    kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm], method: str = "auto",
-    address: str = "paper",
+    kernel: Kernel, launch: Launch, bound: dict[SymForm, LinForm] | BoundKernel,
+    method: str = "auto", address: str = "paper",
 ) -> WaveVolumes:
     """New, old and overlapping sectors of the representative wave
     (MODEL.md §6). ``Old_p`` sums the images of every loaded *and* every
     stored field in set ``p``; ``Overlap_p`` compares loads with loads.
-    ``address`` selects the sector space of :func:`access_map`.
+    ``address`` selects the sector space of :func:`access_map`. ``bound``:
+    the kernel bound to the launch's block once (the block stage's
+    :class:`warpspeed.input.binding.BoundKernel`, whose merged accesses
+    are read), or its bound forms (bound here).
 
     ``method="auto"`` computes the images of fields whose every index is a
     global thread coordinate times a constant plus an offset directly as
@@ -473,8 +476,15 @@ def wave_volumes(
         raise ValueError(f"method must be 'auto' or 'isl', got {method!r}")
     if address not in ADDRESS_MODES:
         raise ValueError(f"address must be one of {ADDRESS_MODES}, got {address!r}")
+    bk = bound if isinstance(bound, BoundKernel) else bind_kernel(kernel, launch.block, bound)
+    return _wave_volumes(bk, launch, method, address)
+
+
+def _wave_volumes(bk: BoundKernel, launch: Launch, method: str, address: str) -> WaveVolumes:
+    """:func:`wave_volumes` of the bound kernel ``bk``."""
     sets: WaveSets = wave_sets(launch)
-    block, domain = launch.block, kernel.domain
+    bound = bk.bound
+    block, domain = launch.block, bk.kernel.domain
     boxes = (sets.current, sets.x, sets.y, sets.z)
     gboxes = [global_box(b, block, domain) for b in boxes]
     isl_sets: list[isl.Set] = []
@@ -502,13 +512,13 @@ def wave_volumes(
     old = [0, 0, 0]
     ovl = [0, 0, 0]
     # A repeated address adds nothing to a union of images: count each once.
-    for accs in _by_field(merge_repeated(kernel.loads, bound)).values():
+    for accs in _by_field(bk.loads).values():
         n, o, v, e = volumes(accs, True)
         new_load += n
         old = [a + b for a, b in zip(old, o)]
         ovl = [a + b for a, b in zip(ovl, v)]
         enumerated += e
-    for accs in _by_field(merge_repeated(kernel.stores, bound)).values():
+    for accs in _by_field(bk.stores).values():
         n, o, _, e = volumes(accs, True)
         new_store += n
         old = [a + b for a, b in zip(old, o)]
