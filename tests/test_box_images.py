@@ -11,14 +11,14 @@ import warpspeed as ws
 from warpspeed.input.expr import bind_all
 from warpspeed.volumes.box_images import field_images
 from warpspeed.volumes.counting import _cover, _cover_product
+from warpspeed.volumes.direct_images import _image, global_box
 from warpspeed.volumes.launch import make_launch, wave_sets
-from warpspeed.volumes.waves import _image, global_box
 
 x, y, z = ws.tidx, ws.tidy, ws.tidz
 
 
 def per_access(accs, bound, block, gboxes, address):
-    """The boxes of waves._image, one access at a time (None: not all single boxes)."""
+    """The boxes of direct_images._image, one access at a time (None: not all single boxes)."""
     out = []
     for g in gboxes:
         boxes = []

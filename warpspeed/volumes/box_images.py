@@ -1,7 +1,7 @@
 """Sector images of a field's accesses over the wave's global thread boxes,
 every access and box at once with NumPy (MODEL.md §6).
 
-The images that :func:`warpspeed.volumes.waves._image` computes one access
+The images that :func:`warpspeed.volumes.direct_images._image` computes one access
 and one box at a time, for the common case where each is a single box of
 unit strides: every index of every access is ``const + a * g_j`` of a
 global thread coordinate ``g_j = blockIdx_j * B_j + threadIdx_j`` (each
@@ -27,7 +27,7 @@ from ..input.kernel import Access, Field
 SECTOR = 32
 
 #: Half-open global thread ranges per axis, or None for an empty box
-#: (as :data:`warpspeed.volumes.waves.GlobalBox`).
+#: (as :data:`warpspeed.volumes.direct_images.GlobalBox`).
 GlobalBox = tuple[tuple[int, int], ...] | None
 
 
@@ -36,7 +36,7 @@ def _progressions(
     lo: np.ndarray, hi: np.ndarray,
 ) -> tuple[np.ndarray, ...] | None:
     """Per box and form, the progression ``const + a * g_j`` for ``g_j`` in
-    ``[lo, hi)`` of :func:`warpspeed.volumes.waves._form_progression`:
+    ``[lo, hi)`` of :func:`warpspeed.volumes.direct_images._form_progression`:
     arrays (boxes, forms) of the constant, ``a``, the range and the axis
     ``j`` (-1 and the range [0, 1) where no coordinate varies). None when
     some form is no progression."""
@@ -64,7 +64,7 @@ def _progressions(
 def _intervals(c: np.ndarray, a: np.ndarray, lo: np.ndarray, hi: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``{c + a * g : lo <= g < hi}`` as first, end and whether the stride
-    is 1 (:func:`warpspeed.volumes.waves._interval`)."""
+    is 1 (:func:`warpspeed.volumes.direct_images._interval`)."""
     e0, e1 = a * lo + c, a * (hi - 1) + c
     first, last = np.minimum(e0, e1), np.maximum(e0, e1)
     return first, last + 1, (np.abs(a) <= 1) | (last == first)
@@ -77,7 +77,7 @@ def field_images(
     """The sector images of the accesses ``accs`` (one field) over each of
     ``gboxes``: per box an array (accesses, dimensions, 2) of half-open
     bounds (empty for an empty box), the boxes of
-    :func:`warpspeed.volumes.waves._image` (MODEL.md §6); None outside the
+    :func:`warpspeed.volumes.direct_images._image` (MODEL.md §6); None outside the
     case of the module docstring."""
     terms = access_terms(tuple(accs))
     table, affine = terms.bound_table(bound)
@@ -111,7 +111,7 @@ def field_images(
 def _linear(table: np.ndarray, index: np.ndarray, f: Field, c: np.ndarray, a: np.ndarray,
             p_lo: np.ndarray, p_hi: np.ndarray) -> np.ndarray | None:
     """Linear mode: the byte address of the merged leading dimensions
-    (:func:`warpspeed.volumes.waves.merged_dims`) in sectors, then the other
+    (:func:`warpspeed.volumes.direct_images.merged_dims`) in sectors, then the other
     indices whole; None unless every access merges alike and every image
     is one box of unit strides."""
     nd, itemsize = f.ndim, f.itemsize
