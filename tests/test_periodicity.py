@@ -170,7 +170,7 @@ def test_wrapped_images_cut_into_affine_pieces_count_as_isl_does(stencil, n, per
 
 def test_a_wrap_indicator_cuts_the_thread_box_in_two():
     from warpspeed.input.expr import LinForm
-    from warpspeed.volumes.waves import _floor_pieces
+    from warpspeed.volumes.direct_images import _floor_pieces
 
     # index x - 1 + 62 * [x < 2] over x in [1, 63): the indicator
     # floor((62 - x) / 61) is 1 for x = 1 only (wraps.py, t <= E / 2 form)

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import LaunchError
-from .input.addresses import kernel_forms, thread_accesses
-from .input.expr import LinForm, SymForm, bind_all
+from .input.binding import BoundKernel, bind_kernel
+from .input.expr import LinForm, SymForm
 from .input.kernel import Kernel, counted_for
 from .machine import Machine
 from .machine import load_machine as read_machine
@@ -155,6 +155,10 @@ class BlockStage:
     #: What the block stage found that the prediction says (MODEL.md §15:
     #: merged loads beyond the AMD compiler's registers).
     notes: tuple[str, ...] = ()
+    #: The kernel bound to the block once (MODEL.md §1), ``bound`` its forms;
+    #: the wave sets read it. None where only the numbers are kept (a
+    #: worker's stage, :mod:`warpspeed.search.evaluate`).
+    accesses: BoundKernel | None = None
 
     def l1_for(self, whole_warps: bool) -> float:
         """The L1 count a timing model reads (its ``whole_warps`` flag)."""
@@ -200,15 +204,16 @@ def predict(
     curves = curves_for(m, fits)
     kernel = counted_for(kernel, m.arch)  # a pystencils kernel's registers for this GPU
     stage = block_stage(kernel, m, block)
-    wave = wave_volumes(kernel, stage.launch, stage.bound, address=spec.address)
+    wave = wave_volumes(kernel, stage.launch, stage.accesses or stage.bound,
+                        address=spec.address)
     return finish(stage, wave, curves, model)
 
 
 def block_stage(kernel: Kernel, machine: Machine, block: Sequence[int]) -> BlockStage:
     """Occupancy, L1 cycles and block footprints (MODEL.md §3-§5) of the
     accesses a thread issues once the block is bound
-    (:func:`warpspeed.input.addresses.thread_accesses`: repeats count once unless
-    ``kernel.reload_repeated``)."""
+    (:func:`warpspeed.input.binding.bind_kernel`, once per launch: repeats count
+    once unless ``kernel.reload_repeated``)."""
     out = block_stages(kernel, machine, [block])[0]
     if isinstance(out, LaunchError):
         raise out
@@ -232,21 +237,20 @@ def block_stages(kernel: Kernel, machine: Machine, blocks: Sequence[Sequence[int
     if not isinstance(kernel, Kernel):
         raise TypeError(f"predict() needs a ws.Kernel, got {type(kernel).__name__}")
     out: list[BlockStage | LaunchError | None] = [None] * len(blocks)
-    ready: dict[int, tuple[Launch, dict[SymForm, LinForm], int, Sample, str | None]] = {}
+    ready: dict[int, tuple[Launch, BoundKernel, int, Sample, str | None]] = {}
     groups: dict[object, list[int]] = {}
     for i, block in enumerate(blocks):
         try:
             launch = make_launch(kernel, machine, block)
-            bound = bind_all([kernel_forms(kernel)], launch.block)
-            issued, held = as_compiled(kernel, machine, bound)  # MODEL.md §15
-            loads, stores = thread_accesses(issued, bound, launch.block)
-            smp = sample(kernel, launch, loads + stores, bound, warp=machine.warp_size)
+            bk, held = as_compiled(bind_kernel(kernel, launch.block), machine)  # MODEL.md §15
+            loads, stores = bk.issued_loads, bk.issued_stores
+            smp = sample(kernel, launch, bk.issued, bk.bound, warp=machine.warp_size)
             if not smp.active.any():
                 raise LaunchError(f"no thread of block {launch.block} lies inside the domain")
         except LaunchError as exc:
             out[i] = exc
             continue
-        ready[i] = (launch, bound, len(loads), smp, held)
+        ready[i] = (launch, bk, len(loads), smp, held)
         key = (tuple(map(id, loads)), tuple(map(id, stores)), smp.active.shape[1],
                smp.access_class.tobytes(), smp.access_shift.tobytes())
         groups.setdefault(key, []).append(i)
@@ -268,7 +272,7 @@ def block_stages(kernel: Kernel, machine: Machine, blocks: Sequence[Sequence[int
 
 def _count_stacked(
     kernel: Kernel, machine: Machine,
-    items: list[tuple[int, Launch, dict[SymForm, LinForm], int, Sample, str | None]],
+    items: list[tuple[int, Launch, BoundKernel, int, Sample, str | None]],
     out: list[BlockStage | LaunchError | None],
 ) -> None:
     """The L1 cycles and footprints of launches sharing accesses and
@@ -278,9 +282,9 @@ def _count_stacked(
     l1, paper = _l1_cycles(stacked, owner, len(items), machine)
     fps = footprints_of(stacked, owner, len(items), n_loads, machine.l1_sector_bytes,
                         machine.l1_line_bytes, machine.warp_size)
-    for j, (i, launch, bound, _, smp, held) in enumerate(items):
+    for j, (i, launch, bk, _, smp, held) in enumerate(items):
         out[i] = BlockStage(
-            kernel=kernel, machine=machine, launch=launch, bound=bound,
+            kernel=kernel, machine=machine, launch=launch, bound=bk.bound, accesses=bk,
             l1_cycles=float(l1[j]),
             footprint=replace(fps[j], streams=address_streams(smp, n_loads)),
             l1_cycles_paper=None if paper is None else float(paper[j]),

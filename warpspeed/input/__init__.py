@@ -7,6 +7,7 @@
   access within its field for the domain's threads.
 * ``expr``: index expressions: CUDA builtins, quasi-affine forms, isl.
 * ``addresses``: addresses of the accesses once the block size is bound.
+* ``binding``: a kernel bound to one block, once, for the volume stages.
 * ``gathers``: indexed accesses (gathers and scatters) through index lists.
 * ``atomics``: atomic updates of one address (the reduction limiter).
 * ``stencil_spec``: stencils named on a command line and their parameters.

@@ -55,8 +55,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import MachineError
-from ..input.addresses import thread_accesses
-from ..input.expr import bind_all
+from ..input.binding import bind_kernel
 from ..input.kernel import Kernel
 from ..machine import Machine
 from ..model import LIMITERS, Prediction
@@ -271,10 +270,8 @@ def _ideal_l1(p: Prediction, kernel: Kernel, m: Machine) -> float:
     """L1 cycles per warp and lattice update of ``kernel``'s access
     instructions at block ``p.block`` if each were unit-stride
     (:func:`_ideal_cycles`)."""
-    bound = bind_all((a.forms for a in kernel.loads + kernel.stores), p.block)
-    issued, _ = as_compiled(kernel, m, bound)  # MODEL.md §15: merges the registers hold
-    loads, stores = thread_accesses(issued, bound, p.block)  # the instructions a thread issues
-    return sum(_ideal_cycles(a.field.itemsize, m) for a in loads + stores) / kernel.lups_per_thread
+    bk, _ = as_compiled(bind_kernel(kernel, p.block), m)  # MODEL.md §15: merges registers hold
+    return sum(_ideal_cycles(a.field.itemsize, m) for a in bk.issued) / kernel.lups_per_thread
 
 
 def _l1(p: Prediction, ideal: float | None, m: Machine) -> tuple[Hint, ...]:

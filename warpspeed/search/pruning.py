@@ -48,9 +48,10 @@ from ..machine import Machine
 from ..model import BlockStage, finish
 from ..timing import DEFAULT_MODEL, MODELS
 from ..volumes.capacity import CapacityFits, Gompertz
+from ..volumes.direct_images import global_box
 from ..volumes.launch import Launch, wave_sets
 from ..volumes.levels import OVERSUBSCRIPTION_RANGE
-from ..volumes.waves import WaveVolumes, global_box
+from ..volumes.waves import WaveVolumes
 
 Block = tuple[int, int, int]
 #: A bound form as a function of the global thread coordinates

@@ -11,6 +11,8 @@ memory level (MODEL.md §3-§7), which :mod:`warpspeed.timing` turns into time.
 * ``held``: registers a thread's merged loads hold, and whether they fit.
 * ``streams``: concurrent DRAM streams of a kernel.
 * ``waves``: whole-wave DRAM footprints with isl sets.
+* ``direct_images``: wave images of single accesses as strided boxes, without isl.
+* ``box_images``: the wave images of a field's accesses at once, with NumPy.
 * ``counting``: exact point counts of the wave sets without barvinok.
 * ``strided_images``: wave images of folds strided by the block size.
 * ``capacity``: the Gompertz capacity curves (evaluation, loading, fitting).

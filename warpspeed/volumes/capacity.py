@@ -7,9 +7,11 @@ when ``complement`` is set (the store-eviction curve ``s``).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 
 import numpy as np
 
@@ -25,9 +27,11 @@ FORMAT_VERSIONS = (1,)
 FORMAT_VERSION = FORMAT_VERSIONS[-1]
 
 
+@functools.cache
 def fits_dir() -> Path:
     """The ``fits/`` folder: inside the package when installed from a wheel,
-    else beside it at the top of the repository (editable installs)."""
+    else beside it at the top of the repository (editable installs); looked
+    up once per process (the package does not move while it runs)."""
     package = Path(__file__).parents[1]  # warpspeed/, above volumes/
     inside = package / "fits"
     return inside if inside.is_dir() else package.parent / "fits"
@@ -67,10 +71,13 @@ def load_fits(name_or_path: str | Path) -> CapacityFits:
     path = Path(text)
     if not (path.suffix == ".toml" and path.is_file()):
         path = fits_dir() / f"{text}.toml"
-    if not path.is_file():
+    try:
+        stat = path.stat()  # one system call: whether it is a file, and its version
+    except OSError:
+        stat = None
+    if stat is None or not S_ISREG(stat.st_mode):
         known = sorted(p.stem for p in fits_dir().glob("*.toml"))
         raise FitError(f"unknown capacity fits {text!r}; known: {', '.join(known)} (or a path)")
-    stat = path.stat()
     version = (stat.st_mtime_ns, stat.st_size)
     read = _READ.get(path)
     if read is None or read[0] != version:

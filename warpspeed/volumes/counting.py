@@ -181,18 +181,43 @@ def _dims(*groups: Sequence[Box] | np.ndarray) -> int | None:
     return None
 
 
+#: Boxes times grid cells up to which :func:`_cover` takes the outer products.
+PRODUCT_CELLS = 1 << 20
+
+
+def _cover_product(cells: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """:func:`_cover` of few boxes on a small grid: each box is the outer
+    product of its cell ranges along the axes, and the boxes covering a
+    cell are counted by one matrix product over the boxes (exact: small
+    integer counts)."""
+    masks = []
+    for d, size in enumerate(shape):
+        at = np.arange(size)[None, :]
+        masks.append(((at >= cells[:, d, :1]) & (at < cells[:, d, 1:])).astype(np.float64))
+    if len(shape) == 1:
+        return masks[0].any(axis=0)
+    rest = masks[-1]
+    for m in reversed(masks[1:-1]):
+        rest = (m[:, :, None] * rest[:, None, :]).reshape(len(cells), -1)
+    return (masks[0].T @ rest > 0).reshape(shape)
+
+
 def _cover(cells: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Grid cells covered by boxes given as cell ranges (boxes, n, 2).
 
-    Few boxes set their slices; many are summed as a difference array (+1
-    and -1 at the corners, prefix sums along every axis), in time linear in
-    the boxes and the cells. The difference array costs a pass per corner
+    Boxes times cells up to ``PRODUCT_CELLS`` take outer products
+    (:func:`_cover_product`: a few NumPy calls, whatever the boxes). Past
+    that, few boxes set their slices; many are summed as a difference array
+    (+1 and -1 at the corners, prefix sums along every axis), in time linear
+    in the boxes and the cells. The difference array costs a pass per corner
     (``2**n``), so the slices serve up to ``8 * 2**n`` boxes (measured: the
     faster of the two on these grids)."""
     n = len(shape)
     grid_shape = tuple(c + 1 for c in shape)
     if len(cells) == 0:
         return np.zeros(shape, dtype=bool)
+    if len(cells) * math.prod(shape) <= PRODUCT_CELLS:
+        return _cover_product(cells, shape)
     if len(cells) <= 8 << n:
         grid = np.zeros(shape, dtype=bool)
         for b in cells.tolist():
@@ -207,6 +232,20 @@ def _cover(cells: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     for d in range(n):
         np.cumsum(diff, axis=d, out=diff)
     return diff[tuple(slice(0, c) for c in shape)] > 0
+
+
+def _covers(cells: np.ndarray, owner: np.ndarray, groups: int, shape: tuple[int, ...]
+            ) -> np.ndarray:
+    """:func:`_cover` of each group of boxes (``owner``: each box's group),
+    as an array (groups, *shape). The groups are stacked along the first
+    axis (a box of group ``g`` shifted by ``g`` grid lengths, which it never
+    leaves), so one cover counts them all; grids too large to stack are
+    covered one group at a time. Both give the same cells."""
+    if groups * math.prod(shape) > MAX_GRID_CELLS:
+        return np.stack([_cover(cells[owner == g], shape) for g in range(groups)])
+    stacked = cells.copy()
+    stacked[:, 0, :] += (owner * shape[0])[:, None]
+    return _cover(stacked, (groups * shape[0], *shape[1:])).reshape(groups, *shape)
 
 
 def box_volumes(
@@ -234,19 +273,17 @@ def box_volumes(
     volume = sizes[0]
     for sz in sizes[1:]:
         volume = np.multiply.outer(volume, sz)
-
-    def cover(bounds: np.ndarray) -> np.ndarray:
-        cells = np.stack([np.searchsorted(cuts[d], bounds[:, d, :]) for d in range(n)], axis=1)
-        return _cover(cells, volume.shape)
-
-    cur = cover(groups[0])
-    new = int(volume[cur].sum())
+    cells = np.stack([np.searchsorted(cuts[d], every[:, d, :]) for d in range(n)], axis=1)
+    owner = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+    covered = _covers(cells, owner, len(groups), volume.shape).reshape(len(groups), -1)
+    flat = volume.ravel()
+    cur = covered[0]
+    new = int(flat[cur].sum())
     old, ovl = [], []
-    for g in groups[1:]:
-        covered = cover(g)
-        old.append(int(volume[covered].sum()))
-        ovl.append(int(volume[cur & covered].sum()))
-        cur &= ~covered
+    for g in covered[1:]:
+        old.append(int(flat[g].sum()))
+        ovl.append(int(flat[cur & g].sum()))
+        cur &= ~g
     return new, old, ovl
 
 

@@ -22,11 +22,11 @@ budget is applied there.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 import numpy as np
 
 from ..input.addresses import address_classes
+from ..input.binding import BoundKernel
 from ..input.expr import LinForm, SymForm
 from ..input.kernel import Kernel
 from ..machine import Machine
@@ -55,7 +55,11 @@ def held_registers(kernel: Kernel, bound: Mapping[SymForm, LinForm]) -> int:
     output; 0 when no load repeats. Wider elements count their words."""
     if not kernel.loads:
         return 0
-    cls = address_classes(kernel.loads, bound)
+    return _held(kernel, address_classes(kernel.loads, bound))
+
+
+def _held(kernel: Kernel, cls: np.ndarray) -> int:
+    """:func:`held_registers` of the loads' address classes ``cls``."""
     first = np.full(cls.max() + 1, np.iinfo(np.int64).max)
     last = np.full(cls.max() + 1, -1)
     t = _lockstep(kernel)
@@ -74,23 +78,24 @@ def held_registers(kernel: Kernel, bound: Mapping[SymForm, LinForm]) -> int:
     return alive + kernel.lups_per_thread * (kernel.precision // 32)
 
 
-def as_compiled(kernel: Kernel, machine: Machine, bound: Mapping[SymForm, LinForm]
-                ) -> tuple[Kernel, str | None]:
-    """``kernel`` as the compiler issues it at ``bound``: unchanged, or with
-    ``reload_repeated`` and a note when its merged loads need more registers
-    than :func:`register_budget` (MODEL.md §15)."""
+def as_compiled(bk: BoundKernel, machine: Machine) -> tuple[BoundKernel, str | None]:
+    """The bound kernel ``bk`` as the compiler issues it: unchanged, or
+    with every load issued as written (``reload_repeated``) and a note when
+    its merged loads need more registers than :func:`register_budget`
+    (MODEL.md §15)."""
+    kernel = bk.kernel
     budget = register_budget(machine)
-    if budget is None or kernel.reload_repeated:
-        return kernel, None
-    need = held_registers(kernel, bound)
+    if budget is None or kernel.reload_repeated or not kernel.loads:
+        return bk, None
+    need = _held(kernel, bk.load_classes)
     if need <= budget:
-        return kernel, None
+        return bk, None
     note = (f"{NOTE_START}: holding the values its repeated loads share needs about "
             f"{need} VGPRs per lane, more than the {budget} the compiler may use at its "
             f"default bound of {machine.max_threads_per_block} threads per block; predicted "
             "as if the loads were issued again (MODEL.md §15); a kernel that spills to "
             "scratch memory instead runs several times slower")
-    return replace(kernel, reload_repeated=True), note
+    return bk.reloaded(), note
 
 
 __all__ = ["NOTE_START", "as_compiled", "held_registers", "register_budget"]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .distinct import distinct
 from .sampling import Sample
 
 #: Accesses of one field closer than this (bytes) share a stream: about one DRAM
@@ -93,12 +94,13 @@ def block_run_bytes(s: Sample, b: int) -> float:
     active = s.active[b]
     if not active.any():
         return 0.0
-    addresses = s.class_addresses[s.access_class, b][:, active] + s.access_shift[:, None]
-    fields: dict[str, list[np.ndarray]] = {}
+    sectors = (s.class_addresses[s.access_class, b][:, active]
+               + s.access_shift[:, None]) // SECTOR
+    fields: dict[str, list[int]] = {}
     for k, acc in enumerate(s.accesses):
-        fields.setdefault(acc.field.name, []).append(addresses[k] // SECTOR)
+        fields.setdefault(acc.field.name, []).append(k)
     lengths = [np.diff(np.flatnonzero(np.diff(u) != 1), prepend=-1, append=u.size - 1)
-               for u in (np.unique(np.concatenate(v)) for v in fields.values())]
+               for u in (distinct(sectors[rows].ravel()) for rows in fields.values())]
     runs = np.concatenate(lengths)
     return float(SECTOR * runs.sum() / runs.size)
 

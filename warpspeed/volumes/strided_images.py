@@ -4,7 +4,7 @@ A thread folded by the block size (the convolution of
 ``stencils/convolution2d.py``: ``x = blockIdx.x * B * m + threadIdx.x + xi *
 B``) addresses ``v = c + a_t * t + a_b * b`` along an index, with ``a_b = m B
 a_t``: runs of ``B`` values every ``m B``. That is no global thread
-coordinate, so :func:`warpspeed.volumes.waves._image` cannot take it and isl would
+coordinate, so :func:`warpspeed.volumes.direct_images._image` cannot take it and isl would
 handle a union of one map per access, a cost that grows faster than the
 accesses. Here each index's coordinate ``h(v)`` (the sector of the
 contiguous index, the index itself otherwise, as in
