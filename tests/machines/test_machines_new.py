@@ -10,6 +10,7 @@ import pytest
 
 import warpspeed as ws
 from stencils import convolution2d, star3d
+from tests.slow import slow
 from warpspeed.cli import main
 from warpspeed.validation.datasheet import DataSheet, describe
 
@@ -136,8 +137,12 @@ def test_describe_is_a_function_of_the_figures():
     assert describe("A40", sheet)["sms"]["value"] == 72
 
 
+@slow
 def test_the_readme_example_runs_as_written(tmp_path, monkeypatch):
-    """The README's "Your GPU is not listed" commands, run as written."""
+    """The README's "Your GPU is not listed" commands, run as written. Slow
+    (over 4 s of CPU: it generates lbmpy's D3Q19 for HIP); a file of
+    ``machines new`` predicted on stays fast in
+    :func:`test_the_hook_takes_a_data_sheet_file_and_says_how_grounded_it_is`."""
     import re
     import shlex
     from pathlib import Path
