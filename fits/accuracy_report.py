@@ -15,7 +15,7 @@ Both files record a fingerprint of what the figures depend on: the code of
 the package and of ``stencils/`` (docstrings and comments left out), the
 machine files and ``fits/*.toml``. ``--check`` verifies, without running
 the validation, that the markdown is the rendering of the recorded JSON and
-that the fingerprint is the current one (``tests/test_docs.py`` runs it);
+that the fingerprint is the current one (``tests/project/test_docs.py`` runs it);
 after a change to the model it fails until the script is run again.
 
 * ``--from-json FILE`` renders the output of ``warpspeed validate --v100

@@ -1,12 +1,13 @@
 """The index from each module of the package to its tests
-(``tests/data/module_tests.toml``): the test files that import the module,
+(``tests/data/module_tests.toml``): the test files (``tests/<folder>/test_*.py``,
+one folder per stage of the package and per part around it) that import the module,
 or a name it defines through the package that re-exports it (``ws.predict``
 is ``warpspeed.model``'s), found by reading their imports; and, for a module
 no test imports (reached through the command line, the pystencils front end
 or another module), the tests named by hand in :data:`THROUGH`.
 
 ``python -m tests.module_index`` rewrites the file (after adding a module
-or its tests); ``tests/test_maps.py`` checks that every module has tests
+or its tests); ``tests/architecture/test_maps.py`` checks that every module has tests
 there and that they exist.
 """
 
@@ -22,42 +23,49 @@ ROOT = Path(__file__).resolve().parents[1]
 INDEX = ROOT / "tests" / "data" / "module_tests.toml"
 #: Modules no test imports, with the tests that exercise them and how.
 THROUGH: dict[str, tuple[str, ...]] = {
-    "warpspeed/cli_calibrate.py": ("test_calibrate.py", "test_machines_new.py"),  # the CLI
-    "warpspeed/cli_stencils.py": ("test_cli.py", "test_tune.py"),  # the CLI's rank and tune
-    "warpspeed/cli_tune.py": ("test_tune.py",),  # warpspeed tune
-    "warpspeed/pystencils/measured.py": ("test_tune.py",),  # create_kernel(..., measure=K)
-    "warpspeed/pystencils/register_estimate.py": ("test_registers.py",),  # regs.estimate_...
-    "warpspeed/closed_pipe.py": ("test_cli.py",),  # output into a closed pipe
-    "warpspeed/fpclasses.py": ("test_kernel.py", "test_timing.py"),  # fp_instructions
-    "warpspeed/input/bounds.py": ("test_kernel.py", "test_simulation_constructs.py"),
-    "warpspeed/measure/__main__.py": ("test_measure.py",),
-    "warpspeed/measure/cli.py": ("test_measure.py",),
-    "warpspeed/measure/counters.py": ("test_measure.py",),
-    "warpspeed/measure/program.py": ("test_measure.py",),
-    "warpspeed/measure/run.py": ("test_measure.py",),
-    "warpspeed/pystencils/accesses.py": ("test_frontend_pystencils.py",),
-    "warpspeed/pystencils/fpcount.py": ("test_frontend_pystencils.py",),
-    "warpspeed/pystencils/indices.py": ("test_frontend_pystencils.py",
-                                        "test_pystencils_constructs.py"),
-    "warpspeed/pystencils/launch.py": ("test_frontend_pystencils.py",),
-    "warpspeed/pystencils/layouts.py": ("test_frontend_pystencils.py",),
-    "warpspeed/pystencils/params.py": ("test_frontend_pystencils.py", "test_extract_options.py"),
-    "warpspeed/pystencils/poly.py": ("test_pystencils_constructs.py",),
-    "warpspeed/pystencils/reductions.py": ("test_pystencils_constructs.py",
-                                           "test_simulation_constructs.py"),
-    "warpspeed/pystencils/variants.py": ("test_folding.py",),
-    "warpspeed/pystencils/walker.py": ("test_frontend_pystencils.py",),
-    "warpspeed/pystencils/wraps.py": ("test_periodicity.py",),
-    "warpspeed/reports/breakdown.py": ("test_plot.py",),
-    "warpspeed/reports/words.py": ("test_amd.py", "test_cli.py"),  # CU and wavefront
-    "warpspeed/search/evaluate.py": ("test_rank.py",),
-    "warpspeed/search/merge_note.py": ("test_repeated_loads.py",),
-    "warpspeed/search/variants.py": ("test_rank.py",),
-    "warpspeed/timing/atomics.py": ("test_pystencils_constructs.py",
-                                    "test_simulation_constructs.py"),
-    "warpspeed/timing/latency_model.py": ("test_timing.py",),
-    "warpspeed/tomlfile.py": ("test_format_version.py", "test_machine.py"),
-    "warpspeed/validation/evidence.py": ("test_advice.py",),
+    # the CLI
+    "warpspeed/cli_calibrate.py": ("validation/test_calibrate.py",
+                                   "machines/test_machines_new.py"),
+    # the CLI's rank and tune
+    "warpspeed/cli_stencils.py": ("cli/test_cli.py",
+                                  "measure/test_tune.py"),
+    "warpspeed/cli_tune.py": ("measure/test_tune.py",),  # warpspeed tune
+    "warpspeed/pystencils/measured.py": ("measure/test_tune.py",),  # create_kernel(..., measure=K)
+    # regs.estimate_...
+    "warpspeed/pystencils/register_estimate.py": ("pystencils/test_registers.py",),
+    "warpspeed/closed_pipe.py": ("cli/test_cli.py",),  # output into a closed pipe
+    "warpspeed/fpclasses.py": ("input/test_kernel.py", "timing/test_timing.py"),  # fp_instructions
+    "warpspeed/input/bounds.py": ("input/test_kernel.py",
+                                  "pystencils/test_simulation_constructs.py"),
+    "warpspeed/measure/__main__.py": ("measure/test_measure.py",),
+    "warpspeed/measure/cli.py": ("measure/test_measure.py",),
+    "warpspeed/measure/counters.py": ("measure/test_measure.py",),
+    "warpspeed/measure/program.py": ("measure/test_measure.py",),
+    "warpspeed/measure/run.py": ("measure/test_measure.py",),
+    "warpspeed/pystencils/accesses.py": ("pystencils/test_frontend_pystencils.py",),
+    "warpspeed/pystencils/fpcount.py": ("pystencils/test_frontend_pystencils.py",),
+    "warpspeed/pystencils/indices.py": ("pystencils/test_frontend_pystencils.py",
+                                        "pystencils/test_pystencils_constructs.py"),
+    "warpspeed/pystencils/launch.py": ("pystencils/test_frontend_pystencils.py",),
+    "warpspeed/pystencils/layouts.py": ("pystencils/test_frontend_pystencils.py",),
+    "warpspeed/pystencils/params.py": ("pystencils/test_frontend_pystencils.py",
+                                       "pystencils/test_extract_options.py"),
+    "warpspeed/pystencils/poly.py": ("pystencils/test_pystencils_constructs.py",),
+    "warpspeed/pystencils/reductions.py": ("pystencils/test_pystencils_constructs.py",
+                                           "pystencils/test_simulation_constructs.py"),
+    "warpspeed/pystencils/variants.py": ("pystencils/test_folding.py",),
+    "warpspeed/pystencils/walker.py": ("pystencils/test_frontend_pystencils.py",),
+    "warpspeed/pystencils/wraps.py": ("pystencils/test_periodicity.py",),
+    "warpspeed/reports/breakdown.py": ("reports/test_plot.py",),
+    "warpspeed/reports/words.py": ("machines/test_amd.py", "cli/test_cli.py"),  # CU and wavefront
+    "warpspeed/search/evaluate.py": ("search/test_rank.py",),
+    "warpspeed/search/merge_note.py": ("volumes/test_repeated_loads.py",),
+    "warpspeed/search/variants.py": ("search/test_rank.py",),
+    "warpspeed/timing/atomics.py": ("pystencils/test_pystencils_constructs.py",
+                                    "pystencils/test_simulation_constructs.py"),
+    "warpspeed/timing/latency_model.py": ("timing/test_timing.py",),
+    "warpspeed/tomlfile.py": ("machines/test_format_version.py", "machines/test_machine.py"),
+    "warpspeed/validation/evidence.py": ("reports/test_advice.py",),
 }
 
 
@@ -103,8 +111,8 @@ def reached(test: Path, names: dict[str, str]) -> set[str]:
 
 def index() -> dict[str, list[str]]:
     names = modules()
-    tests = sorted((ROOT / "tests").glob("test_*.py"))
-    by_test = {t.name: reached(t, names) for t in tests}
+    tests = sorted((ROOT / "tests").glob("*/test_*.py"))
+    by_test = {t.relative_to(ROOT / "tests").as_posix(): reached(t, names) for t in tests}
     out = {}
     for dotted, path in names.items():
         found = sorted(t for t, got in by_test.items() if dotted in got)

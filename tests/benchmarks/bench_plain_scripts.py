@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 #: With ``--start-workers``: every pool of a copy waits for its workers
-#: before any work (as tests/test_workers.py's PLAIN_SCRIPT), so that the
+#: before any work (as tests/search/test_workers.py's PLAIN_SCRIPT), so that the
 #: workers make folds and rank: what a busy machine makes happen by chance.
 START = """
 from warpspeed.search import workers

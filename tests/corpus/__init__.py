@@ -4,7 +4,7 @@ counts of their compulsory DRAM traffic per lattice update (issue 11).
 Each :class:`Case` builds its kernel with pystencils and lbmpy only (CUDA
 target, ``jit=ps.no_jit``, no GPU) and states what a correct frontend makes
 of it: a DRAM volume within the band around the hand count, or a named
-refusal. ``tests/test_corpus.py`` checks warpspeed against them;
+refusal. ``tests/pystencils/test_corpus.py`` checks warpspeed against them;
 ``tests/benchmarks/bench_corpus.py`` times them.
 """
 

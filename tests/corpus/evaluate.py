@@ -1,5 +1,5 @@
 """Run one corpus case through warpspeed's pystencils frontend and classify
-the outcome (shared by ``tests/test_corpus.py`` and
+the outcome (shared by ``tests/pystencils/test_corpus.py`` and
 ``tests/benchmarks/bench_corpus.py``).
 
 Refusal classes are matched by name along the exception's MRO, and must be

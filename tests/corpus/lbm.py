@@ -535,7 +535,7 @@ def channel_list(stencil: str, extent: int, dim: int) -> np.ndarray:
     into it, in pystencils' order (``create_boundary_index_list``: cells with
     x fastest, then y, then z; the directions of a cell in stencil order),
     built with NumPy because pystencils' pure-Python fallback takes minutes
-    at this size (``tests/test_gathers.py`` checks they agree)."""
+    at this size (``tests/pystencils/test_gathers.py`` checks they agree)."""
     dirs = np.array([tuple(d) for d in LBStencil(getattr(Stencil, stencil))])
     names = ["x", "y", "z"][:dim] + ["dir"]
     inner = np.arange(1, extent - 1)

@@ -40,7 +40,7 @@ thread, nvcc 13.0, sm_80; 0.74 to 2.5 times nvcc's count, 1.16 in the
 median) it launches the same blocks as nvcc's count on 54 kernels, refuses
 launchable ones on 5 (lattice Boltzmann kernels whose compiler reorders the
 collision) and offers none that fails, nor on the folded stencils of
-``stencils/`` (``tests/test_registers.py``); on the project's H200
+``stencils/`` (``tests/pystencils/test_registers.py``); on the project's H200
 measurements (``fits/data/h200``) it launches every block that ran and
 refuses every block that failed.
 """

@@ -17,7 +17,7 @@ terms explain. For grids of many waves the ratio default / paper lies in
 Tiny grids are bounded by the launch instead: no kernel runs faster than
 one launch overhead, and the default model charges one launch plus at most
 a block's latency chain, so it comes within 1.5x of that bound.
-``tests/test_regression_kernels.py`` holds both bounds;
+``tests/validation/test_regression_kernels.py`` holds both bounds;
 ``warpspeed validate --v100`` prints the table.
 """
 

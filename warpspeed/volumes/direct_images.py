@@ -4,7 +4,7 @@ is ``const + a * g_j`` of a global thread coordinate (floor divisions cut
 the box into pieces first), and the counts of a field's images over the
 wave sets from them (:func:`direct_volumes`). The isl route of
 :mod:`warpspeed.volumes.waves` gives the same boxes for these accesses
-(tests/test_waves.py); this one only saves time. A field whose images are
+(tests/volumes/test_waves.py); this one only saves time. A field whose images are
 single boxes of unit strides is done at once
 (:mod:`warpspeed.volumes.box_images`).
 """

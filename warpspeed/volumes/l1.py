@@ -128,7 +128,7 @@ def line_cycles_per_warp_lup(s: Sample, line: int, warp: int, lanes_per_cycle: i
     64 B per clock (GCN); RDNA's vector L0 reads a 128 B line per clock.
     Approximated: no bank conflicts inside a line and no tag-rate limit, so
     many lines of few bytes (blocks 1 or 2 wide) are not modelled;
-    ``tests/test_amd.py`` compares the count with the public L1 stride
+    ``tests/machines/test_amd.py`` compares the count with the public L1 stride
     micro-benchmark of MI210 and RX 6900 XT.
 
     ``lanes_per_cycle`` (the machine's ``l1_lanes_per_cycle``; 0: none): the

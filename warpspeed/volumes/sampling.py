@@ -13,7 +13,7 @@ at most ``INTERIOR = (4, 2, 2)`` along x, y, z: exact for periods up to
 those caps, and a sample of the period (an approximation of the average)
 beyond them, e.g. for blocks of fewer than 32 B per row along x. Index
 forms with floor divisions of block indices take the cap. On small random
-grids (tests/test_sampling.py) the sample equals the enumeration of every
+grids (tests/volumes/test_sampling.py) the sample equals the enumeration of every
 block where the periods fit and stays within 20 % of it where they do not;
 on large grids the edge blocks weigh less and the difference shrinks.
 """

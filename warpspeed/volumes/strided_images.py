@@ -15,7 +15,7 @@ union of at most three boxes per index: ``h(c + a_t * t)`` over the threads
 of one block is an interval, and the blocks shift it by whole periods. The
 wave sets are split into full blocks and the domain's partial last block
 per axis. :func:`warpspeed.volumes.counting.box_volumes` then counts exactly, as
-for any union of boxes; tests/test_strided_images.py compares with isl.
+for any union of boxes; tests/volumes/test_strided_images.py compares with isl.
 
 Applies when every index of every access of a field is such a form of one
 axis (an axis feeds at most one index), the periods of an index agree

@@ -215,7 +215,7 @@ def wave_volumes(
     global thread coordinate times a constant plus an offset directly as
     strided boxes (:func:`_image`), and all other fields with isl;
     ``method="isl"`` uses isl for every field. Both count exactly and agree
-    (tests/test_waves.py); the direct route only saves time."""
+    (tests/volumes/test_waves.py); the direct route only saves time."""
     if method not in ("auto", "isl"):
         raise ValueError(f"method must be 'auto' or 'isl', got {method!r}")
     if address not in ADDRESS_MODES:

@@ -1,0 +1,1 @@
+"""The ``warpspeed`` command (warpspeed/cli*.py) end to end, in a subprocess."""

@@ -1,0 +1,239 @@
+"""The analysis scripts of ``fits/`` against the model and hand counts, so
+that the figures they print keep describing the model they claim to."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import warpspeed as ws
+from warpspeed.model import block_stage
+from warpspeed.validation.reference import dataset_dir
+from warpspeed.volumes.sampling import sample
+
+FITS = Path(__file__).resolve().parents[2] / "fits"
+needs_shared = pytest.mark.skipif(
+    not dataset_dir("v100").is_dir(),
+    reason=f"reference data not found at {dataset_dir('v100')}: neither the project's copy "
+           "(fits/data/v100) nor shared/data beside the repository")
+
+
+def script(name: str):
+    """fits/NAME.py as ``python fits/NAME.py`` loads it: with its folder on
+    the path, so that it imports its siblings (l1_evidence imports l1_pipe)."""
+    spec = importlib.util.spec_from_file_location(f"fits_{name}", FITS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    sys.path.insert(0, str(FITS))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(FITS))
+    return module
+
+
+def _synthetic_rows(p: float, n: int, seed: int) -> list:
+    """Rows whose 'measurement' is the model's own recombination with
+    exponent ``p``: the fit must find ``p`` again."""
+    from warpspeed.timing.kernel_fit import FitRow
+    from warpspeed.timing.latency import glups_from_terms
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        terms = {"t_fp_ns": rng.uniform(0.001, 0.02), "t_l1_ns": rng.uniform(0.005, 0.1),
+                 "t_memory_ns": rng.uniform(0.01, 0.1), "fp_overlap_exponent": 3.0,
+                 "l1_overlap_exponent": 1.0, "updates": 1e8, "waves": 50.0,
+                 "block_chain_us": 0.5, "launch_us": 2.5}
+        out.append(FitRow(terms, glups_from_terms(terms, l1_exponent=p)))
+    return out
+
+
+def test_joint_fit_and_leave_one_set_out_recover_a_known_exponent():
+    from warpspeed.timing.kernel_fit import fit_joint, leave_one_set_out
+
+    sets = {"a": _synthetic_rows(1.8, 12, 1), "b": _synthetic_rows(1.8, 30, 2),
+            "c": _synthetic_rows(1.8, 5, 3)}
+    assert fit_joint(sets) == pytest.approx(1.8, abs=0.01)
+    for s in leave_one_set_out(sets):
+        assert s.exponent == pytest.approx(1.8, abs=0.01)
+        assert s.mape < 1e-3 and s.median_ratio == pytest.approx(1.0, abs=1e-3)
+    # each set weighs the same: a set at 1.2 and one at 2.4 meet in between
+    mixed = {"low": _synthetic_rows(1.2, 40, 4), "high": _synthetic_rows(2.4, 5, 5)}
+    assert 1.2 < fit_joint(mixed) < 2.4
+    with pytest.raises(ValueError, match="two data sets"):
+        leave_one_set_out({"a": sets["a"]})
+
+
+def test_warp_sectors_by_hand():
+    # a[x] + a[x+1] + a[x+4] in doubles, base on a 32 B boundary: one warp
+    # reads x0 .. x0+35, 288 B = 9 sectors once over its three loads,
+    # against 8 + 9 + 8 sectors summed per instruction (L1Load: a[x+4] is
+    # shifted by one whole sector)
+    l1 = script("l1_misses")
+    a = ws.Field("a", shape=(4096,), itemsize=8)
+    b = ws.Field("b", shape=(4096,), itemsize=8)
+    x = ws.tidx
+    k = ws.Kernel(loads=[a[x], a[x + 1], a[x + 4]], stores=[b[x]], domain=(4000,))
+    m = ws.load_machine("V100")
+    st = block_stage(k, m, (128, 1, 1))
+    smp = sample(k, st.launch, k.loads + k.stores, st.bound)
+    assert l1.warp_sectors(smp, len(k.loads)) == pytest.approx(9 * 32 / 32)
+    assert st.footprint.l1_load == pytest.approx(25 * 32 / 32)
+
+
+def test_l1_evidence_half_warp_count_of_a_one_wide_box_block():
+    # block (1, 64, 1): every half warp reads 16 rows 120 kB apart, 16
+    # distinct 1 KiB regions, so 2 * 16 cycles per warp instruction for
+    # 225 loads and one store, 7232 cycles per warp-update (the guard's
+    # partial half warps make it slightly less)
+    from warpspeed.validation.reference import Row
+
+    row = Row("box2d_r7", "box2d", (("radius", 7), ("n", 15000)), (1, 64, 1), (1, 1, 1),
+              None, None, 0.613)
+    c = script("l1_evidence").count_row(row, "V100")
+    assert 7200 <= c.half_warp <= 32 * 226
+    # measured SM cycles per warp-update: 80 SMs * 1.38 GHz / GLup/s * 32
+    assert c.measured == pytest.approx(80 * 1.38 / 0.613 * 32)
+
+
+def test_l1_evidence_splits_the_convolution_by_the_scan_family_switch():
+    ev = script("l1_evidence")
+
+    def counted(block, fold):
+        return ev.Counted("convolution", block, fold, 1.0, 1.0, 1.0, 0.0)
+
+    # 4096 = 2^12: widths 16..256 with tiles 1, 2, 4 divide it, 24 or a tile of 3 do not
+    assert ev.divisible(counted((64, 2, 1), (4, 2, 1)))
+    assert ev.divisible(counted((256, 16, 1), (4, 4, 1)))
+    assert not ev.divisible(counted((24, 1, 1), (1, 1, 1)))
+    assert not ev.divisible(counted((64, 1, 1), (1, 3, 1)))
+    assert not ev.divisible(counted((32, 3, 1), (1, 2, 1)))
+
+
+def test_lru_replay_by_hand():
+    lru = script("l1_lru")
+    # capacity 2 lines: A{0}, B{4}, A{0,1} (line resident: sector 1 only),
+    # C{8} evicts B (least recent), B{4} again misses: 1 + 1 + 1 + 1 + 1
+    events = [("A", frozenset({0})), ("B", frozenset({4})), ("A", frozenset({0, 1})),
+              ("C", frozenset({8})), ("B", frozenset({4}))]
+    assert lru.lru_sectors(events, 2) == 5
+    assert lru.lru_sectors(events, 3) == 4  # B stays resident
+    # two warps, two loads a[x] and a[x + 4] of doubles: a warp's 32 lanes
+    # read 256 B, two 128 B lines of 4 sectors; a[x + 4] is one sector on
+    addr = np.array([np.arange(64) * 8, np.arange(64) * 8 + 32])
+    act = np.ones(64, dtype=bool)
+    burst = lru.block_events(addr, act, ["a", "a"], "burst")
+    lock = lru.block_events(addr, act, ["a", "a"], "lockstep")
+    assert [e[0][1] for e in burst] == [0, 1, 0, 1, 2, 2, 3, 2, 3, 4]
+    assert [e[0][1] for e in lock] == [0, 1, 2, 3, 0, 1, 2, 2, 3, 4]
+    assert burst[2][1] == frozenset({1, 2, 3})  # a[x + 4], lanes 0-27 of line 0
+    assert sorted(burst) == sorted(lock)
+
+
+@needs_shared
+def test_l1_miss_rows_are_every_star_row_with_an_l2_load():
+    from warpspeed.validation.reference import l1_miss_rows, rows
+
+    out = l1_miss_rows()
+    expected = [r for ds in ("star3d_r4", "star3d_r2") for r in rows(ds) if r.l2_load]
+    assert [r for r, *_ in out] == expected
+    r, _, st, meas = out[0]
+    fp = st.footprint
+    # (32, 1, 32) radius 4: 74.69 B measured against the block's own counts
+    assert r.block == (32, 1, 32)
+    assert meas == pytest.approx((74.69 - fp.l2_load_v1) / (fp.l1_load - fp.l2_load_v1))
+    assert meas == pytest.approx(-0.011, abs=5e-4)  # as fits/l1_misses.py prints
+
+
+def test_a_set_missed_beyond_the_band_at_every_exponent_does_not_steer_the_fit():
+    from warpspeed.timing.kernel_fit import FitRow
+    from warpspeed.validation.transfer import fit_weight
+
+    good = _synthetic_rows(1.8, 10, 6)
+    assert fit_weight(good)
+    # measured at half of what the model gives at any exponent: 2x too fast
+    off = [FitRow(r.terms, r.measured / 2.5) for r in good]
+    assert not fit_weight(off)
+
+
+def test_l1_evidence_counts_the_box_by_hand():
+    # box (64, 16, 1) of doubles: a warp reads 32 contiguous doubles, 256 B,
+    # two passes of 16 lanes with one wavefront each, and two or three
+    # 128 B lines (1 + 0.28 * 2 < 2 tag cycles): 2 cycles per instruction,
+    # 225 loads and one store (the guard's partial warps at the domain's
+    # edge add a little)
+    ev = script("l1_evidence")
+    from warpspeed.validation.reference import Row
+
+    row = Row("box2d_r7", "box2d", (("radius", 7), ("n", 15000)), (64, 16, 1), (1, 1, 1),
+              None, None, 6.59)
+    c = ev.count_row(row, "V100")
+    assert c.warp_pipe == pytest.approx(226 * 2, rel=1e-3)
+    assert c.measured == pytest.approx(80 * 1.38 * 32 / 6.59)
+    assert 0 < c.memory < c.measured
+
+
+def test_l1_evidence_transfer_of_one_constant():
+    ev = script("l1_evidence")
+    mk = lambda ds, meas, cnt: ev.Counted(ds, (32, 1, 1), (1, 1, 1), meas, cnt, cnt, 0.0)  # noqa: E731
+    sets = {"a": [mk("a", 2.0 * n, n) for n in (10, 20, 30)],
+            "b": [mk("b", 1.0 * n, n) for n in (10, 40)]}
+    got = {(a, b): (c, err) for a, b, c, err in ev.transfer(sets, "warp_pipe")}
+    assert got[("a", "b")] == pytest.approx((2.0, 100.0))  # twice the cycles of b
+    assert got[("b", "a")] == pytest.approx((1.0, 50.0))
+    med, lo, hi, rho = ev.ratio_summary(sets["a"], "half_warp")
+    assert (med, lo, hi) == pytest.approx((2.0, 2.0, 2.0)) and rho == pytest.approx(1.0)
+
+
+def test_overlap_evidence_issue_time_and_its_bound():
+    ev = script("overlap_evidence")
+    # one SM issues a 1024-thread block: 1024 updates at 0.01 ns each on the
+    # whole GPU of 80 SMs, 80 times longer on one SM
+    assert ev.issue_time_ns((1024, 1, 1), {"t_l1_ns": 0.01, "t_fp_ns": 0.004}, 80) == \
+        pytest.approx(1024 * 0.01 * 80)
+    # without an exponent the hypothesis never beats the roofline
+    from stencils import star3d_by_hand
+
+    m = ws.load_machine("V100")
+    p = ws.predict(star3d_by_hand.kernel(radius=4, shape=(640, 512, 512)), m, (32, 32, 1))
+    assert ev.in_flight_glups(p, m) <= p.terms["roofline_glups"] * (1 + 1e-9)
+    assert ev.pnorm_glups(p, p.terms["l1_overlap_exponent"]) == pytest.approx(p.glups)
+
+
+def test_amd_registers_table_by_hand():
+    """fits/amd_registers.py: the tile 1x4 at 8-row blocks holds 7 rows x 15
+    taps shared by each of three neighbouring output pairs plus 4
+    accumulators = 319 VGPRs, and its ratio is the measured GLup/s over the
+    reloaded prediction of that very row."""
+    from stencils import convolution2d
+    from warpspeed.validation.reference import convolution_rows
+
+    table = script("amd_registers").ratios("W7800", blocks=[(32, 8, 1)])  # one block: fast
+    (block, fold, ratio), = [x for x in table[319] if x[0] == (32, 8, 1)]
+    row, = [r for r in convolution_rows("W7800") if r.block == (32, 8, 1) and r.fold == fold]
+    again = convolution2d.kernel(tile_x=1, tile_y=4, reload_repeated=True)
+    assert fold == (1, 4, 1)
+    assert ratio == pytest.approx(row.glups / ws.predict(again, "W7800", block).glups)
+    assert all(n > 0 for n in table)  # only threads that repeat loads
+
+
+def test_convolution_scan_fp_l1_recombination_by_hand():
+    """fits/convolution_crossgpu.py --fp-l1: a large exponent gives back the
+    model's own number where L1 dominates (the longer of FP and L1), and an
+    exponent of 1 adds the two times: with the memory stream taken away,
+    each update takes t_fp + t_l1."""
+    from stencils import convolution2d
+    from warpspeed.timing.latency import kernel_time_ns
+
+    mod = script("convolution_crossgpu")
+    p = ws.predict(convolution2d.kernel(tile_x=1, tile_y=1), "W7800", block=(32, 16, 1))
+    t = p.terms
+    assert t["t_l1_ns"] > t["t_fp_ns"]
+    assert mod.recombined(t, 200.0) == pytest.approx(p.glups, rel=1e-3)
+    quiet = {**t, "t_memory_ns": 0.0}
+    summed = kernel_time_ns(t["t_fp_ns"] + t["t_l1_ns"], t["updates"], t["waves"],
+                            1000.0 * t["block_chain_us"], 1000.0 * t["launch_us"])
+    assert mod.recombined(quiet, 1.0) == pytest.approx(t["updates"] / summed)

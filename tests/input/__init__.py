@@ -1,0 +1,2 @@
+"""warpspeed/input: kernel descriptions, index expressions, triples
+and the front-end contract."""

@@ -1,0 +1,2 @@
+"""warpspeed/measure: the measurement harness, tune, and nvcc's register
+counts."""

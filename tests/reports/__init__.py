@@ -1,0 +1,2 @@
+"""warpspeed/reports: advice, tables, figures and the width of the
+command line's output."""

@@ -1,0 +1,1 @@
+"""warpspeed/search: ranking, pruning, ties and the worker processes."""

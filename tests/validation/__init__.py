@@ -1,0 +1,2 @@
+"""warpspeed/validation: metrics, refits, calibration, data sheets,
+regression kernels and the measured sets."""

@@ -1,0 +1,379 @@
+"""``warpspeed machines calibrate`` (MODEL.md §12): machine files from
+micro-benchmark tables, checked on synthetic tables whose parameters are known
+and by rebuilding the shipped files from the public tables."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import warpspeed as ws
+from tests.slow import fast_first, slow
+from warpspeed.cli import main as cli
+from warpspeed.machine import GROUNDINGS, machine_files
+from warpspeed.timing import parameter
+from warpspeed.timing.latency_parameters import LATENCY_TABLE, PLATEAUS
+from warpspeed.timing.memory import MemoryParams, achieved_bandwidth
+from warpspeed.validation import microbench as mb
+from warpspeed.validation.calibrate import CalibrationError, Tables, calibrate, write_machine
+from warpspeed.validation.reference import shared_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = ROOT / "warpspeed" / "machines" / "base"
+MICROBENCH = shared_dir() / "data" / "microbench"
+needs_tables = pytest.mark.skipif(
+    not (MICROBENCH / "stream").is_dir(),
+    reason=f"micro-benchmark tables not found at {MICROBENCH}: the public data live in the "
+           "project's shared/ folder beside the repository and are not shipped")
+
+#: Machines written by the calibrate command, and what grounds them.
+CALIBRATED = {"A40": "micro-benchmarks", "L40": "micro-benchmarks", "MI100": "micro-benchmarks",
+              "MI210": "micro-benchmarks", "RX6900XT": "micro-benchmarks",
+              "L40S": "datasheet", "MI250X-GCD": "datasheet", "MI300X": "datasheet",
+              "RX7900XTX": "datasheet", "B200": "datasheet", "GH200": "micro-benchmarks"}
+
+
+def _build_script():
+    spec = importlib.util.spec_from_file_location("fits_build_machines",
+                                                  ROOT / "fits" / "build_machines.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# ----------------------------------------------------------- synthetic truth
+
+TRUE = MemoryParams(dram_latency_ns=400.0, l2_latency_ns=150.0, dram_bw_read=1500.0,
+                    dram_bw_copy=1300.0, dram_bw_write=1450.0, shape=0.6, turnover_ns=250.0)
+SMS = 200
+
+
+def _synthetic_stream(path: Path, p: MemoryParams = TRUE) -> None:
+    """A stream table in the benchmark's format whose every column is the
+    memory model with ``p`` (two blocks per SM, 8 B per array element)."""
+    lines = ["block_size,threads_in_flight,occupancy_percent,init_GBs,read_GBs,scale_GBs,"
+             "triad_GBs,3pt_GBs,5pt_GBs"]
+    for block in range(32, 1025, 32):
+        threads = 2 * SMS * block
+        cols = []
+        for k in ("init", "read", "scale", "triad", "3pt", "5pt"):
+            loads, stores = mb.KERNELS[k]
+            cols.append(achieved_bandwidth(p, threads * 8.0 * (loads + stores),
+                                           loads / (loads + stores)))
+        # plateau columns: the saturated values themselves at the largest blocks
+        lines.append(f"{block},{SMS * block},{2 * block / 2048 * 100:.1f},"
+                     + ",".join(f"{c:.3f}" for c in cols))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _synthetic_latency(path: Path, l2_mib: float) -> None:
+    """Pointer chasing with plateaus 30 ns (L1), 150 ns (L2), 400 ns (DRAM)."""
+    rows = ["clock_MHz,chain_footprint_kB,latency_ns,latency_cycles"]
+    kb = 1.0
+    while kb < 40 * l2_mib * 1024:
+        ns = 30.0 if kb < 64 else 150.0 if kb < l2_mib * 1024 else 400.0
+        rows.append(f"1000,{kb:.0f},{ns},{ns}")  # 1000 MHz: one cycle per ns
+        kb *= 1.3
+    path.write_text("\n".join(rows) + "\n")
+
+
+def _synthetic_l2(path: Path, l2_mib: float) -> None:
+    """An L2 table: 3000 GB/s while the data set fits half the L2, 900 beyond."""
+    rows = ["block_run_kB,data_set_kB,bandwidth_GBs"]
+    for kb in (512, 1024, 2048, 3072, 4096, 6144, 12288, 65536):
+        rows.append(f"512,{kb},{3000.0 if kb <= l2_mib * 512 else 900.0}")
+    path.write_text("\n".join(rows) + "\n")
+
+
+def test_scattered_fraction_is_the_dram_end_over_the_read_plateau(tmp_path: Path) -> None:
+    """An l2_cache table reaching 1 GiB: its median there over the stream table's
+    read plateau; a table that stops short gives no fraction and the file no key."""
+    _synthetic_stream(tmp_path / "s.csv")
+    read = mb.plateau(mb.load_stream(tmp_path / "s.csv").gbs["read"])[0]
+    rows = ["block_run_kB,data_set_kB,bandwidth_GBs", "512,1024,3000"]
+    rows += [f"512,{kb},{bw}" for kb, bw in ((2**20, 700.0), (2**21, 720.0), (2**22, 740.0))]
+    (tmp_path / "l2.csv").write_text("\n".join(rows) + "\n")
+    sc = mb.scattered(tmp_path / "l2.csv", tmp_path / "s.csv")
+    assert (sc.bandwidth, sc.rows) == (720.0, 3)
+    assert sc.fraction == pytest.approx(720.0 / read)
+    data = calibrate(BASE / "MI100.toml", Tables(stream=tmp_path / "s.csv",
+                                                 latency=None, l2=tmp_path / "l2.csv"))
+    assert data["dram_scattered_fraction"]["value"] == round(720.0 / read, 3)
+    assert "l2.csv" in data["dram_scattered_fraction"]["source"]
+    _synthetic_l2(tmp_path / "short.csv", 8)
+    assert not mb.reaches_dram(tmp_path / "short.csv")
+    short = calibrate(BASE / "MI100.toml", Tables(stream=tmp_path / "s.csv",
+                                                  l2=tmp_path / "short.csv"))
+    assert "dram_scattered_fraction" not in short
+    with pytest.raises(mb.TableError, match="no data set of at least 1 GiB"):
+        mb.scattered(tmp_path / "short.csv", tmp_path / "s.csv")
+
+
+def test_plateaus_and_turnover_of_a_synthetic_stream_table(tmp_path: Path) -> None:
+    _synthetic_stream(tmp_path / "s.csv")
+    fit = mb.memory_fit(mb.load_stream(tmp_path / "s.csv"), 400.0, 150.0)
+    p = fit.params
+    # init never waits for a load: its shortest residence is the turnover itself
+    # (the wall stretches it slightly even at the smallest block)
+    assert p.turnover_ns == pytest.approx(TRUE.turnover_ns, rel=0.02)
+    # the plateaus are medians within 2 % of the maximum: at most 2 % below saturation
+    for got, true in ((p.dram_bw_copy, TRUE.dram_bw_copy), (p.dram_bw_write, TRUE.dram_bw_write)):
+        assert 0.97 * true <= got <= true
+    # the fitted shape brings every fitted curve back within a few per cent
+    for k in mb.FITTED:
+        assert np.max(np.abs(mb.relative_errors(p, mb.load_stream(tmp_path / "s.csv"), k))) < 0.05
+
+
+def _synthetic_newer_stream(path: Path, p: MemoryParams = TRUE) -> None:
+    """A stream table of the newer benchmark (README of the tables): one or
+    two blocks per SM, both counted in threads_in_flight, and a triad of
+    three loads and one store (``A = B * D + C``); every column the memory
+    model with ``p``."""
+    lines = ["block_size,threads_in_flight,occupancy_percent,init_GBs,read_GBs,scale_GBs,"
+             "triad_GBs,3pt_GBs,5pt_GBs,blocks_per_SM"]
+    shapes = [(b, 1) for b in (16, 32, 64, 96)] + [(b, 2) for b in range(64, 1025, 32)]
+    for block, per_sm in sorted(shapes, key=lambda s: s[0] * s[1]):
+        threads = SMS * block * per_sm
+        cols = []
+        for loads, stores in ((0, 1), (1, 0), (1, 1), (3, 1), (1, 1), (1, 1)):
+            cols.append(achieved_bandwidth(p, threads * 8.0 * (loads + stores),
+                                           loads / (loads + stores)))
+        lines.append(f"{block},{threads},{threads / (SMS * 2048) * 100:.1f},"
+                     + ",".join(f"{c:.3f}" for c in cols) + f",{per_sm}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_newer_stream_table_counts_its_blocks_and_its_triad(tmp_path: Path) -> None:
+    """The newer table's threads are read as they are (not doubled), its
+    triad as three loads per store: the fit gives the true parameters back,
+    the triad column within a few per cent."""
+    _synthetic_newer_stream(tmp_path / "s.csv")
+    s = mb.load_stream(tmp_path / "s.csv")
+    assert s.sms == SMS and s.kernels["triad"] == (3, 1) and s.threads[0] == SMS * 16
+    fit = mb.memory_fit(s, 400.0, 150.0)
+    assert fit.params.turnover_ns == pytest.approx(TRUE.turnover_ns, rel=0.02)
+    assert 0.97 * TRUE.dram_bw_write <= fit.params.dram_bw_write <= TRUE.dram_bw_write
+    for k in mb.FITTED:
+        assert np.max(np.abs(mb.relative_errors(fit.params, s, k))) < 0.05, k
+    doubled = tmp_path / "doubled.csv"  # the old reading would find 2x the SMs' blocks
+    doubled.write_text((tmp_path / "s.csv").read_text().replace(",blocks_per_SM", ",x"))
+    with pytest.raises(mb.TableError):
+        mb.load_stream(doubled)
+
+
+def test_latency_plateaus_of_a_synthetic_table(tmp_path: Path) -> None:
+    _synthetic_latency(tmp_path / "l.csv", 8)
+    lat = mb.load_latency(tmp_path / "l.csv", 8)
+    assert (lat.dram_ns, lat.l2_ns) == (400.0, 150.0)
+    # an Infinity Cache of 64 MiB behind a 4 MiB L2: the DRAM window moves past it
+    _synthetic_latency(tmp_path / "l4.csv", 64)
+    lat = mb.load_latency(tmp_path / "l4.csv", 4, llc_mib=64)
+    assert lat.dram_ns == 400.0
+
+
+def test_calibrate_writes_a_loadable_machine_with_every_source(tmp_path: Path) -> None:
+    # plateaus below MI100's 1229 GB/s data-sheet peak (a file above it is refused)
+    _synthetic_stream(tmp_path / "stream.csv", replace(TRUE, dram_bw_read=1150.0,
+                                                       dram_bw_copy=1000.0, dram_bw_write=1100.0))
+    _synthetic_latency(tmp_path / "latency.csv", 8)
+    _synthetic_l2(tmp_path / "l2.csv", 8)
+    out = tmp_path / "mine.toml"
+    code = cli(["machines", "calibrate", "--base", str(BASE / "MI100.toml"),
+                "--stream", str(tmp_path / "stream.csv"), "--l2", str(tmp_path / "l2.csv"),
+                "--latency", str(tmp_path / "latency.csv"), "--name", "MINE",
+                "--cite", "synthetic tables", "--out", str(out)])
+    assert code == 0
+    m = ws.load_machine(out)
+    assert (m.name, m.vendor, m.architecture, m.grounding) == ("MINE", "AMD", "CDNA",
+                                                               "micro-benchmarks")
+    assert (parameter(m, "dram_latency_ns"), parameter(m, "l2_latency_ns"),
+            m.l2_bandwidth) == (400.0, 150.0, 3000.0)
+    assert parameter(m, "turnover_ns") == pytest.approx(TRUE.turnover_ns, rel=0.02)
+    assert all(parameter(m, k) is not None for k in LATENCY_TABLE.required())
+    for key in ("dram_bw_copy", "memory_shape", "dram_latency_ns", "turnover_ns"):
+        source = m.source(f"latency.{key}")
+        assert "synthetic tables" in source and "stream.csv" in source or (
+            "latency.csv" in source)
+    # the header records the command that rebuilds the file
+    assert "warpspeed machines calibrate --base" in out.read_text().splitlines()[1]
+
+
+def test_dram_scale_multiplies_only_the_bandwidths(tmp_path: Path) -> None:
+    _synthetic_stream(tmp_path / "s.csv")
+    _synthetic_latency(tmp_path / "l.csv", 8)
+    _synthetic_l2(tmp_path / "l2.csv", 8)
+    t = Tables(stream=tmp_path / "s.csv", latency=tmp_path / "l.csv", l2=tmp_path / "l2.csv")
+    one = calibrate(BASE / "MI100.toml", t)
+    two = calibrate(BASE / "MI100.toml", t, dram_scale=2.0, grounding="datasheet")
+    for k in ("dram_bandwidth", "dram_bw_read", "dram_bw_copy", "dram_bw_write"):
+        assert two[k]["value"] == pytest.approx(2 * one[k]["value"], abs=0.11)
+        assert "x 2" in two[k]["source"]
+    for k in ("turnover_ns", "memory_shape", "dram_latency_ns"):
+        assert two[k]["value"] == one[k]["value"]
+    assert two["grounding"] == "datasheet"
+
+
+def test_a_base_without_latencies_needs_a_latency_table(tmp_path: Path) -> None:
+    _synthetic_stream(tmp_path / "s.csv")
+    with pytest.raises(CalibrationError, match=r"\[dram_latency_ns\].*--latency"):
+        calibrate(BASE / "MI210.toml", Tables(stream=tmp_path / "s.csv"))
+
+
+def test_missing_default_model_keys_are_named(tmp_path: Path) -> None:
+    _synthetic_stream(tmp_path / "s.csv")
+    _synthetic_latency(tmp_path / "l.csv", 8)
+    base = (BASE / "MI100.toml").read_text().replace("[latency.fp_overlap_exponent]", "[x]")
+    lines = base.splitlines()
+    i = lines.index("[x]")
+    (tmp_path / "base.toml").write_text("\n".join(lines[:i] + lines[i + 3:]) + "\n")
+    with pytest.raises(CalibrationError, match="l2_bandwidth.*--l2"):
+        calibrate(tmp_path / "base.toml", Tables(stream=tmp_path / "s.csv",
+                                                 latency=tmp_path / "l.csv"))
+    _synthetic_l2(tmp_path / "l2.csv", 8)
+    with pytest.raises(CalibrationError, match="fp_overlap_exponent.*--roofline"):
+        calibrate(tmp_path / "base.toml", Tables(
+            stream=tmp_path / "s.csv", latency=tmp_path / "l.csv", l2=tmp_path / "l2.csv"))
+
+
+def test_a_table_without_its_columns_is_refused_by_name(tmp_path: Path) -> None:
+    (tmp_path / "s.csv").write_text("block_size,threads_in_flight\n32,1600\n")
+    with pytest.raises(mb.TableError, match="lacks the columns.*occupancy_percent"):
+        mb.load_stream(tmp_path / "s.csv")
+    with pytest.raises(mb.TableError, match="cannot read"):
+        mb.load_stream(tmp_path / "missing.csv")
+
+
+@slow
+def test_the_cli_reports_a_bad_table_in_one_line_and_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "s.csv").write_text("block_size\n32\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "warpspeed.cli", "machines", "calibrate", "--base",
+         str(BASE / "MI100.toml"), "--stream", str(tmp_path / "s.csv"), "--out",
+         str(tmp_path / "o.toml")],
+        capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "lacks the columns" in proc.stderr
+
+
+def test_calibrate_refuses_tables_above_the_bases_data_sheet_peak(tmp_path: Path,
+                                                                  capsys) -> None:
+    """The synthetic tables reach 1500 GB/s, MI100's data sheet says 1229: one
+    line names the figure and the peak (issue 46: no file above its peak)."""
+    _synthetic_stream(tmp_path / "stream.csv")
+    _synthetic_latency(tmp_path / "latency.csv", 8)
+    _synthetic_l2(tmp_path / "l2.csv", 8)
+    code = cli(["machines", "calibrate", "--base", str(BASE / "MI100.toml"), "--stream",
+                str(tmp_path / "stream.csv"), "--latency", str(tmp_path / "latency.csv"),
+                "--l2", str(tmp_path / "l2.csv"), "--out", str(tmp_path / "mine.toml")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "is above [dram_peak] 1228.8 GB/s" in err
+
+
+def test_write_machine_refuses_an_out_of_range_value(tmp_path: Path) -> None:
+    data = tomllib.loads((machine_files()["mi210"]).read_text())
+    data["memory_shape"] = {"value": 500.0, "source": "x"}
+    with pytest.raises(ws.MachineError, match="memory_shape"):
+        write_machine(data, tmp_path / "bad.toml")
+
+
+# ------------------------------------------------ the shipped files, rebuilt
+
+@needs_tables
+@pytest.mark.parametrize("name", fast_first(sorted(CALIBRATED)))
+def test_shipped_file_is_rebuilt_from_its_tables(name: str, tmp_path: Path) -> None:
+    build = _build_script()
+    out = tmp_path / f"{name}.toml"
+    assert cli(build.command(name, MICROBENCH, out)) == 0
+    rebuilt, shipped = ws.load_machine(out), ws.load_machine(name)
+    for key in ("dram_bandwidth", "dram_bw_read", "dram_bw_copy", "dram_bw_write",
+                "turnover_ns", "memory_shape", "dram_latency_ns", "l2_latency_ns",
+                "l2_bandwidth", "fp_overlap_exponent", "launch_overhead_us"):
+        assert parameter(rebuilt, key) == parameter(shipped, key), key
+        src = f"latency.{key}" if key in LATENCY_TABLE.keys() else key
+        assert rebuilt.source(src) == shipped.source(src), key
+    assert rebuilt.grounding == shipped.grounding == CALIBRATED[name]
+
+
+@needs_tables
+def test_mi210_dram_figures_are_its_stream_plateaus() -> None:
+    """Independent of the calibrate code path: the scale column's largest
+    values (read straight from the CSV) bound the shipped copy bandwidth."""
+    import csv
+
+    with (MICROBENCH / "stream" / "mi210.csv").open() as fh:
+        scale = sorted(float(r["scale_GBs"]) for r in csv.DictReader(fh))
+    m = ws.load_machine("MI210")
+    assert 0.98 * scale[-1] <= parameter(m, "dram_bw_copy") <= scale[-1]
+    assert m.dram_bandwidth == parameter(m, "dram_bw_copy")
+
+
+@needs_tables
+def test_gh200_dram_figures_are_its_own_stream_plateaus() -> None:
+    """Read straight from GH200's table (the newer benchmark): the shipped
+    stores-only and copy figures are its init and scale columns' largest
+    values, within the plateau band, and no figure exceeds the 4 TB/s peak."""
+    import csv
+
+    with (MICROBENCH / "stream" / "gh200.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    m = ws.load_machine("GH200")
+    for key, column in (("dram_bw_write", "init_GBs"), ("dram_bw_copy", "scale_GBs")):
+        top = max(float(r[column]) for r in rows)
+        assert 0.98 * top <= parameter(m, key) <= top, key
+    assert m.dram_bandwidth == parameter(m, "dram_bw_copy") and m.grounding == "micro-benchmarks"
+    assert max(parameter(m, k) for k in PLATEAUS) <= m.dram_peak == 4000
+
+
+# ------------------------------------------------------------ the listing
+
+@slow
+def test_machines_json_shows_vendor_architecture_and_grounding() -> None:
+    proc = subprocess.run([sys.executable, "-m", "warpspeed.cli", "machines", "--json"],
+                          capture_output=True, text=True, cwd=ROOT,
+                          env={"PYTHONPATH": str(ROOT)})
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert set(CALIBRATED) <= set(rows)
+    for name, grounding in CALIBRATED.items():
+        assert rows[name]["grounding"] == grounding
+    assert rows["MI300X"]["vendor"] == "AMD" and rows["MI300X"]["architecture"] == "CDNA3"
+    assert rows["V100"]["grounding"] == "kernels" and rows["V100"]["architecture"] == "Volta"
+    assert all(r["grounding"] in GROUNDINGS for r in rows.values())
+
+
+@pytest.mark.parametrize("text, match", [
+    ('vendor = "Intel"', "vendor must be one of"),
+    ('grounding = "vibes"', "grounding must be one of"),
+    ('vendor = "AMD"\narch = "gfx90a"', "add architecture"),
+])
+def test_bad_labels_are_refused_by_name(text: str, match: str, tmp_path: Path) -> None:
+    lines = [x for x in machine_files()["a100-80gb"].read_text().splitlines()
+             if not x.startswith(("vendor", "grounding", "arch", "architecture"))]
+    (tmp_path / "m.toml").write_text(text + "\n" + "\n".join(lines) + "\n")
+    with pytest.raises(ws.MachineError, match=match):
+        ws.load_machine(tmp_path / "m.toml")
+
+
+def test_validated_needs_kernel_grounding(tmp_path: Path) -> None:
+    text = machine_files()["v100"].read_text().replace('grounding = "kernels"',
+                                                       'grounding = "datasheet"')
+    (tmp_path / "v.toml").write_text(text)
+    with pytest.raises(ws.MachineError, match="validated = true needs grounding"):
+        ws.load_machine(tmp_path / "v.toml")
+
+
+def test_old_files_without_labels_get_the_defaults(tmp_path: Path) -> None:
+    lines = [x for x in machine_files()["a100"].read_text().splitlines()
+             if not x.startswith(("vendor", "grounding", "architecture"))]
+    (tmp_path / "old.toml").write_text("\n".join(lines) + "\n")
+    m = ws.load_machine(tmp_path / "old.toml")
+    assert (m.vendor, m.architecture, m.grounding) == ("NVIDIA", "Ampere", "kernels")
