@@ -99,7 +99,7 @@ def test_the_dram_figure_a_user_edits_moves_both_models(tmp_path: Path) -> None:
         # overhead of the default model keeps them a little above 0.8)
         assert 0.79 < q.glups / p.glups < 0.82, (model, q.glups / p.glups)
     for key in ("dram_bw_read", "dram_bw_copy", "dram_bw_write"):
-        assert math.isclose(getattr(slow, key), 0.8 * getattr(base, key))
+        assert math.isclose(parameter(slow, key), 0.8 * parameter(base, key))
     # the figure the default model uses is what `machines` shows
     rows = {r["name"]: r for r in json.loads(_cli(["machines", "--json"], 200))}
     assert rows["A100"]["dram_bw_copy"] == parameter(base, "dram_bw_copy")
