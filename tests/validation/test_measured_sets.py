@@ -4,15 +4,26 @@ the launch latency those measurements fix (MODEL.md §11)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import warpspeed as ws
+import warpspeed.measure as wm
 from warpspeed.timing import parameter, with_values
-from warpspeed.validation.measured_sets import H200_SETS, measured_rows, registers
+from warpspeed.validation.measured_sets import H200_SETS, measured_rows, registers, set_of
 from warpspeed.validation.reference import dataset_dir, kernel_for
 
 HERE = dataset_dir("h200") / "measurements.csv"
 needs_h200 = pytest.mark.skipif(not HERE.is_file(), reason=f"no H200 measurements at {HERE}")
+
+
+def test_a_rows_set_is_the_name_after_set_in_its_note() -> None:
+    row = wm.Measurement(machine="NVIDIA H200", stencil="copy3d", params="{}", kernel="copy3d",
+                         domain=(64, 64, 64), block=(256, 1, 1), fold=(1, 1, 1), lups=64**3,
+                         time_s=1e-5, glups=26.2, note="set copy_size; timed with CUDA events")
+    assert set_of(row) == "copy_size"
+    assert set_of(dataclasses.replace(row, note="timed alone")) == ""
 
 
 @needs_h200
