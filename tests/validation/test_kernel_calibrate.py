@@ -199,3 +199,10 @@ def test_validate_prints_the_median_ratio_and_top_1_per_set(capsys):
     copy = [m for m in test if m.note.startswith("set copy_size")]
     g = next(g for g in d["groups"] if g["name"] == "copy_size")
     assert g["rows"] == len(copy) and 0.5 < g["median_ratio"] < 2 and 0 < g["best_fraction"] <= 1
+
+
+def test_a_figure_whose_base_value_is_0_is_carried_not_scaled():
+    # a fit scales the base value by a factor; 0 stays 0, so the figure is carried
+    m = with_values(load_machine("H200"), {"memory_shape": 0.0})
+    f = kc.fit_figure([], m, "shape", "memory_shape", [], "", kc.curves_for(m, None), "latency")
+    assert f.value is None and f.rule == "carried: the base has the value 0"

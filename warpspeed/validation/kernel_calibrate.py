@@ -176,8 +176,8 @@ def bisect(rows: Sequence[Row], m: Machine, name: str, curves: CapacityFits, mod
     a note when the range does not bracket it (module docstring)."""
     v0 = float(current(m, name) or 0.0)
     lo_lim, hi_lim = parameter_range(name)
-    lo, hi = max(1 / 8, lo_lim / v0), min(8.0, hi_lim / v0)
-    k, note = bisect_factor(rows, m, {name: v0}, curves, model, (lo if lo > 0 else 1 / 8, hi))
+    span = (max(1 / 8, lo_lim / v0), min(8.0, hi_lim / v0))
+    k, note = bisect_factor(rows, m, {name: v0}, curves, model, span)
     return k * v0, note
 
 
@@ -229,13 +229,15 @@ def sensitive(rows: Sequence[Row], m: Machine, name: str, curves: CapacityFits,
 
 
 def sensitive_to(rows: Sequence[Row], m: Machine, factors: Mapping[str, float],
-                 curves: CapacityFits, model: str) -> list[Row]:
-    """The rows whose predicted GLup/s moves by more than :data:`SENSITIVE`
-    when each parameter of ``factors`` is multiplied by its factor."""
-    base = predict_rows(rows, m, curves, model)
+                 curves: CapacityFits, model: str,
+                 keep: Callable[[Prediction], bool] = lambda p: True) -> list[Row]:
+    """The rows whose prediction ``keep`` accepts and whose predicted GLup/s
+    moves by more than :data:`SENSITIVE` when each parameter of ``factors``
+    is multiplied by its factor."""
+    kept = [(r, p) for r, p in zip(rows, predict_rows(rows, m, curves, model)) if keep(p)]
     moved = with_values(m, {n: float(current(m, n) or 0.0) * k for n, k in factors.items()})
-    changed = predict_rows(rows, moved, curves, model)
-    return [r for r, a, b in zip(rows, base, changed) if abs(b.glups / a.glups - 1) > SENSITIVE]
+    changed = predict_rows([r for r, _ in kept], moved, curves, model)
+    return [r for (r, a), b in zip(kept, changed) if abs(b.glups / a.glups - 1) > SENSITIVE]
 
 
 def largest_copies(rows: Sequence[Row]) -> list[Row]:
@@ -261,16 +263,18 @@ def saturated_plateaus(rows: Sequence[Row], m: Machine, curves: CapacityFits, mo
     that makes the median of predicted over measured GLup/s 1 on the largest
     copies whose prediction depends on them (module docstring)."""
     names = SATURATED
-    present = tuple(n for n in names if parameter(m, n) is not None)
-    chosen = sensitive_to(near_fastest(largest_copies(rows)), m, dict.fromkeys(present, 0.5),
+    given = [v for n in names if (v := parameter(m, n)) is not None]
+    if len(given) < len(names):
+        return Fitted("saturated DRAM plateaus", names, None, None, 0,
+                      "carried: the base has no saturated plateaus")
+    base = tuple(float(v) for v in given)
+    chosen = sensitive_to(near_fastest(largest_copies(rows)), m, dict.fromkeys(names, 0.5),
                           curves, model)
     words = (f"of the copy ({COPY}) at its largest sizes within {NEAR_FASTEST:.0%} of the "
              "size's fastest block whose prediction depends on them")
-    if len(present) < len(names) or len(chosen) < MIN_ROWS:
-        why = ("the base has no saturated plateaus" if len(present) < len(names) else
-               f"{len(chosen)} rows {words}, fewer than {MIN_ROWS}")
-        return Fitted("saturated DRAM plateaus", names, None, None, len(chosen), f"carried: {why}")
-    base = tuple(float(parameter(m, n) or 0.0) for n in names)
+    if len(chosen) < MIN_ROWS:
+        return Fitted("saturated DRAM plateaus", names, None, None, len(chosen),
+                      f"carried: {len(chosen)} rows {words}, fewer than {MIN_ROWS}")
     top = 8.0 if not m.dram_peak else min(8.0, m.dram_peak / max(base))  # no plateau above peak
     k, note = bisect_factor(chosen, m, dict(zip(names, base)), curves, model, (1 / 8, top))
     values = tuple(float(f"{k * b:.5g}") for b in base)
@@ -316,16 +320,14 @@ class Figure:
 
 def _many_streams(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: str
                   ) -> list[Row]:
-    preds = predict_rows(rows, m, curves, model)
-    many = [r for r, p in zip(rows, preds) if p.volumes.dram_streams >= MANY_STREAMS]
-    return sensitive(many, m, "dram_scattered_fraction", curves, model)
+    return sensitive_to(rows, m, {"dram_scattered_fraction": 0.5}, curves, model,
+                        keep=lambda p: p.volumes.dram_streams >= MANY_STREAMS)
 
 
 def _l2_bound(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: str
               ) -> list[Row]:
-    preds = predict_rows(rows, m, curves, model)
-    bound = [r for r, p in zip(rows, preds) if p.limiter == "l2"]
-    return sensitive(bound, m, "l2_bandwidth", curves, model)
+    return sensitive_to(rows, m, {"l2_bandwidth": 0.5}, curves, model,
+                        keep=lambda p: p.limiter == "l2")
 
 
 FIGURES = (
@@ -344,8 +346,9 @@ def fit_figure(rows: Sequence[Row], m: Machine, name: str, parameter: str,
     """``parameter`` fitted on ``chosen`` by the median rule, or carried
     when fewer than :data:`MIN_ROWS` rows determine it."""
     before = current(m, parameter)
-    if before is None:
-        return Fitted(name, (parameter,), None, None, 0, "carried: the base has no value")
+    if not before:  # no value, or 0: no factor moves it
+        return Fitted(name, (parameter,), None, None, 0,
+                      f"carried: the base has {'no value' if before is None else 'the value 0'}")
     if len(chosen) < MIN_ROWS:
         return Fitted(name, (parameter,), None, float(before), len(chosen),
                       f"carried: {len(chosen)} rows {words}, fewer than {MIN_ROWS}")
