@@ -31,6 +31,7 @@ accepts a path to a user's own file.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -379,7 +380,15 @@ def _check_peak(path: Path, values: dict[str, Any]) -> None:
 
 def machine_files() -> dict[str, Path]:
     """Built-in machine files by lower-case name."""
-    return {p.stem.lower(): p for p in sorted(MACHINE_DIR.glob("*.toml"))}
+    return dict(_machine_files(MACHINE_DIR, MACHINE_DIR.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=4)
+def _machine_files(folder: Path, stamp: int) -> tuple[tuple[str, Path], ...]:
+    """The ``*.toml`` files of ``folder`` by lower-case name, listed again
+    when the folder's time stamp ``stamp`` changes (a file added or
+    removed)."""
+    return tuple((p.stem.lower(), p) for p in sorted(folder.glob("*.toml")))
 
 
 def machines() -> list[str]:

@@ -65,8 +65,6 @@ import math
 import sys
 from dataclasses import dataclass, fields
 
-from scipy.optimize import brentq
-
 #: Exponent ``n`` of the saturation wall ``(1 - u^n)^(-1/n)`` (sharpness of
 #: the smooth minimum between the latency-bound line and the plateau).
 WALL_EXPONENT: float = 5.0
@@ -196,6 +194,8 @@ def achieved_bandwidth(params: MemoryParams, bytes_in_flight: float, load_fracti
 
     if excess(hi) <= 0.0:
         return hi * sat
+    from scipy.optimize import brentq  # here: a command that predicts nothing starts faster
+
     u = brentq(excess, 0.0, hi, xtol=1e-15 * hi, rtol=_RTOL, maxiter=200)
     return float(u) * sat
 
