@@ -1,0 +1,128 @@
+"""Narrow blocks on the H200: is their time set by L2 *requests* rather than
+L2 bytes? (``python fits/l2_requests.py``; MODEL.md §10, issue 44). An
+experiment: nothing here is used by a model.
+
+The development half of the project's H200 run (``fits/data/h200``) shows
+the 7-point star over-predicted on blocks at most 8 wide (median 1.22) and
+the more so the more it is folded: a block (1, 16, 16) runs 36.8 GLup/s
+unfolded and 24.5 with a y-fold of 4, while the model's L1 count falls with
+the fold (fewer load instructions per update) and says 31.0 and 35.6. Per
+SM and update, the measured time of those rows is close to a constant
+number of L2 sectors per cycle (0.25-0.32 on blocks 1, 2 and 4 wide, folded
+or not), one sector per 128 B line at these widths: each L1 miss is one
+request, and a request of one sector costs about what a request of a whole
+line does. The L2 bandwidth of the machine file (its plateau, measured with
+whole lines) is then 128 B per request.
+
+The script prints, per set and block-width class (x extent times x fold),
+median predicted/measured GLup/s, MAPE and Spearman of three variants, all
+recombined from the default model's terms (:func:`warpspeed.timing.latency.
+glups_from_terms`), nothing refitted:
+
+* ``model``: the default model as shipped;
+* ``lines``: the L2 time charged per line request, ``t_l2 * 4 q`` with ``q``
+  the block's lines per sector (its L1 allocation over its compulsory
+  sectors, MODEL.md §5; at least the sector time);
+* ``lines+ub``: as ``lines``, and the L1 time from the H200 L1
+  micro-benchmark (``l1_strides/h200.csv``, doubles, 2D blocks of the
+  row's x extent: cycles per warp load) times the load and store
+  instructions, instead of the half-warp count of §4.
+
+What it shows (H200, development rows): ``lines`` moves the 7-point star
+from 1.15 (MAPE 19.7 %) to 0.99 (13.5 %) and the lattice Boltzmann kernel's
+MAPE from 15.0 % to 10.5 %, but the radius-4 star falls from 0.98 to 0.82
+(its narrow blocks 0.70): their half-warp L1 count already charges them
+1.3-1.45 times their measured time, and the micro-benchmark's L1 cost
+(``lines+ub``: star r1 1.05 / 12.1 %, star r4 0.93 / 18.5 %) does not
+reconcile both. Not adopted: a request costing a fixed part plus a part per
+sector would need a constant fitted with the L1 count, and the half-warp
+count is what the V100 box and A100 convolution sets confirm.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import statistics
+import sys
+import tempfile
+
+os.environ.setdefault("PYSTENCILS_CACHE_DIR", tempfile.mkdtemp(prefix="ws-l2req-"))
+
+import h200_timing as h  # noqa: E402  (fits/ is the script's folder)
+
+from warpspeed.machine import Machine, load_machine  # noqa: E402
+from warpspeed.model import Prediction, block_stage, predict  # noqa: E402
+from warpspeed.timing.latency import glups_from_terms  # noqa: E402
+from warpspeed.validation.reference import shared_dir  # noqa: E402
+from warpspeed.validation.validate import spearman  # noqa: E402
+
+LINE, SECTOR = 128, 32
+
+
+def l1_cycles_per_load(gpu: str = "h200") -> dict[int, float]:
+    """Cycles per warp load of doubles by 2D block width (the L1
+    micro-benchmark's ``block`` pattern)."""
+    path = shared_dir() / "data" / "microbench" / "l1_strides" / f"{gpu}.csv"
+    with path.open() as fh:
+        return {int(r["stride_or_width"]): float(r["cycles_per_warp_load"])
+                for r in csv.DictReader(fh) if r["type"] == "double" and r["pattern"] == "block"}
+
+
+def lines_per_sector(r: h.Measurement, k: h.Kernel, m: Machine) -> float:
+    """The block's distinct lines over its distinct sectors (MODEL.md §5)."""
+    fp = block_stage(k, m, r.block).footprint
+    sectors = fp.l2_load_v1 * math.prod(r.block) * k.lups_per_thread / SECTOR
+    return fp.alloc_per_block / LINE / sectors if sectors else SECTOR / LINE
+
+
+def variants(r: h.Measurement, p: Prediction, q: float, m: Machine,
+             table: dict[int, float]) -> tuple[float, float, float]:
+    """GLup/s of ``model``, ``lines`` and ``lines+ub`` (module docstring)."""
+    t = p.terms
+    memory = max(t["t_l2_ns"] * max(1.0, LINE / SECTOR * q), t["t_dram_ns"])
+    lines = glups_from_terms({**t, "t_memory_ns": memory})
+    width = min(max(table), r.block[0])
+    t_l1 = (p.volumes.loads_per_lup + 1.0) * table[width] / (m.sms * m.clock_ghz * m.warp_size)
+    ub = glups_from_terms({**t, "t_memory_ns": memory, "t_l1_ns": t_l1,
+                           "t_core_ns": max(t["t_fp_ns"], t_l1)})
+    return p.glups, lines, ub
+
+
+def summary(rows: list[tuple[float, float, float, float]], i: int) -> str:
+    ratios = [a[i] / a[0] for a in rows]
+    rho = spearman([a[i] for a in rows], [a[0] for a in rows])
+    mape = 100 * statistics.mean(abs(x - 1) for x in ratios)
+    rank = rho if rho is not None else math.nan
+    return f"{statistics.median(ratios):5.2f} {mape:5.1f}% {rank:5.2f}"
+
+
+def width(x: int) -> str:
+    """The block-width class of an x extent times x fold."""
+    return "64+" if x >= 64 else "16-32" if x >= 16 else "<=8"
+
+
+def main() -> int:
+    m = load_machine("H200")
+    table = l1_cycles_per_load()
+    ms = h.measurements()
+    ks = h.kernels(ms)
+    groups: dict[str, list[tuple[float, float, float, float]]] = {}
+    for r in ms:
+        k = ks[(r.stencil, r.params, r.fold)]
+        out = variants(r, predict(k, m, r.block), lines_per_sector(r, k, m), m, table)
+        name = h.set_of(r)
+        for key in (name, f"{name} {width(r.block[0] * r.fold[0])}"):
+            groups.setdefault(key, []).append((r.glups, *out))
+    print("H200 development rows: predicted/measured GLup/s, median MAPE Spearman")
+    heads = " | ".join(f"{v:^19s}" for v in ("model", "lines", "lines+ub"))
+    print(f"{'set / block width':30s} {'rows':>4s}  {heads}")
+    for key, rows in sorted(groups.items()):
+        cols = " | ".join(summary(rows, i) for i in (1, 2, 3))
+        print(f"{key:30s} {len(rows):4d}  {cols}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
