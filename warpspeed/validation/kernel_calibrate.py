@@ -66,6 +66,7 @@ from ..measure import Measurement, MeasurementError, generate_variant, read_csv
 from ..model import BlockStage, Prediction, block_stage, finish
 from ..timing import DEFAULT_MODEL, MODELS, parameter, parameter_range, parameter_tables
 from ..timing import with_values as timing_values
+from ..timing.latency import launch_us
 from ..volumes.capacity import CapacityFits, curves_for
 from ..volumes.waves import WaveVolumes, wave_volumes
 from .measured_sets import set_of
@@ -217,7 +218,7 @@ def current(m: Machine, name: str) -> float | None:
     not measured it (MODEL.md §11, "Waves and launch")."""
     value = parameter(m, name)
     if value is None and name == "launch_latency_us":
-        return parameter(m, "launch_overhead_us")
+        return launch_us(m)  # the timing model's own fallback
     return value
 
 
