@@ -196,7 +196,8 @@ def lbm_log_error(rows: Sequence[Row], m: Machine, activate_ns: float) -> float:
     err = 0.0
     for r in rows:
         v = r.p.volumes
-        e = stream_efficiency(v.dram_streams, m, v.dram_access_bytes, c, run_bytes=v.dram_run_bytes)
+        a = r.p.traits
+        e = stream_efficiency(a.dram_streams, m, a.dram_access_bytes, c, run_bytes=a.dram_run_bytes)
         err += math.log(glups_with_efficiency(r.p.terms, m, v, e) / r.m.glups) ** 2
     return err / len(rows)
 

@@ -84,7 +84,7 @@ def variants(r: h.Measurement, p: Prediction, q: float, m: Machine,
     memory = max(t["t_l2_ns"] * max(1.0, LINE / SECTOR * q), t["t_dram_ns"])
     lines = glups_from_terms({**t, "t_memory_ns": memory})
     width = min(max(table), r.block[0])
-    t_l1 = (p.volumes.loads_per_lup + 1.0) * table[width] / (m.sms * m.clock_ghz * m.warp_size)
+    t_l1 = (p.traits.loads_per_lup + 1.0) * table[width] / (m.sms * m.clock_ghz * m.warp_size)
     ub = glups_from_terms({**t, "t_memory_ns": memory, "t_l1_ns": t_l1,
                            "t_core_ns": max(t["t_fp_ns"], t_l1)})
     return p.glups, lines, ub

@@ -27,7 +27,7 @@ _PUBLIC = {
     ".input.gathers": ("Gather",),
     ".input.kernel": ("Access", "Field", "Kernel"),
     ".machine": ("Machine", "machines"),
-    ".model": ("Prediction", "Volumes", "load_machine", "predict"),
+    ".model": ("AccessTraits", "Prediction", "Volumes", "load_machine", "predict"),
     ".reports.advice": ("Advice", "advise"),
     ".search.rank": ("Ranking", "rank"),
     ".volumes.capacity": ("CapacityFits", "Gompertz", "fit_gompertz", "load_fits"),
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from .input.gathers import Gather
     from .input.kernel import Access, Field, Kernel
     from .machine import Machine, machines
-    from .model import Prediction, Volumes, load_machine, predict
+    from .model import AccessTraits, Prediction, Volumes, load_machine, predict
     from .reports.advice import Advice, advise
     from .search.rank import Ranking, rank
     from .volumes.capacity import CapacityFits, Gompertz, fit_gompertz, load_fits
@@ -80,6 +80,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Access",
+    "AccessTraits",
     "Atomics",
     "Gather",
     "Advice",

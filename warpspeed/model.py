@@ -33,7 +33,7 @@ from .volumes.gathers import gather_volumes, with_gathers
 from .volumes.held import as_compiled
 from .volumes.l1 import l1_cycles_of, line_cycles_of
 from .volumes.launch import Launch, make_launch, occupancy_note, partial_wave
-from .volumes.levels import LevelVolumes, Volumes, level_volumes
+from .volumes.levels import AccessTraits, LevelVolumes, Volumes, access_traits, level_volumes
 from .volumes.sampling import Sample, sample, stack
 from .volumes.streams import address_streams
 from .volumes.waves import WaveVolumes, wave_volumes
@@ -57,6 +57,9 @@ class Prediction:
     wave_shape: tuple[int, int, int]
     l1_cycles: float
     volumes: Volumes
+    #: How the bytes move (DRAM streams, row runs, loads per update): what the
+    #: default model reads beside the volumes (MODEL.md §11).
+    traits: AccessTraits
     limits: dict[str, float | None]
     glups: float
     limiter: str
@@ -121,6 +124,7 @@ class Prediction:
             "evidence": self.evidence.to_dict(),
             "details": {
                 "volumes": asdict(v),
+                "traits": asdict(self.traits),
                 "l1_alloc_per_block": self.footprint.alloc_per_block,
                 "wave_threads": self.wave.threads,
                 "wave_new_load": self.wave.new_load,
@@ -333,12 +337,9 @@ def finish(
                                           behind.volumes if behind else None)
     if behind is not None and past_mall:
         lv = behind
-    streams = stage.footprint.streams
-    lv = replace(lv, volumes=replace(lv.volumes, dram_streams=streams.dram_streams(
-        lv.volumes.dram_load, lv.volumes.dram_store), dram_access_bytes=streams.access_bytes,
-        dram_run_bytes=streams.run_bytes))
+    traits = access_traits(stage.footprint, lv.volumes)
     check_tables(m)
-    t = with_limiters(spec.time(kernel, mem, launch, stage.l1_cycles, lv.volumes, wave),
+    t = with_limiters(spec.time(kernel, mem, launch, stage.l1_cycles, lv.volumes, traits, wave),
                       tuple(SHARED_LIMITERS.values()), kernel, mem, launch)
     optional = (
         mall_note,
@@ -360,6 +361,7 @@ def finish(
         wave_shape=launch.wave_shape,
         l1_cycles=stage.l1_cycles,
         volumes=lv.volumes,
+        traits=traits,
         limits=t.limits,
         glups=t.glups,
         limiter=t.limiter,
@@ -391,6 +393,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "LIMITERS",
     "MODELS",
+    "AccessTraits",
     "BlockStage",
     "Prediction",
     "Volumes",

@@ -92,7 +92,7 @@ def test_a_copy_runs_at_its_plateau_on_every_kind() -> None:
 def test_fluidx3d_moves_bytes_weighted_elements() -> None:
     p = ws.predict(lbm_fluidx3d.kernel(storage="fp32"), "MI100", (64, 1, 1))
     # 38 population accesses of 4 B and one flag byte: sum(i^2) / sum(i)
-    assert p.volumes.dram_access_bytes == pytest.approx((38 * 16 + 1) / (38 * 4 + 1))
+    assert p.traits.dram_access_bytes == pytest.approx((38 * 16 + 1) / (38 * 4 + 1))
 
 
 @pytest.mark.skipif(not LBM.is_file(), reason=f"lattice Boltzmann rows not found at {LBM}: "

@@ -22,7 +22,7 @@ from warpspeed.reports.advice import advise, explanation_lines
 from warpspeed.timing import DEFAULT_MODEL, MODELS, Hint, Reading, Timing, TimingResult
 from warpspeed.timing.paper import limits, roofline
 from warpspeed.volumes.launch import Launch
-from warpspeed.volumes.levels import Volumes
+from warpspeed.volumes.levels import AccessTraits, Volumes
 from warpspeed.volumes.waves import WaveVolumes
 
 PACKAGE = Path(ws.__file__).resolve().parent
@@ -37,7 +37,7 @@ class Damped(Timing):
     share: float = 0.8
 
     def time(self, kernel: Kernel, machine: Machine, launch: Launch, l1_cycles: float,
-             volumes: Volumes, wave: WaveVolumes) -> TimingResult:
+             volumes: Volumes, traits: AccessTraits, wave: WaveVolumes) -> TimingResult:
         lim = limits(kernel, machine, l1_cycles, volumes)
         glups, limiter = roofline(lim)
         return TimingResult(self.share * glups, limiter, lim, {"share": self.share})

@@ -4,6 +4,7 @@ machine figure read from its micro-benchmark tables."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -33,8 +34,21 @@ def test_a_copy_has_two_streams_and_runs_at_its_plateau() -> None:
     a = ws.Field("a", shape=(256, 256, 256))
     b = ws.Field("b", shape=(256, 256, 256))
     p = _streams(ws.Kernel(loads=[a[x, y, z]], stores=[b[x, y, z]], domain=(256, 256, 256)))
-    assert p.volumes.dram_streams == 2.0
+    assert p.traits.dram_streams == 2.0
     assert p.terms["dram_stream_efficiency"] == 1.0
+
+
+def test_volumes_hold_bytes_and_the_traits_how_they_move() -> None:
+    # a 3-point stencil in x: one load stream and one store stream, three load
+    # instructions per update (MODEL.md §11); Volumes has bytes per update only
+    a = ws.Field("a", shape=(4096,))
+    b = ws.Field("b", shape=(4096,))
+    k = ws.Kernel(loads=[a[x], a[x + 1], a[x + 2]], stores=[b[x]], domain=(4094,))
+    p = _streams(k)
+    assert (p.traits.dram_streams, p.traits.loads_per_lup) == (2.0, 3.0)
+    assert p.to_dict()["details"]["traits"]["loads_per_lup"] == 3.0
+    assert all(f.name.startswith(("l1_", "l2_", "dram_load", "dram_store"))
+               for f in dataclasses.fields(p.volumes))
 
 
 def test_rows_of_one_plane_are_one_stream_planes_are_separate() -> None:
@@ -64,7 +78,7 @@ def test_streams_are_bounded_by_what_dram_moves() -> None:
     p = _streams(k, (256, 1, 4))
     assert p.footprint.streams.load_runs == 3
     assert p.volumes.dram_load < 1.2 * 8  # the layer condition holds
-    assert p.volumes.dram_streams == 1 + 1
+    assert p.traits.dram_streams == 1 + 1
 
 
 def test_an_array_of_structures_is_one_stream_a_structure_of_arrays_many() -> None:
@@ -75,8 +89,8 @@ def test_an_array_of_structures_is_one_stream_a_structure_of_arrays_many() -> No
                       stores=[aos[i, x, y, z] for i in range(19)], domain=(n, n, n))
     k_soa = ws.Kernel(loads=[soa[x, y, z, i] for i in range(19)],
                       stores=[soa[x, y, z, i] for i in range(19)], domain=(n, n, n))
-    assert _streams(k_aos).volumes.dram_streams == 2.0
-    assert _streams(k_soa).volumes.dram_streams == 38.0
+    assert _streams(k_aos).traits.dram_streams == 2.0
+    assert _streams(k_soa).traits.dram_streams == 38.0
 
 
 @pytest.mark.parametrize("storage", ["fp32", "fp16s"])
@@ -86,7 +100,7 @@ def test_fluidx3d_esoteric_pull_has_39_streams(storage: str) -> None:
     p = _streams(lbm_fluidx3d.kernel(storage=storage))
     s = p.footprint.streams
     assert (s.load_runs, s.store_runs) == (20, 19)
-    assert p.volumes.dram_streams == 39.0
+    assert p.traits.dram_streams == 39.0
 
 
 def test_esoteric_pull_stores_exactly_what_it_loads() -> None:
@@ -161,7 +175,7 @@ def test_a_block_visits_each_row_for_its_run_of_sectors(block, run) -> None:
     a = ws.Field("a", shape=(256, 256, 256))
     b = ws.Field("b", shape=(256, 256, 256))
     k = ws.Kernel(loads=[a[x, y, z]], stores=[b[x, y, z]], domain=(256, 256, 256))
-    assert ws.predict(k, "H200", block).volumes.dram_run_bytes == run
+    assert ws.predict(k, "H200", block).traits.dram_run_bytes == run
 
 
 def test_a_stencil_run_spans_its_neighbours() -> None:
@@ -173,4 +187,4 @@ def test_a_stencil_run_spans_its_neighbours() -> None:
     b = ws.Field("b", shape=(258, 256, 256))
     k = ws.Kernel(loads=[a[x + 1 + d, y, z] for d in (-1, 0, 1)], stores=[b[x + 1, y, z]],
                   domain=(256, 256, 256))
-    assert ws.predict(k, "H200", (8, 4, 1)).volumes.dram_run_bytes == 96.0
+    assert ws.predict(k, "H200", (8, 4, 1)).traits.dram_run_bytes == 96.0

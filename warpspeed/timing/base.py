@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from ..input.kernel import Kernel
 from ..machine import Machine
 from ..volumes.launch import Launch
-from ..volumes.levels import Volumes
+from ..volumes.levels import AccessTraits, Volumes
 from ..volumes.waves import WaveVolumes
 from .tables import ParameterTable
 
@@ -111,7 +111,7 @@ class Timing(ABC):
 
     @abstractmethod
     def time(self, kernel: Kernel, machine: Machine, launch: Launch, l1_cycles: float,
-             volumes: Volumes, wave: WaveVolumes) -> TimingResult:
+             volumes: Volumes, traits: AccessTraits, wave: WaveVolumes) -> TimingResult:
         """GLup/s, limiter, the four limits and the terms of one configuration."""
 
     @abstractmethod

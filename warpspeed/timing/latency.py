@@ -67,7 +67,7 @@ from ..input.addresses import guarded_separately
 from ..input.kernel import Kernel
 from ..machine import Machine
 from ..volumes.launch import Launch
-from ..volumes.levels import Volumes
+from ..volumes.levels import AccessTraits, Volumes
 from ..volumes.waves import WaveVolumes
 from .base import TimingResult
 from .latency_parameters import DefaultModelParameters, require
@@ -245,13 +245,14 @@ def glups_with_efficiency(terms: Mapping[str, float], m: Machine, v: Volumes,
 
 
 def predict_time(
-    kernel: Kernel, m: Machine, launch: Launch, l1_cycles: float, v: Volumes, wave: WaveVolumes,
+    kernel: Kernel, m: Machine, launch: Launch, l1_cycles: float, v: Volumes,
+    traits: AccessTraits, wave: WaveVolumes,
 ) -> TimingResult:
     """GLup/s, limiter, limits and terms of the default model (module
     docstring)."""
     p = require(m)
-    efficiency = stream_efficiency(v.dram_streams, m, v.dram_access_bytes,
-                                   run_bytes=v.dram_run_bytes)
+    efficiency = stream_efficiency(traits.dram_streams, m, traits.dram_access_bytes,
+                                   run_bytes=traits.dram_run_bytes)
     mem = memory_params(m, efficiency)
     lups = kernel.lups_per_thread
     threads = resident_threads(kernel, launch)
@@ -259,7 +260,7 @@ def predict_time(
     rate = p.fp32_fma_per_sm_cycle if kernel.precision == 32 else m.fp64_fma_per_sm_cycle
     slots = fp_slots(kernel, m) / lups
     t_fp = slots / (m.sms * m.clock_ghz * rate)
-    t_l1_guarded = guarded_l1_ns(kernel, m, launch, v.loads_per_lup)
+    t_l1_guarded = guarded_l1_ns(kernel, m, launch, traits.loads_per_lup)
     t_l1 = max(l1_cycles / (m.sms * m.clock_ghz * m.warp_size), t_l1_guarded)
 
     l2_bytes = v.l2_load + v.l2_store
@@ -300,9 +301,9 @@ def predict_time(
         "t_update_ns": t_update,
         "fp_slots_per_lup": slots,
         "dram_bandwidth_achieved": dram_bw,
-        "dram_streams": v.dram_streams,
+        "dram_streams": traits.dram_streams,
         "dram_stream_efficiency": efficiency,
-        "dram_run_bytes": v.dram_run_bytes,
+        "dram_run_bytes": traits.dram_run_bytes,
         "dram_bytes_in_flight": dram_flight,
         "l2_bandwidth_achieved": l2_bw,
         "overlap_factor": t_update / worst,

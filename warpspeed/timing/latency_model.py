@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from ..input.kernel import Kernel
 from ..machine import Machine
 from ..volumes.launch import Launch
-from ..volumes.levels import Volumes
+from ..volumes.levels import AccessTraits, Volumes
 from ..volumes.waves import WaveVolumes
 from . import latency_parameters
 from .base import Hint, Reading, Timing, TimingResult
@@ -45,9 +45,9 @@ class Latency(Timing):
     """The default model (module docstring)."""
 
     def time(self, kernel: Kernel, machine: Machine, launch: Launch, l1_cycles: float,
-             volumes: Volumes, wave: WaveVolumes) -> TimingResult:
+             volumes: Volumes, traits: AccessTraits, wave: WaveVolumes) -> TimingResult:
         """:func:`warpspeed.timing.latency.predict_time` (MODEL.md §11)."""
-        return predict_time(kernel, machine, launch, l1_cycles, volumes, wave)
+        return predict_time(kernel, machine, launch, l1_cycles, volumes, traits, wave)
 
     def peak_dram_bandwidth(self, machine: Machine) -> float:
         """The largest of the machine's DRAM bandwidths: the achieved bandwidth

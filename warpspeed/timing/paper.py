@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..input.kernel import Kernel
 from ..machine import Machine
 from ..volumes.launch import Launch
-from ..volumes.levels import Volumes
+from ..volumes.levels import AccessTraits, Volumes
 from ..volumes.waves import WaveVolumes
 from .base import Timing, TimingResult
 
@@ -60,7 +60,7 @@ class Paper(Timing):
     """The paper's model (module docstring)."""
 
     def time(self, kernel: Kernel, machine: Machine, launch: Launch, l1_cycles: float,
-             volumes: Volumes, wave: WaveVolumes) -> TimingResult:
+             volumes: Volumes, traits: AccessTraits, wave: WaveVolumes) -> TimingResult:
         """The smallest of the four limits (MODEL.md §8)."""
         lim = limits(kernel, machine, l1_cycles, volumes)
         glups, limiter = roofline(lim)

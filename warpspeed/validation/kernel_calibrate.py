@@ -322,7 +322,7 @@ class Figure:
 def _many_streams(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: str
                   ) -> list[Row]:
     return sensitive_to(rows, m, {"dram_scattered_fraction": 0.5}, curves, model,
-                        keep=lambda p: p.volumes.dram_streams >= MANY_STREAMS)
+                        keep=lambda p: p.traits.dram_streams >= MANY_STREAMS)
 
 
 def _l2_bound(rows: Sequence[Row], m: Machine, curves: CapacityFits, model: str

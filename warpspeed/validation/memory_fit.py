@@ -69,12 +69,12 @@ class GpuRows:
             if name is None:
                 out.append(p.glups / meas)
                 continue
-            v = p.volumes
+            a = p.traits
             assert value is not None  # given with its name
             c = replace(FITTED, **{name: float(value)})
-            e = stream_efficiency(v.dram_streams, self.machine, v.dram_access_bytes, c,
-                                  run_bytes=v.dram_run_bytes)
-            out.append(glups_with_efficiency(p.terms, self.machine, v, e) / meas)
+            e = stream_efficiency(a.dram_streams, self.machine, a.dram_access_bytes, c,
+                                  run_bytes=a.dram_run_bytes)
+            out.append(glups_with_efficiency(p.terms, self.machine, p.volumes, e) / meas)
         return np.array(out)
 
 

@@ -47,10 +47,30 @@ class Volumes:
     dram_store_v1: float
     dram_store: float  # memStoreV2
     dram_load_rereads: float = 0.0  # L1 re-reads missing the L2 (default model), in dram_load
-    dram_streams: float = 0.0  # concurrent DRAM streams (volumes/streams.py, MODEL.md §11)
+
+
+@dataclass(frozen=True)
+class AccessTraits:
+    """What a timing model reads of a kernel's accesses beside the volumes:
+    how the bytes move, not how many (MODEL.md §11 "Memory systems", §15)."""
+
+    dram_streams: float = 0.0  # concurrent DRAM streams (volumes/streams.py)
     dram_access_bytes: float = 0.0  # bytes a thread moves per access (streams.Streams)
     dram_run_bytes: float = 0.0  # bytes of one block's DRAM row visit (streams.Streams.run_bytes)
-    loads_per_lup: float = 0.0  # load instructions per thread and update (MODEL.md §15)
+    loads_per_lup: float = 0.0  # load instructions per thread and update
+
+
+def access_traits(footprint: Footprint, volumes: Volumes) -> AccessTraits:
+    """The :class:`AccessTraits` of a block's footprint whose DRAM volumes
+    are ``volumes`` (the streams are bounded by the DRAM volume,
+    :meth:`warpspeed.volumes.streams.Streams.dram_streams`)."""
+    streams = footprint.streams
+    return AccessTraits(
+        dram_streams=streams.dram_streams(volumes.dram_load, volumes.dram_store),
+        dram_access_bytes=streams.access_bytes,
+        dram_run_bytes=streams.run_bytes,
+        loads_per_lup=footprint.loads_per_lup,
+    )
 
 
 @dataclass(frozen=True)
@@ -128,7 +148,6 @@ def level_volumes(
         dram_store_v1=store_v1,
         dram_store=store_v1 + store_evicts,
         dram_load_rereads=rereads,
-        loads_per_lup=fp.loads_per_lup,
     )
     return LevelVolumes(
         volumes=vol,
@@ -137,4 +156,5 @@ def level_volumes(
     )
 
 
-__all__ = ["OVERSUBSCRIPTION_RANGE", "LevelVolumes", "Volumes", "l1_coverage", "level_volumes"]
+__all__ = ["OVERSUBSCRIPTION_RANGE", "AccessTraits", "LevelVolumes", "Volumes", "access_traits",
+           "l1_coverage", "level_volumes"]
