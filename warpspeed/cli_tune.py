@@ -16,12 +16,11 @@ from typing import Any
 
 from .cli_stencils import ranked_variants
 from .input.stencil_spec import load_stencil, parse_params
-from .machine import load_machine
 from .measure.gpu import TimingRule
 from .measure.programs import Plan
 from .measure.schema import MeasurementError, Triple
 from .measure.tune import Backend, GpuBackend, Replay, Tuned, gpu_missing, tune, untimed
-from .model import Prediction
+from .model import Prediction, load_machine
 from .search.rank import rank
 
 HELP = ("time the model's best K configurations on this GPU (or replay them from a CSV) "

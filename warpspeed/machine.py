@@ -397,7 +397,10 @@ def machines() -> list[str]:
 
 
 def load_machine(name_or_path: str | Path | Machine) -> Machine:
-    """A built-in machine by name (case-insensitive) or a machine file by path."""
+    """A built-in machine by name (case-insensitive) or a machine file by path,
+    its GPU facts checked; its timing tables are the timing models' to check
+    (:func:`warpspeed.load_machine` does both, and every prediction checks
+    them), so this loader imports no model code (MODEL.md §12)."""
     if isinstance(name_or_path, Machine):
         return name_or_path
     text = str(name_or_path)

@@ -57,9 +57,9 @@ import pystencils as ps
 
 from ..errors import EmptyRankingError, FitError, LaunchError, MachineError
 from ..input.kernel import Kernel
-from ..machine import Machine, load_machine
+from ..machine import Machine
 from ..measure.tune import Tuned
-from ..model import Prediction
+from ..model import Prediction, load_machine
 from ..model import predict as ws_predict
 from ..search.design_space import DEFAULT_FOLDS, design_blocks
 from ..search.executor import no_collection

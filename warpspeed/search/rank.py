@@ -46,8 +46,8 @@ from typing import cast
 from ..errors import LaunchError
 from ..input.expr import bind_all
 from ..input.kernel import Kernel, counted_for
-from ..machine import Machine, load_machine
-from ..model import Prediction
+from ..machine import Machine
+from ..model import Prediction, load_machine
 from ..timing import DEFAULT_MODEL, timing_model
 from ..volumes.capacity import CapacityFits, curves_for
 from ..volumes.launch import Launch, make_launch

@@ -41,8 +41,9 @@ from pathlib import Path
 
 from ..errors import MachineError
 from ..family import code_target_matches, described_alike
-from ..machine import MEMORY_TYPES, Machine, load_machine, machines
+from ..machine import MEMORY_TYPES, Machine, machines
 from ..machine_format import flatten
+from ..model import load_machine
 from ..timing import parameter
 
 #: Keys whose values scale with the DRAM peak (MODEL.md §12).

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..machine import load_machine
+from ..model import load_machine
 from ..timing.evidence import PHRASES, kernel_class
 from .reference import DevelopmentSet, Predict
 

@@ -14,7 +14,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..machine import Machine, load_machine, machine_files
+from ..machine import Machine, machine_files
+from ..model import load_machine
 from ..timing.latency_parameters import given
 from .reference import DevelopmentSet, Predict, Row
 

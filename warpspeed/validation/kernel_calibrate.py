@@ -60,10 +60,10 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from ..errors import MachineError
-from ..machine import FORMAT_VERSIONS, Machine, load_machine, read_versioned_toml
+from ..machine import FORMAT_VERSIONS, Machine, read_versioned_toml
 from ..machine_format import flatten
 from ..measure import Measurement, MeasurementError, generate_variant, read_csv
-from ..model import BlockStage, Prediction, block_stage, finish
+from ..model import BlockStage, Prediction, block_stage, finish, load_machine
 from ..timing import DEFAULT_MODEL, MODELS, parameter, parameter_range, parameter_tables
 from ..timing import with_values as timing_values
 from ..timing.latency import launch_us

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..machine import Machine, load_machine
+from ..machine import Machine
+from ..model import load_machine
 from ..timing.latency import glups_with_efficiency
 from ..timing.memory_systems import FITTED, Constants, memory_system, stream_efficiency
 from .reference import Predict, lbm_gpus, lbm_rows, predictions

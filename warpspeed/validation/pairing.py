@@ -24,9 +24,9 @@ from pathlib import Path
 
 from ..errors import MachineError
 from ..input.kernel import Kernel
-from ..machine import Machine, load_machine
+from ..machine import Machine
 from ..measure import Measurement, MeasurementError, format_triple, generate_variant
-from ..model import Prediction, predict
+from ..model import Prediction, load_machine, predict
 from ..volumes.capacity import CapacityFits, curves_for
 
 SPLIT_METHOD = (

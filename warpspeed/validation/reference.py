@@ -297,8 +297,7 @@ def l1_miss_rows(machine: str | Path | Machine = "V100"
     redundant loads, ``(L2 measured - L2LoadV1) / (L1Load - L2LoadV1)``
     with the counts of the block stage (MODEL.md §5): the rows the
     ``fits/l1_*.py`` analyses compare their L1 models with."""
-    from ..machine import load_machine
-    from ..model import block_stage
+    from ..model import block_stage, load_machine
 
     m = load_machine(machine)
     kernels: dict[tuple[object, ...], Kernel] = {}

@@ -56,9 +56,8 @@ import numpy as np
 
 from ..closed_pipe import quiet_on_closed_pipe
 from ..errors import FitError, WarpspeedError
-from ..machine import load_machine
 from ..measure import Measurement, read_csv
-from ..model import Prediction
+from ..model import Prediction, load_machine
 from ..volumes.capacity import (
     CURVES,
     FORMAT_VERSION,

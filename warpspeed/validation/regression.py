@@ -106,8 +106,7 @@ class Outcome:
 
 def run(case: Case) -> Outcome:
     """Predict one case with both models."""
-    from ..machine import load_machine
-    from ..model import predict
+    from ..model import load_machine, predict
     from ..timing.latency import require
 
     k = case.make()

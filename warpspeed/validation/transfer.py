@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..machine import load_machine
+from ..model import load_machine
 from ..timing.kernel_fit import (
     KERNEL_CONSTANTS,
     FitRow,

@@ -51,9 +51,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TypedDict
 
-from ..machine import Machine, load_machine
+from ..machine import Machine
 from ..measure import Measurement, MeasurementError, format_triple, read_csv
-from ..model import Prediction
+from ..model import Prediction, load_machine
 from ..search.ties import first_choice
 from ..timing import DEFAULT_MODEL
 from ..volumes.capacity import curves_for

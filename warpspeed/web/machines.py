@@ -19,7 +19,8 @@ import zlib
 from pathlib import Path
 
 from ..errors import WarpspeedError
-from ..machine import Machine, load_machine, machines
+from ..machine import Machine, machines
+from ..model import load_machine
 from ..volumes.capacity import load_fits
 from .errors import FieldError
 from .form import Form
