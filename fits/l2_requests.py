@@ -23,25 +23,28 @@ glups_from_terms`), nothing refitted:
 * ``lines``: the L2 time charged per line request, ``t_l2 * 4 q`` with ``q``
   the block's lines per sector (its L1 allocation over its compulsory
   sectors, MODEL.md §5; at least the sector time);
-* ``lines+ub``: as ``lines``, and the L1 time from the H200 L1
-  micro-benchmark (``l1_strides/h200.csv``, doubles, 2D blocks of the
-  row's x extent: cycles per warp load) times the load and store
-  instructions, instead of the half-warp count of §4.
+* ``lines+pipe``: as ``lines``, and the L1 time from what each warp
+  issues (``fits/l1_pipe.py``: per instruction its data wavefronts or
+  ``1 + t (lines - 1)`` tag cycles) with the H200 L1 micro-benchmark's slope
+  ``t`` (``l1_strides/h200.csv``: 0.249 cycles per further line), instead
+  of the half-warp count of §4.
 
 What it shows (H200, development rows): ``lines`` moves the 7-point star
 from 1.15 (MAPE 19.7 %) to 0.99 (13.5 %) and the lattice Boltzmann kernel's
 MAPE from 15.0 % to 10.5 %, but the radius-4 star falls from 0.98 to 0.82
 (its narrow blocks 0.70): their half-warp L1 count already charges them
-1.3-1.45 times their measured time, and the micro-benchmark's L1 cost
-(``lines+ub``: star r1 1.05 / 12.1 %, star r4 0.93 / 18.5 %) does not
-reconcile both. Not adopted: a request costing a fixed part plus a part per
-sector would need a constant fitted with the L1 count, and the half-warp
-count is what the V100 box and A100 convolution sets confirm.
+1.3-1.45 times their measured time. With the micro-benchmark's L1 count
+(``lines+pipe``) the 7-point star is 1.05 (11.9 %), the 25-point star 0.90
+(15.1 %; narrow blocks 0.87, Spearman 0.97), the lattice Boltzmann set 0.98
+(11.2 %): nearer, but a request of two sectors charged as a whole line is
+too much for the 25-point star's 8-wide blocks, and a cost per request
+between a sector and a line would be a constant fitted on one GPU. Not
+adopted: the warp-pipe count misses the V100 box and the A100 convolution
+by 1.6-1.9x (MODEL.md §4), so it cannot replace §4's count on every GPU.
 """
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 import statistics
@@ -51,23 +54,23 @@ import tempfile
 os.environ.setdefault("PYSTENCILS_CACHE_DIR", tempfile.mkdtemp(prefix="ws-l2req-"))
 
 import h200_timing as h  # noqa: E402  (fits/ is the script's folder)
+import l1_pipe  # noqa: E402
 
 from warpspeed.machine import Machine, load_machine  # noqa: E402
 from warpspeed.model import Prediction, block_stage, predict  # noqa: E402
 from warpspeed.timing.latency import glups_from_terms  # noqa: E402
-from warpspeed.validation.reference import shared_dir  # noqa: E402
 from warpspeed.validation.validate import spearman  # noqa: E402
+from warpspeed.volumes.sampling import sample  # noqa: E402
 
 LINE, SECTOR = 128, 32
 
 
-def l1_cycles_per_load(gpu: str = "h200") -> dict[int, float]:
-    """Cycles per warp load of doubles by 2D block width (the L1
-    micro-benchmark's ``block`` pattern)."""
-    path = shared_dir() / "data" / "microbench" / "l1_strides" / f"{gpu}.csv"
-    with path.open() as fh:
-        return {int(r["stride_or_width"]): float(r["cycles_per_warp_load"])
-                for r in csv.DictReader(fh) if r["type"] == "double" and r["pattern"] == "block"}
+def pipe_cycles(r: h.Measurement, k: h.Kernel, m: Machine, slope: float) -> float:
+    """L1 cycles per warp and update from what each warp issues
+    (:func:`l1_pipe.l1_pipe_cycles_per_warp_lup`, tag slope ``slope``)."""
+    st = block_stage(k, m, r.block)
+    return l1_pipe.l1_pipe_cycles_per_warp_lup(sample(k, st.launch, k.loads + k.stores, st.bound),
+                                               tag_cycles=slope)
 
 
 def lines_per_sector(r: h.Measurement, k: h.Kernel, m: Machine) -> float:
@@ -77,17 +80,16 @@ def lines_per_sector(r: h.Measurement, k: h.Kernel, m: Machine) -> float:
     return fp.alloc_per_block / LINE / sectors if sectors else SECTOR / LINE
 
 
-def variants(r: h.Measurement, p: Prediction, q: float, m: Machine,
-             table: dict[int, float]) -> tuple[float, float, float]:
-    """GLup/s of ``model``, ``lines`` and ``lines+ub`` (module docstring)."""
+def variants(p: Prediction, q: float, m: Machine, pipe: float) -> tuple[float, float, float]:
+    """GLup/s of ``model``, ``lines`` and ``lines+pipe`` (module docstring);
+    ``pipe``: the warp-pipe L1 cycles per warp and update."""
     t = p.terms
     memory = max(t["t_l2_ns"] * max(1.0, LINE / SECTOR * q), t["t_dram_ns"])
     lines = glups_from_terms({**t, "t_memory_ns": memory})
-    width = min(max(table), r.block[0])
-    t_l1 = (p.traits.loads_per_lup + 1.0) * table[width] / (m.sms * m.clock_ghz * m.warp_size)
-    ub = glups_from_terms({**t, "t_memory_ns": memory, "t_l1_ns": t_l1,
-                           "t_core_ns": max(t["t_fp_ns"], t_l1)})
-    return p.glups, lines, ub
+    t_l1 = pipe / (m.sms * m.clock_ghz * m.warp_size)
+    both = glups_from_terms({**t, "t_memory_ns": memory, "t_l1_ns": t_l1,
+                             "t_core_ns": max(t["t_fp_ns"], t_l1)})
+    return p.glups, lines, both
 
 
 def summary(rows: list[tuple[float, float, float, float]], i: int) -> str:
@@ -105,18 +107,19 @@ def width(x: int) -> str:
 
 def main() -> int:
     m = load_machine("H200")
-    table = l1_cycles_per_load()
+    slope = l1_pipe.fit_slope(l1_pipe.rows("h200"))
     ms = h.measurements()
     ks = h.kernels(ms)
     groups: dict[str, list[tuple[float, float, float, float]]] = {}
     for r in ms:
         k = ks[(r.stencil, r.params, r.fold)]
-        out = variants(r, predict(k, m, r.block), lines_per_sector(r, k, m), m, table)
+        out = variants(predict(k, m, r.block), lines_per_sector(r, k, m), m,
+                       pipe_cycles(r, k, m, slope))
         name = h.set_of(r)
         for key in (name, f"{name} {width(r.block[0] * r.fold[0])}"):
             groups.setdefault(key, []).append((r.glups, *out))
     print("H200 development rows: predicted/measured GLup/s, median MAPE Spearman")
-    heads = " | ".join(f"{v:^19s}" for v in ("model", "lines", "lines+ub"))
+    heads = " | ".join(f"{v:^19s}" for v in ("model", "lines", "lines+pipe"))
     print(f"{'set / block width':30s} {'rows':>4s}  {heads}")
     for key, rows in sorted(groups.items()):
         cols = " | ".join(summary(rows, i) for i in (1, 2, 3))
