@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .distinct import distinct
+from .distinct import sector_union
 from .sampling import (
     WARP,
     Sample,
@@ -86,33 +86,16 @@ def _block_counts(s: Sample, indices: list[int], rows_of: Callable[[int], np.nda
     touch and the distinct lines they fall in (MODEL.md §5): the union over
     instructions, vectorised over the blocks. Each class's addresses are
     sorted once per block (``rows_of(class)``); instructions one whole
-    number of sectors apart share their distinct sectors, shifted."""
+    number of sectors apart share their distinct sectors, shifted
+    (:func:`warpspeed.volumes.distinct.sector_union`)."""
     nb = s.active.shape[0]
     zero = np.zeros(nb)
     ks = np.fromiter(indices, dtype=np.int64)
     if ks.size == 0 or not s.active.any():
         return zero, zero
-    any_active = s.active.any(axis=1)
     cls, sh = s.access_class[ks], s.access_shift[ks]
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # blocks, sectors, steps
-    for c in dict.fromkeys(cls.tolist()):
-        rows = rows_of(c)
-        shifts = sh[cls == c]
-        for r in dict.fromkeys((shifts % sector).tolist()):
-            members = shifts[shifts % sector == r]
-            sec = (rows + members[0]) // sector  # still sorted per block
-            new = np.ones(sec.shape, dtype=bool)
-            new[:, 1:] = sec[:, 1:] != sec[:, :-1]
-            new &= any_active[:, None]
-            parts.append((np.nonzero(new)[0], sec[new], (members - members[0]) // sector))
-    if len(parts) == 1 and len(parts[0][2]) == 1:  # one instruction: distinct already
-        blocks, sectors = parts[0][0], parts[0][1]
-    else:  # the union: (block, sector) pairs as one key, sorted runs merged
-        low = min(int(v.min()) + int(st.min()) for _, v, st in parts if v.size)
-        span = max(int(v.max()) + int(st.max()) for _, v, st in parts if v.size) - low + 1
-        key = distinct(np.concatenate([((b * span + v - low)[None, :] + st[:, None]).ravel()
-                                       for b, v, st in parts]))
-        blocks, sectors = key // span, key % span + low
+    classes = [(rows_of(c), sh[cls == c]) for c in dict.fromkeys(cls.tolist())]
+    blocks, sectors = sector_union(classes, s.active.any(axis=1), sector)
     lines = sectors // (line // sector)
     new = np.ones(blocks.size, dtype=bool)
     new[1:] = (blocks[1:] != blocks[:-1]) | (lines[1:] != lines[:-1])

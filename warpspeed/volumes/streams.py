@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .distinct import distinct
+from .distinct import sector_union
 from .sampling import Sample
 
 #: Accesses of one field closer than this (bytes) share a stream: about one DRAM
@@ -90,19 +90,30 @@ def block_run_bytes(s: Sample, b: int) -> float:
     the neighbours of a stencil, lengthen the run; a block one thread wide
     moves one sector per row. Approximation: loads and stores of a field are
     pooled, and a run is counted whole even where a DRAM row boundary
-    splits it."""
+    splits it. The sectors are the block's union of
+    :func:`warpspeed.volumes.distinct.sector_union` (each class's addresses
+    sorted once, each remainder of a shift divided once)."""
     active = s.active[b]
     if not active.any():
         return 0.0
-    sectors = (s.class_addresses[s.access_class, b][:, active]
-               + s.access_shift[:, None]) // SECTOR
     fields: dict[str, list[int]] = {}
     for k, acc in enumerate(s.accesses):
         fields.setdefault(acc.field.name, []).append(k)
-    lengths = [np.diff(np.flatnonzero(np.diff(u) != 1), prepend=-1, append=u.size - 1)
-               for u in (distinct(sectors[rows].ravel()) for rows in fields.values())]
-    runs = np.concatenate(lengths)
-    return float(SECTOR * runs.sum() / runs.size)
+    rows: dict[int, np.ndarray] = {}  # each class's addresses in the block, sorted
+
+    def row(c: int) -> np.ndarray:
+        if c not in rows:
+            rows[c] = np.sort(s.class_addresses[c, b, active])[None, :]
+        return rows[c]
+
+    sectors = runs = 0
+    for ks in fields.values():
+        cls, sh = s.access_class[ks], s.access_shift[ks]
+        _, u = sector_union([(row(c), sh[cls == c]) for c in dict.fromkeys(cls.tolist())],
+                            np.ones(1, dtype=bool), SECTOR)
+        sectors += u.size
+        runs += 1 + int(np.count_nonzero(u[1:] - u[:-1] != 1))
+    return float(SECTOR * sectors / runs)
 
 
 def _times(volume: float, itemsize: int) -> int:
