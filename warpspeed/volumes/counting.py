@@ -258,18 +258,22 @@ def box_volumes(
     ``current'`` is the current union minus the earlier sets before ``p``.
     Boxes are lists of ``(lo, hi)`` per dimension or an array (boxes,
     dimensions, 2). Coordinates are compressed to the boxes' breakpoints,
-    so the work depends on the number of boxes, not their extents. Returns
-    None when the compressed grid would exceed ``MAX_GRID_CELLS`` cells.
+    so the work depends on the number of boxes, not their extents (sets
+    of one box at most are counted by inclusion and exclusion instead:
+    :func:`_single_volumes`). Returns None when the compressed grid would
+    exceed ``MAX_GRID_CELLS`` cells.
     """
     n = _dims(current, *earlier)
     if n is None:
         return 0, [0] * len(earlier), [0] * len(earlier)
     groups = [_bounds(g, n) for g in [current, *earlier]]
+    if all(len(g) <= 1 for g in groups):
+        return _single_volumes([g[0].tolist() if len(g) else None for g in groups])
     every = np.concatenate(groups)
-    cuts = [np.unique(every[:, d, :]) for d in range(n)]
-    if np.prod([len(c) - 1 for c in cuts], dtype=float) > MAX_GRID_CELLS:
+    cuts = [_sorted_distinct(every[:, d, :]) for d in range(n)]
+    if math.prod(len(c) - 1 for c in cuts) > MAX_GRID_CELLS:
         return None
-    sizes = [np.diff(c) for c in cuts]
+    sizes = [c[1:] - c[:-1] for c in cuts]
     volume = sizes[0]
     for sz in sizes[1:]:
         volume = np.multiply.outer(volume, sz)
@@ -277,14 +281,41 @@ def box_volumes(
     owner = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
     covered = _covers(cells, owner, len(groups), volume.shape).reshape(len(groups), -1)
     flat = volume.ravel()
-    cur = covered[0]
-    new = int(flat[cur].sum())
-    old, ovl = [], []
-    for g in covered[1:]:
-        old.append(int(flat[g].sum()))
-        ovl.append(int(flat[cur & g].sum()))
-        cur &= ~g
-    return new, old, ovl
+    # current' before each earlier set: the current union less the sets before it
+    before = np.zeros_like(covered[1:])
+    before[1:] = np.logical_or.accumulate(covered[1:-1], axis=0)
+    left = covered[0] & ~before
+    counts = covered @ flat
+    overlaps = (left & covered[1:]) @ flat
+    return int(counts[0]), counts[1:].tolist(), overlaps.tolist()
+
+
+def _sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (``np.unique`` without its overhead)."""
+    x = np.sort(values, axis=None)
+    return x[np.concatenate(([True], x[1:] != x[:-1]))]
+
+
+def _single_volumes(boxes: list[list[list[int]] | None]
+                    ) -> tuple[int, list[int], list[int]]:
+    """:func:`box_volumes` of sets of one box each (None: empty), by
+    inclusion and exclusion: ``Overlap_p`` is the volume of ``current & set_p``
+    less the parts inside the sets before ``p``."""
+    def common(bs: Sequence[list[list[int]] | None]) -> int:
+        """Points in every box of ``bs``."""
+        if any(b is None for b in bs):
+            return 0
+        out = 1
+        for ranges in zip(*bs):
+            out *= max(0, min(hi for _, hi in ranges) - max(lo for lo, _ in ranges))
+        return out
+
+    cur, earlier = boxes[0], boxes[1:]
+    ovl = []
+    for p, box in enumerate(earlier):
+        ovl.append(sum((-1) ** k * common([cur, box, *sub])
+                       for k in range(p + 1) for sub in itertools.combinations(earlier[:p], k)))
+    return common([cur]), [common([b]) for b in earlier], ovl
 
 
 __all__ = ["MAX_GRID_CELLS", "Box", "Count", "StridedBox", "box_volumes", "count"]
