@@ -95,7 +95,7 @@ def test_block_sector_and_line_counts_match_python_sets(domain, block, pitch, of
     bound = bind_all((a.forms for a in acc), launch.block)
     s = sample(kernel, launch, acc, bound)
     loads = list(range(len(kernel.loads)))
-    sectors, lines = _block_counts(s, loads, _sorted_by_class(s), sector, line)
+    sectors, lines, blocks, union = _block_counts(s, loads, _sorted_by_class(s), sector, line)
     for b in range(s.active.shape[0]):
         act = s.active[b]
         seen: set[int] = set()
@@ -104,6 +104,7 @@ def test_block_sector_and_line_counts_match_python_sets(domain, block, pitch, of
             seen |= {int(a) // sector for a in (s.class_addresses[cls][b] + shift)[act]}
         assert sectors[b] == len(seen)
         assert lines[b] == len({x // (line // sector) for x in seen})
+        assert union[blocks == b].tolist() == sorted(seen)
 
 
 @settings(max_examples=30, deadline=None)

@@ -20,6 +20,7 @@ times each element is read from DRAM, ``dram_load / itemsize`` per update
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,9 +59,12 @@ class Streams:
                      + min(self.store_runs, _times(dram_store, self.store_itemsize)))
 
 
-def address_streams(s: Sample, n_loads: int) -> Streams:
+def address_streams(s: Sample, n_loads: int, block_runs: float | None = None) -> Streams:
     """The :class:`Streams` of the sampled accesses; the first ``n_loads`` are
-    loads, the rest stores (as :func:`warpspeed.volumes.footprint.block_footprint`)."""
+    loads, the rest stores (as :func:`warpspeed.volumes.footprint.block_footprint`).
+    ``block_runs``: the :attr:`Streams.run_bytes` of the first block with an
+    active thread when known (the block footprints count it), else counted
+    here (:func:`block_run_bytes`)."""
     flat = s.active.ravel()
     first = int(np.argmax(flat)) if flat.size else 0  # the first active thread, block-major
     if not len(s.accesses) or not flat.size or not flat[first]:
@@ -75,7 +79,8 @@ def address_streams(s: Sample, n_loads: int) -> Streams:
              min((a.field.itemsize for a in s.accesses[n_loads:]), default=8)]
     items = [a.field.itemsize for a in s.accesses]
     return Streams(runs[0], runs[1], small[0], small[1],
-                   sum(i * i for i in items) / sum(items), block_run_bytes(s, b))
+                   sum(i * i for i in items) / sum(items),
+                   block_run_bytes(s, b) if block_runs is None else block_runs)
 
 
 #: Bytes of a DRAM sector, the smallest unit a row visit moves.
@@ -106,11 +111,20 @@ def block_run_bytes(s: Sample, b: int) -> float:
             rows[c] = np.sort(s.class_addresses[c, b, active])[None, :]
         return rows[c]
 
-    sectors = runs = 0
+    found = []
     for ks in fields.values():
         cls, sh = s.access_class[ks], s.access_shift[ks]
-        _, u = sector_union([(row(c), sh[cls == c]) for c in dict.fromkeys(cls.tolist())],
-                            np.ones(1, dtype=bool), SECTOR)
+        found.append(sector_union([(row(c), sh[cls == c]) for c in dict.fromkeys(cls.tolist())],
+                                  np.ones(1, dtype=bool), SECTOR)[1])
+    return run_bytes(found)
+
+
+def run_bytes(fields: Sequence[np.ndarray]) -> float:
+    """:attr:`Streams.run_bytes` of a block from each field's sorted distinct
+    sectors (:func:`block_run_bytes`): the bytes of every field's sectors
+    over the runs they form."""
+    sectors = runs = 0
+    for u in fields:
         sectors += u.size
         runs += 1 + int(np.count_nonzero(u[1:] - u[:-1] != 1))
     return float(SECTOR * sectors / runs)
@@ -128,4 +142,4 @@ def _runs(addresses: list[int]) -> int:
     return 1 + sum(1 for lo, hi in zip(a, a[1:]) if hi - lo > STREAM_GAP)
 
 
-__all__ = ["SECTOR", "STREAM_GAP", "Streams", "address_streams", "block_run_bytes"]
+__all__ = ["SECTOR", "STREAM_GAP", "Streams", "address_streams", "block_run_bytes", "run_bytes"]
