@@ -188,12 +188,13 @@ PRODUCT_CELLS = 1 << 20
 def _cover_product(cells: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """:func:`_cover` of few boxes on a small grid: each box is the outer
     product of its cell ranges along the axes, and the boxes covering a
-    cell are counted by one matrix product over the boxes (exact: small
-    integer counts)."""
+    cell are counted by one matrix product over the boxes (exact: at most
+    ``PRODUCT_CELLS`` boxes, so counts below 2**24, which float32 adds
+    exactly)."""
     masks = []
     for d, size in enumerate(shape):
         at = np.arange(size)[None, :]
-        masks.append(((at >= cells[:, d, :1]) & (at < cells[:, d, 1:])).astype(np.float64))
+        masks.append(((at >= cells[:, d, :1]) & (at < cells[:, d, 1:])).astype(np.float32))
     if len(shape) == 1:
         return masks[0].any(axis=0)
     rest = masks[-1]
@@ -281,13 +282,12 @@ def box_volumes(
     owner = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
     covered = _covers(cells, owner, len(groups), volume.shape).reshape(len(groups), -1)
     flat = volume.ravel()
-    # current' before each earlier set: the current union less the sets before it
-    before = np.zeros_like(covered[1:])
-    before[1:] = np.logical_or.accumulate(covered[1:-1], axis=0)
-    left = covered[0] & ~before
-    counts = covered @ flat
-    overlaps = (left & covered[1:]) @ flat
-    return int(counts[0]), counts[1:].tolist(), overlaps.tolist()
+    counts = (covered @ flat).tolist()
+    cur, ovl = covered[0].copy(), []
+    for g in covered[1:]:
+        ovl.append(int((cur & g) @ flat))
+        cur &= ~g
+    return counts[0], counts[1:], ovl
 
 
 def _sorted_distinct(values: np.ndarray) -> np.ndarray:
