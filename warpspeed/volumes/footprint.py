@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .distinct import distinct, sector_union
+from .distinct import Runs, merge_runs, sector_runs
 from .sampling import (
     WARP,
     Sample,
@@ -83,28 +83,31 @@ def _per_warp_sectors(s: Sample, indices: range, warps_of: Callable[[int], Warps
 
 
 def _block_counts(s: Sample, indices: list[int], rows_of: Callable[[int], np.ndarray],
-                  sector: int = SECTOR, line: int = LINE) -> tuple[np.ndarray, ...]:
+                  sector: int = SECTOR, line: int = LINE
+                  ) -> tuple[np.ndarray, np.ndarray, Runs]:
     """Per sampled block, the distinct sectors the accesses ``indices``
-    touch and the distinct lines they fall in (MODEL.md §5): the union over
-    instructions, vectorised over the blocks; then the union itself, its
-    blocks and sectors (sorted by block, then sector). Each class's
-    addresses are sorted once per block (``rows_of(class)``); instructions
-    one whole number of sectors apart share their distinct sectors, shifted
-    (:func:`warpspeed.volumes.distinct.sector_union`)."""
+    touch and the distinct lines they fall in (MODEL.md §5), and the union
+    itself as runs of consecutive sectors: the union over instructions,
+    vectorised over the blocks. Each class's addresses are sorted once per
+    block (``rows_of(class)``); instructions one whole number of sectors
+    apart share their runs, shifted
+    (:func:`warpspeed.volumes.distinct.sector_runs`)."""
     nb = s.active.shape[0]
     zero = np.zeros(nb)
     ks = np.fromiter(indices, dtype=np.int64)
     if ks.size == 0 or not s.active.any():
         none = np.zeros(0, dtype=np.int64)
-        return zero, zero, none, none
+        return zero, zero, (none, none, none)
     cls, sh = s.access_class[ks], s.access_shift[ks]
     classes = [(rows_of(c), sh[cls == c]) for c in dict.fromkeys(cls.tolist())]
-    blocks, sectors = sector_union(classes, s.active.any(axis=1), sector)
-    lines = sectors // (line // sector)
-    new = np.ones(blocks.size, dtype=bool)
-    new[1:] = (blocks[1:] != blocks[:-1]) | (lines[1:] != lines[:-1])
-    return (np.bincount(blocks, minlength=nb).astype(float),
-            np.bincount(blocks[new], minlength=nb).astype(float), blocks, sectors)
+    runs = sector_runs(classes, s.active.any(axis=1), sector)
+    blocks, first, end = runs
+    # lines: each run's, less one where it starts in the line its predecessor ends in
+    per = line // sector
+    lines = (end - 1) // per - first // per + 1
+    lines[1:] -= (blocks[1:] == blocks[:-1]) & ((end[:-1] - 1) // per == first[1:] // per)
+    return (np.bincount(blocks, weights=end - first, minlength=nb),
+            np.bincount(blocks, weights=lines, minlength=nb), runs)
 
 
 def _sorted_by_class(s: Sample) -> Callable[[int], np.ndarray]:
@@ -180,18 +183,18 @@ def footprints_of(s: Sample, owner: np.ndarray, launches: int, n_loads: int,
     per_field: dict[str, list[list[int]]] = {}  # loads, stores
     for k, acc in enumerate(s.accesses):
         per_field.setdefault(acc.field.name, [[], []])[k >= n_loads].append(k)
-    unions: list[list[tuple[np.ndarray, np.ndarray]]] = []  # per field: blocks, sectors
+    unions: list[list[Runs]] = []  # per field: of its loads, of its stores
     for loads, stores in per_field.values():
         unions.append([])
         if loads:
-            sectors, field_lines, *union = _block_counts(u, loads, block_rows, sector, line)
+            sectors, field_lines, union = _block_counts(u, loads, block_rows, sector, line)
             v1 += sectors
             lines += field_lines
-            unions[-1].append((union[0], union[1]))
+            unions[-1].append(union)
         if stores:
-            sectors, _, *union = _block_counts(u, stores, block_rows, sector, line)
+            sectors, _, union = _block_counts(u, stores, block_rows, sector, line)
             sv1 += sectors
-            unions[-1].append((union[0], union[1]))
+            unions[-1].append(union)
 
     def run_bytes_at(b: int) -> float:
         """:attr:`Streams.run_bytes` of block ``b`` of ``s`` (MODEL.md §11):
@@ -202,9 +205,10 @@ def footprints_of(s: Sample, owner: np.ndarray, launches: int, n_loads: int,
         r = b if isinstance(first, slice) else int(inverse[b])
         found = []
         for parts in unions:
-            at = [sec[lo:hi] for blocks, sec in parts
+            at = [(starts[lo:hi], ends[lo:hi]) for blocks, starts, ends in parts
                   for lo, hi in [np.searchsorted(blocks, (r, r + 1)).tolist()]]
-            found.append(at[0] if len(at) == 1 else distinct(np.concatenate(at)))
+            found.append(at[0] if len(at) == 1 else merge_runs(
+                np.concatenate([x for x, _ in at]), np.concatenate([e for _, e in at])))
         return run_bytes(found)
 
     def per_launch(values: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .distinct import sector_union
+from .distinct import sector_runs
 from .sampling import Sample
 
 #: Accesses of one field closer than this (bytes) share a stream: about one DRAM
@@ -95,8 +95,8 @@ def block_run_bytes(s: Sample, b: int) -> float:
     the neighbours of a stencil, lengthen the run; a block one thread wide
     moves one sector per row. Approximation: loads and stores of a field are
     pooled, and a run is counted whole even where a DRAM row boundary
-    splits it. The sectors are the block's union of
-    :func:`warpspeed.volumes.distinct.sector_union` (each class's addresses
+    splits it. The runs are the block's of
+    :func:`warpspeed.volumes.distinct.sector_runs` (each class's addresses
     sorted once, each remainder of a shift divided once)."""
     active = s.active[b]
     if not active.any():
@@ -114,20 +114,19 @@ def block_run_bytes(s: Sample, b: int) -> float:
     found = []
     for ks in fields.values():
         cls, sh = s.access_class[ks], s.access_shift[ks]
-        found.append(sector_union([(row(c), sh[cls == c]) for c in dict.fromkeys(cls.tolist())],
-                                  np.ones(1, dtype=bool), SECTOR)[1])
+        _, first, end = sector_runs([(row(c), sh[cls == c]) for c in dict.fromkeys(cls.tolist())],
+                                    np.ones(1, dtype=bool), SECTOR)
+        found.append((first, end))
     return run_bytes(found)
 
 
-def run_bytes(fields: Sequence[np.ndarray]) -> float:
-    """:attr:`Streams.run_bytes` of a block from each field's sorted distinct
-    sectors (:func:`block_run_bytes`): the bytes of every field's sectors
-    over the runs they form."""
-    sectors = runs = 0
-    for u in fields:
-        sectors += u.size
-        runs += 1 + int(np.count_nonzero(u[1:] - u[:-1] != 1))
-    return float(SECTOR * sectors / runs)
+def run_bytes(fields: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
+    """:attr:`Streams.run_bytes` of a block from each field's maximal runs of
+    consecutive sectors, as their first sectors and ends
+    (:func:`block_run_bytes`): the bytes of every field's sectors over the
+    runs they form."""
+    sectors = sum(int((end - first).sum()) for first, end in fields)
+    return float(SECTOR * sectors / sum(first.size for first, _ in fields))
 
 
 def _times(volume: float, itemsize: int) -> int:
