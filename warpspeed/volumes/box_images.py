@@ -110,11 +110,9 @@ def field_images(
     c, a, p_lo, p_hi, j = (x[:, index] for x in (prog.c, prog.a, prog.lo, prog.hi, prog.j))
     f = accs[0].field
     nd = f.ndim
-    jd = j[..., :nd]
-    for d in range(nd):
-        for e in range(d + 1, nd):
-            if ((jd[..., d] >= 0) & (jd[..., d] == jd[..., e])).any():
-                return None  # one coordinate feeds two indices
+    jd = np.sort(j[..., :nd], axis=-1)
+    if ((jd[..., 1:] == jd[..., :-1]) & (jd[..., 1:] >= 0)).any():
+        return None  # one coordinate feeds two indices
     if address == "linear":
         out = _linear(prog.table, index[:, :nd], f, c, a, p_lo, p_hi)
     else:
@@ -145,13 +143,13 @@ def _linear(table: np.ndarray, index: np.ndarray, f: Field, c: np.ndarray, a: np
     if ((np.abs(step) > SECTOR) & (hi - lo > 1)).any():
         return None  # a thread step skips sectors: strided (the per-access route)
     s0, s1 = (base + step * lo) // SECTOR, (base + step * (hi - 1)) // SECTOR
-    dims = [np.stack([np.minimum(s0, s1), np.maximum(s0, s1) + 1], axis=-1)]
-    for d in range(m, nd):
-        first, end, unit = _intervals(c[..., d], a[..., d], p_lo[..., d], p_hi[..., d])
-        if not unit.all():
-            return None
-        dims.append(np.stack([first, end], axis=-1))
-    return np.stack(dims, axis=2)
+    first, end, unit = _intervals(c[..., m:nd], a[..., m:nd], p_lo[..., m:nd], p_hi[..., m:nd])
+    if not unit.all():
+        return None
+    out = np.empty(s0.shape + (nd - m + 1, 2), dtype=np.int64)
+    out[..., 0, 0], out[..., 0, 1] = np.minimum(s0, s1), np.maximum(s0, s1) + 1
+    out[..., 1:, 0], out[..., 1:, 1] = first, end
+    return out
 
 
 def _paper(itemsize: int, c: np.ndarray, a: np.ndarray, p_lo: np.ndarray, p_hi: np.ndarray

@@ -312,14 +312,27 @@ def row_translates(rows: np.ndarray, active: np.ndarray, granularity: int
     rel = rows - (rows[:, :1] - rows[:, :1] % granularity)
     h = (rel.view(np.uint64) @ _hash_weights(rows.shape[1], 0)  # unsigned: wraps mod 2**64
          + active.astype(np.uint64) @ _hash_weights(active.shape[1], 1))
-    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    first, inverse = _groups(h)
     if len(first) == n:
         return None
-    inverse = inverse.ravel()
     if not (np.array_equal(rel, rel[first][inverse])
             and np.array_equal(active, active[first][inverse])):
         return None  # a hash collision: count every row
     return first, inverse
+
+
+def _groups(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(h, return_index=True, return_inverse=True)`` without the
+    values and its overhead: each distinct value's first index, in the
+    order of the values, and each entry's group."""
+    order = np.argsort(h, kind="stable")
+    ranked = h[order]
+    opens = np.empty(len(h), dtype=bool)
+    opens[:1] = True
+    np.not_equal(ranked[1:], ranked[:-1], out=opens[1:])
+    inverse = np.empty(len(h), dtype=np.int64)
+    inverse[order] = np.cumsum(opens) - 1
+    return order[opens], inverse
 
 
 def translate_groups(rows: np.ndarray, active: np.ndarray, granularity: int
@@ -336,7 +349,10 @@ def sorted_rows(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
     """Each row sorted, inactive entries replaced by the row's first active
     value so that they add no distinct value."""
     first = np.argmax(active, axis=-1)
-    fill = np.take_along_axis(keys, first[..., None], axis=-1)
+    if keys.ndim == 2:  # rows: plain indexing (take_along_axis costs more on small ones)
+        fill = keys[np.arange(len(keys)), first][:, None]
+    else:
+        fill = np.take_along_axis(keys, first[..., None], axis=-1)
     return np.sort(np.where(active, keys, fill), axis=-1)
 
 
