@@ -55,7 +55,7 @@ def sector_runs(classes: Sequence[tuple[np.ndarray, np.ndarray]], any_active: np
     offset = (np.arange(len(any_active)) << bits)[:, None] * sector - low * sector
     found = []  # per remainder chunk: first keys and ends of its lead, remainder ends, steps
     for rows, shifts in classes:
-        first, group = first_occurrences(shifts % sector)
+        first, group = first_occurrences(shifts % sector) if len(shifts) > 1 else ([0], shifts * 0)
         lead = shifts[first]
         steps = (shifts - lead[group]) // sector
         size = max(1, UNION_CHUNK // max(rows.size, 1))  # remainders divided at once

@@ -315,8 +315,8 @@ def row_translates(rows: np.ndarray, active: np.ndarray, granularity: int
     first, inverse = _groups(h)
     if len(first) == n:
         return None
-    if not (np.array_equal(rel, rel[first][inverse])
-            and np.array_equal(active, active[first][inverse])):
+    of = first[inverse]  # each row's group's first row
+    if not ((rel == rel[of]).all() and (active == active[of]).all()):
         return None  # a hash collision: count every row
     return first, inverse
 
@@ -388,7 +388,7 @@ def shifted_distinct_sum(
         first, group = first_occurrences(residues)
         shifts, times = residues[first], np.bincount(group)
     lo, hi = rows[..., 0], rows[..., -1]
-    dense = np.all(np.diff(rows, axis=-1) <= factor, axis=-1)
+    dense = (rows[..., 1:] - rows[..., :-1] <= factor).all(axis=-1)
     kind = np.int64 if at_least is None else np.result_type(np.int64, at_least)
     out = np.zeros(rows.shape[:-1], dtype=kind)
     floor_all = at_least if at_least is not None else 0
@@ -396,7 +396,9 @@ def shifted_distinct_sum(
     for part_s, part_t in zip(member_chunks(shifts, lo.size), member_chunks(times, lo.size)):
         s = part_s[expand]
         n = (hi[None] + s) // factor - (lo[None] + s) // factor + 1
-        out += (np.where(dense, np.maximum(n, floor_all), 0) * part_t[expand]).sum(axis=0)
+        if at_least is not None:  # (without it, n is at least 1 already)
+            n = np.maximum(n, floor_all)
+        out += (np.where(dense, n, 0) * part_t[expand]).sum(axis=0)
     if not dense.all():
         sparse = ~dense
         part = rows[sparse]  # (rows, width)
