@@ -48,6 +48,12 @@ def sector_runs(classes: Sequence[tuple[np.ndarray, np.ndarray]], any_active: np
     remainder of a shift modulo ``sector`` is divided once, all remainders
     of a class together, and the union is taken over runs, not sectors
     (:func:`merge_runs`)."""
+    if len(classes) == 1 and len(classes[0][1]) == 1:  # one instruction: runs per row
+        rows, shifts = classes[0]
+        sec = (rows + int(shifts[0])) // sector
+        opens, closes = _run_marks(sec, any_active)
+        blocks = np.repeat(np.arange(len(sec)), opens.sum(axis=1))
+        return blocks, sec[opens], sec[closes] + 1
     low = min(int(rows.min()) + int(shifts.min()) for rows, shifts in classes) // sector
     high = max(int(rows.max()) + int(shifts.max()) for rows, shifts in classes) // sector
     # keys: a block's sectors below 2**bits (an end too), the block above
@@ -55,7 +61,7 @@ def sector_runs(classes: Sequence[tuple[np.ndarray, np.ndarray]], any_active: np
     offset = (np.arange(len(any_active)) << bits)[:, None] * sector - low * sector
     found = []  # per remainder chunk: first keys and ends of its lead, remainder ends, steps
     for rows, shifts in classes:
-        first, group = first_occurrences(shifts % sector) if len(shifts) > 1 else ([0], shifts * 0)
+        first, group = first_occurrences(shifts % sector)
         lead = shifts[first]
         steps = (shifts - lead[group]) // sector
         size = max(1, UNION_CHUNK // max(rows.size, 1))  # remainders divided at once
@@ -63,30 +69,34 @@ def sector_runs(classes: Sequence[tuple[np.ndarray, np.ndarray]], any_active: np
         for c0 in range(0, len(first), size):
             part = lead[c0:c0 + size]
             sec = (at + part[:, None, None]) // sector  # (remainders, blocks, threads): keys
-            opens = np.empty(sec.shape, dtype=bool)  # rows stay sorted: a gap opens a run
-            opens[..., 0] = True
-            np.greater(sec[..., 1:] - sec[..., :-1], 1, out=opens[..., 1:])
-            opens &= any_active[:, None]
-            closes = np.empty(sec.shape, dtype=bool)
-            closes[..., -1] = any_active
-            closes[..., :-1] = opens[..., 1:]
+            opens, closes = _run_marks(sec, any_active)
             ends = opens.reshape(len(part), -1).sum(axis=1).cumsum().tolist()
             mine = (group >= c0) & (group < c0 + len(part))
             found.append((sec[opens], sec[closes] + 1, ends, steps[mine], group[mine] - c0))
-    if len(found) == 1 and len(found[0][3]) == 1:  # one instruction: maximal runs already
-        key, end = found[0][0], found[0][1]
-    else:
-        keys, key_ends = [], []
-        for v, e, ends, steps, group in found:
-            start = 0
-            for r, stop in enumerate(ends):
-                st = steps[group == r][:, None]
-                keys.append((v[start:stop][None, :] + st).ravel())
-                key_ends.append((e[start:stop][None, :] + st).ravel())
-                start = stop
-        key, end = merge_runs(np.concatenate(keys), np.concatenate(key_ends))
+    keys, key_ends = [], []
+    for v, e, ends, steps, group in found:
+        start = 0
+        for r, stop in enumerate(ends):
+            st = steps[group == r][:, None]
+            keys.append((v[start:stop][None, :] + st).ravel())
+            key_ends.append((e[start:stop][None, :] + st).ravel())
+            start = stop
+    key, end = merge_runs(np.concatenate(keys), np.concatenate(key_ends))
     blocks = key >> bits
     return blocks, (key & ((1 << bits) - 1)) + low, end - (blocks << bits) + low
+
+
+def _run_marks(sec: np.ndarray, any_active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where runs of consecutive values open and close in rows of sorted
+    values (``sec``: ``(..., blocks, threads)``), in the active blocks."""
+    opens = np.empty(sec.shape, dtype=bool)  # a gap opens a run
+    opens[..., 0] = True
+    np.greater(sec[..., 1:] - sec[..., :-1], 1, out=opens[..., 1:])
+    opens &= any_active[:, None]
+    closes = np.empty(sec.shape, dtype=bool)
+    closes[..., -1] = any_active
+    closes[..., :-1] = opens[..., 1:]
+    return opens, closes
 
 
 def merge_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
