@@ -191,10 +191,9 @@ def _cover_product(cells: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     cell are counted by one matrix product over the boxes (exact: at most
     ``PRODUCT_CELLS`` boxes, so counts below 2**24, which float32 adds
     exactly)."""
-    masks = []
-    for d, size in enumerate(shape):
-        at = np.arange(size)[None, :]
-        masks.append(((at >= cells[:, d, :1]) & (at < cells[:, d, 1:])).astype(np.float32))
+    at = np.arange(max(shape))
+    inside = ((at >= cells[..., :1]) & (at < cells[..., 1:])).astype(np.float32)  # (boxes, n, at)
+    masks = [inside[:, d, :size] for d, size in enumerate(shape)]
     if len(shape) == 1:
         return masks[0].any(axis=0)
     rest = masks[-1]
@@ -300,22 +299,24 @@ def _single_volumes(boxes: list[list[list[int]] | None]
                     ) -> tuple[int, list[int], list[int]]:
     """:func:`box_volumes` of sets of one box each (None: empty), by
     inclusion and exclusion: ``Overlap_p`` is the volume of ``current & set_p``
-    less the parts inside the sets before ``p``."""
-    def common(bs: Sequence[list[list[int]] | None]) -> int:
+    less the parts inside the sets before ``p`` (an empty one adds nothing)."""
+    def common(bs: Sequence[list[list[int]]]) -> int:
         """Points in every box of ``bs``."""
-        if any(b is None for b in bs):
-            return 0
         out = 1
         for ranges in zip(*bs):
             out *= max(0, min(hi for _, hi in ranges) - max(lo for lo, _ in ranges))
         return out
 
     cur, earlier = boxes[0], boxes[1:]
+    if cur is None:
+        return 0, [0 if b is None else common([b]) for b in earlier], [0] * len(earlier)
     ovl = []
     for p, box in enumerate(earlier):
-        ovl.append(sum((-1) ** k * common([cur, box, *sub])
-                       for k in range(p + 1) for sub in itertools.combinations(earlier[:p], k)))
-    return common([cur]), [common([b]) for b in earlier], ovl
+        before = [b for b in earlier[:p] if b is not None]
+        ovl.append(0 if box is None else sum(
+            (-1) ** k * common([cur, box, *sub])
+            for k in range(len(before) + 1) for sub in itertools.combinations(before, k)))
+    return common([cur]), [0 if b is None else common([b]) for b in earlier], ovl
 
 
 __all__ = ["MAX_GRID_CELLS", "Box", "Count", "StridedBox", "box_volumes", "count"]
