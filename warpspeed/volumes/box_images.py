@@ -133,9 +133,10 @@ def _linear(table: np.ndarray, index: np.ndarray, f: Field, c: np.ndarray, a: np
     nd, itemsize = f.ndim, f.itemsize
     strides = np.array(f.strides, dtype=np.int64)
     const_form = ~(table[:, 1:] != 0).any(axis=1)  # every coefficient 0
-    # leading constant indices per access: the first that is not (cumprod costs more)
-    lead = np.argmin(np.column_stack([const_form[index[:, :nd - 1]],
-                                      np.zeros(len(index), dtype=bool)]), axis=1)
+    # leading constant indices per access: up to the first that is not
+    flags = const_form[index[:, :nd - 1]]
+    lead = (np.argmin(flags, axis=1) + flags.all(axis=1) * (nd - 1) if nd > 1
+            else np.zeros(len(index), dtype=np.int64))
     if (lead != lead[0]).any():
         return None
     m = int(lead[0]) + 1

@@ -173,9 +173,11 @@ def _periods(
 @functools.lru_cache(maxsize=256)
 def _local(block: tuple[int, int, int], padded: int) -> np.ndarray:
     """Thread coordinates in the block, shape (3, padded), x fastest (read-only)."""
-    t = np.arange(padded)
     bx, by, _ = block
-    out = np.stack([t % bx, (t // bx) % by, t // (bx * by)])
+    t = np.arange(padded)
+    out = np.empty((3, padded), dtype=t.dtype)
+    out[1], out[0] = np.divmod(t, bx)
+    out[2], out[1] = np.divmod(out[1], by)
     out.flags.writeable = False
     return out
 
