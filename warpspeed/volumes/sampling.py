@@ -216,10 +216,9 @@ def sample(
     bidx = np.array(blocks, dtype=np.int64)  # (nb, 3)
     nb = len(blocks)
     # (blocks, threads) arrays as sums of a per-block and a per-thread part
-    active = np.broadcast_to(np.arange(padded) < threads, (nb, padded))
-    for d in range(3):
-        active = active & ((bidx[:, d] * launch.block[d])[:, None] + local[d][None, :]
-                           < kernel.domain[d])
+    inside = (bidx[:, :, None] * np.array(launch.block)[:, None] + local
+              < np.array(kernel.domain)[:, None])  # (blocks, 3, threads)
+    active = inside.all(axis=1) & (np.arange(padded) < threads)
     addr = np.empty((len(reps), nb, padded), dtype=np.int64)
     flat: np.ndarray | None = None
     for c, rep in enumerate(reps):
