@@ -78,8 +78,23 @@ def require(m: Machine, spec: ParameterTable) -> Any:
     return _read(m, spec)
 
 
-@functools.lru_cache(maxsize=256)
 def _read(m: Machine, spec: ParameterTable) -> Any:
+    """:func:`_read_table`, kept per machine and table object (looked up by
+    identity: hashing every field of a machine cost more than the lookup;
+    a prediction reads its tables several times) for up to 256 pairs."""
+    hit = _READ.get((id(m), id(spec)))
+    if hit is not None and hit[0] is m and hit[1] is spec:
+        return hit[2]
+    value = _read_table(m, spec)
+    if len(_READ) < 256:
+        _READ[(id(m), id(spec))] = (m, spec, value)  # held: their ids stay theirs
+    return value
+
+
+_READ: dict[tuple[int, int], tuple[Machine, ParameterTable, Any]] = {}
+
+
+def _read_table(m: Machine, spec: ParameterTable) -> Any:
     values = entries(m, spec)
     missing = [k for k in spec.required() if k not in values]
     if missing:
