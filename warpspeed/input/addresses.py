@@ -13,7 +13,6 @@ keeps apart the loads of outputs under separate bounds checks
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -87,12 +86,11 @@ class AccessTerms:
         """Per form ``(const, coef...)`` (rows of 7; a zero row appended for
         padding) and whether it is affine (no floor division)."""
         forms = [bound[f] for f in self.forms]
-        n = len(forms) + 1
-        values = itertools.chain.from_iterable((b.const, *b.coef) for b in forms)
-        rows = np.fromiter(itertools.chain(values, (0,) * 7), dtype=np.int64, count=7 * n)
-        affine = np.fromiter((not b.floors and b.div == 1 for b in forms), dtype=bool,
-                             count=n - 1)
-        return rows.reshape(n, 7), np.append(affine, True)
+        rows = [(b.const, *b.coef) for b in forms]
+        rows.append((0,) * 7)
+        affine = [not b.floors and b.div == 1 for b in forms]
+        affine.append(True)
+        return np.array(rows, dtype=np.int64).reshape(-1, 7), np.array(affine)
 
 
 @functools.lru_cache(maxsize=64)
