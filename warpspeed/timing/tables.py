@@ -67,16 +67,22 @@ class ParameterTable:
 def read(m: Machine, spec: ParameterTable) -> Any | None:
     """``m``'s parameters of ``spec`` (module docstring); None when the file
     has no such table."""
-    if m.table(spec.name) is None:
+    if not _has(m, spec.name):
         return None
     return _read(m, spec)
 
 
 def require(m: Machine, spec: ParameterTable) -> Any:
     """:func:`read`, the file without the table refused like one missing keys."""
-    if m.table(spec.name) is None:
+    if not _has(m, spec.name):
         _missing(m, spec, list(spec.required()))
     return _read(m, spec)
+
+
+def _has(m: Machine, name: str) -> bool:
+    """Whether ``m``'s file has the table ``[name]`` (without copying it out
+    as :meth:`warpspeed.machine.Machine.table` does)."""
+    return any(n == name for n, _ in m.tables)
 
 
 def _read(m: Machine, spec: ParameterTable) -> Any:
