@@ -277,7 +277,7 @@ def box_volumes(
     volume = sizes[0]
     for sz in sizes[1:]:
         volume = np.multiply.outer(volume, sz)
-    cells = np.stack([np.searchsorted(cuts[d], every[:, d, :]) for d in range(n)], axis=1)
+    cells = np.stack([cuts[d].searchsorted(every[:, d, :]) for d in range(n)], axis=1)
     owner = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
     covered = _covers(cells, owner, len(groups), volume.shape).reshape(len(groups), -1)
     flat = volume.ravel()
@@ -291,7 +291,8 @@ def box_volumes(
 
 def _sorted_distinct(values: np.ndarray) -> np.ndarray:
     """Sorted distinct values (``np.unique`` without its overhead)."""
-    x = np.sort(values, axis=None)
+    x = values.flatten()
+    x.sort()
     return x[np.concatenate(([True], x[1:] != x[:-1]))]
 
 

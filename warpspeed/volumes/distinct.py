@@ -104,7 +104,7 @@ def merge_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.nda
     (intervals that overlap or touch become one)."""
     if starts.size == 0:
         return starts, ends
-    order = np.argsort(starts, kind="stable")
+    order = starts.argsort(kind="stable")
     starts, reach = starts[order], np.maximum.accumulate(ends[order])
     opens = np.empty(starts.size, dtype=bool)
     opens[:1] = True

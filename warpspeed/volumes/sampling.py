@@ -269,7 +269,7 @@ def launch_rows(s: Sample, owner: np.ndarray, width: int
     which lanes are active (rows, width), and each row's launch (``owner``
     of its block, :func:`stack`) and weight (its block's)."""
     per = s.active.shape[1] // width
-    return s.active.reshape(-1, width), np.repeat(owner, per), np.repeat(s.weights, per)
+    return s.active.reshape(-1, width), owner.repeat(per), s.weights.repeat(per)
 
 
 def block_groups(s: Sample, granularity: int) -> tuple[np.ndarray | slice, np.ndarray]:
@@ -326,13 +326,13 @@ def _groups(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(h, return_index=True, return_inverse=True)`` without the
     values and its overhead: each distinct value's first index, in the
     order of the values, and each entry's group."""
-    order = np.argsort(h, kind="stable")
+    order = h.argsort(kind="stable")
     ranked = h[order]
     opens = np.empty(len(h), dtype=bool)
     opens[:1] = True
     np.not_equal(ranked[1:], ranked[:-1], out=opens[1:])
     inverse = np.empty(len(h), dtype=np.int64)
-    inverse[order] = np.cumsum(opens) - 1
+    inverse[order] = opens.cumsum() - 1
     return order[opens], inverse
 
 
@@ -349,12 +349,14 @@ def translate_groups(rows: np.ndarray, active: np.ndarray, granularity: int
 def sorted_rows(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
     """Each row sorted, inactive entries replaced by the row's first active
     value so that they add no distinct value."""
-    first = np.argmax(active, axis=-1)
+    first = active.argmax(axis=-1)
     if keys.ndim == 2:  # rows: plain indexing (take_along_axis costs more on small ones)
         fill = keys[np.arange(len(keys)), first][:, None]
     else:
         fill = np.take_along_axis(keys, first[..., None], axis=-1)
-    return np.sort(np.where(active, keys, fill), axis=-1)
+    out = np.where(active, keys, fill)
+    out.sort(axis=-1)
+    return out
 
 
 def distinct_sorted(rows: np.ndarray, any_active: np.ndarray, factor: int = 1) -> np.ndarray:
