@@ -98,7 +98,8 @@ _ENTRIES: dict[tuple[int, int], tuple[Machine, ParameterTable, Any]] = {}
 def _kept(cache: dict[tuple[int, int], tuple[Machine, ParameterTable, Any]],
           compute: Callable[[Machine, ParameterTable], Any], m: Machine,
           spec: ParameterTable) -> Any:
-    """``compute(m, spec)`` (kept per equal machine by its own cache) kept in
+    """``compute(m, spec)`` of a machine's table (MODEL.md §12; kept per
+    equal machine by its own cache) kept in
     ``cache`` per machine and table object too, looked up by identity:
     hashing every field of a machine cost more than the lookup, and a
     prediction reads its tables several times; up to 256 pairs."""

@@ -298,8 +298,8 @@ def _sorted_distinct(values: np.ndarray) -> np.ndarray:
 
 def _single_volumes(boxes: list[list[list[int]] | None]
                     ) -> tuple[int, list[int], list[int]]:
-    """:func:`box_volumes` of sets of one box each (None: empty), by
-    inclusion and exclusion: ``Overlap_p`` is the volume of ``current & set_p``
+    """:func:`box_volumes` of sets of one box each (None: empty; MODEL.md §6),
+    by inclusion and exclusion: ``Overlap_p`` is the volume of ``current & set_p``
     less the parts inside the sets before ``p`` (an empty one adds nothing)."""
     def common(bs: Sequence[list[list[int]]]) -> int:
         """Points in every box of ``bs``."""

@@ -88,7 +88,8 @@ def sector_runs(classes: Sequence[tuple[np.ndarray, np.ndarray]], any_active: np
 
 def _run_marks(sec: np.ndarray, any_active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where runs of consecutive values open and close in rows of sorted
-    values (``sec``: ``(..., blocks, threads)``), in the active blocks."""
+    values (``sec``: ``(..., blocks, threads)``), in the active blocks
+    (MODEL.md §5, :func:`sector_runs`)."""
     opens = np.empty(sec.shape, dtype=bool)  # a gap opens a run
     opens[..., 0] = True
     np.greater(sec[..., 1:] - sec[..., :-1], 1, out=opens[..., 1:])
@@ -101,7 +102,8 @@ def _run_marks(sec: np.ndarray, any_active: np.ndarray) -> tuple[np.ndarray, np.
 
 def merge_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of the intervals ``[starts, ends)`` as maximal runs, sorted
-    (intervals that overlap or touch become one)."""
+    (intervals that overlap or touch become one): the union of a block's
+    sectors over its instructions (MODEL.md §5)."""
     if starts.size == 0:
         return starts, ends
     order = starts.argsort(kind="stable")

@@ -325,7 +325,8 @@ def row_translates(rows: np.ndarray, active: np.ndarray, granularity: int
 def _groups(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(h, return_index=True, return_inverse=True)`` without the
     values and its overhead: each distinct value's first index, in the
-    order of the values, and each entry's group."""
+    order of the values, and each entry's group (the translate groups of
+    :func:`row_translates`, MODEL.md §4-§5)."""
     order = h.argsort(kind="stable")
     ranked = h[order]
     opens = np.empty(len(h), dtype=bool)

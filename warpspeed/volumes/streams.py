@@ -123,8 +123,8 @@ def block_run_bytes(s: Sample, b: int) -> float:
 def run_bytes(fields: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
     """:attr:`Streams.run_bytes` of a block from each field's maximal runs of
     consecutive sectors, as their first sectors and ends
-    (:func:`block_run_bytes`): the bytes of every field's sectors over the
-    runs they form."""
+    (:func:`block_run_bytes`, MODEL.md §11): the bytes of every field's
+    sectors over the runs they form."""
     sectors = sum(int((end - first).sum()) for first, end in fields)
     return float(SECTOR * sectors / sum(first.size for first, _ in fields))
 
