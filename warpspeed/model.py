@@ -290,7 +290,8 @@ def _count_stacked(
         out[i] = BlockStage(
             kernel=kernel, machine=machine, launch=launch, bound=bk.bound, accesses=bk,
             l1_cycles=float(l1[j]),
-            footprint=replace(fps[j], streams=address_streams(smp, n_loads)),
+            footprint=replace(fps[j], streams=address_streams(smp, n_loads,
+                                                                fps[j].streams.run_bytes)),
             l1_cycles_paper=None if paper is None else float(paper[j]),
             notes=(held,) if held else (),
         )

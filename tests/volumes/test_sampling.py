@@ -95,7 +95,8 @@ def test_block_sector_and_line_counts_match_python_sets(domain, block, pitch, of
     bound = bind_all((a.forms for a in acc), launch.block)
     s = sample(kernel, launch, acc, bound)
     loads = list(range(len(kernel.loads)))
-    sectors, lines = _block_counts(s, loads, _sorted_by_class(s), sector, line)
+    sectors, lines, (blocks, first, end) = _block_counts(s, loads, _sorted_by_class(s), sector,
+                                                          line)
     for b in range(s.active.shape[0]):
         act = s.active[b]
         seen: set[int] = set()
@@ -104,6 +105,9 @@ def test_block_sector_and_line_counts_match_python_sets(domain, block, pitch, of
             seen |= {int(a) // sector for a in (s.class_addresses[cls][b] + shift)[act]}
         assert sectors[b] == len(seen)
         assert lines[b] == len({x // (line // sector) for x in seen})
+        runs = list(zip(first[blocks == b].tolist(), end[blocks == b].tolist()))
+        assert [x for lo, hi in runs for x in range(lo, hi)] == sorted(seen)
+        assert all(hi < lo for (_, hi), (lo, _) in zip(runs, runs[1:]))  # maximal runs
 
 
 @settings(max_examples=30, deadline=None)

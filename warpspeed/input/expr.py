@@ -148,15 +148,11 @@ class SymForm:
         """Substitute the block size; MODEL.md §1."""
         simple = _integer_terms(self)
         if simple is not None:  # integer coefficients, no floor: integer arithmetic
-            const, coef = 0, [0] * 6
-            for atom, poly in simple:
-                c = sum(k * block[0] ** e[0] * block[1] ** e[1] * block[2] ** e[2]
-                        for e, k in poly)
-                if atom is None:
-                    const += c
-                else:
-                    coef[atom] += c
-            return LinForm(const, tuple(coef), (), 1)
+            fixed, scaled = simple
+            out = list(fixed)
+            for slot, k, e0, e1, e2 in scaled:
+                out[slot] += k * block[0] ** e0 * block[1] ** e1 * block[2] ** e2
+            return LinForm(out[0], tuple(out[1:]), (), 1)
         return _bind(self, block, integral=True)
 
 
@@ -190,22 +186,34 @@ def global_terms(form: SymForm) -> tuple[int, tuple[int, int, int]] | None:
     return const, (thread[0], thread[1], thread[2])
 
 
-IntTerms = tuple[tuple[int | None, tuple[tuple[tuple[int, int, int], int], ...]], ...]
+#: A form with integer coefficients and no floor, ready to bind: the parts of
+#: ``(const, coef...)`` that no block size scales, and the terms that one does as
+#: ``(slot, k, e0, e1, e2)``, adding ``k * B0**e0 * B1**e1 * B2**e2`` to ``slot``.
+IntTerms = tuple[tuple[int, ...], tuple[tuple[int, int, int, int, int], ...]]
 _INTEGER_TERMS: dict[SymForm, IntTerms | None] = {}
 
 
 def _integer_terms(form: SymForm) -> IntTerms | None:
-    """``form``'s terms with integer coefficients, or None when a term is a
-    floor or a coefficient is not an integer (then :func:`_bind` binds it
-    with fractions); kept per form (up to :data:`_BOUND_LIMIT` forms)."""
+    """``form``'s terms with integer coefficients (:data:`IntTerms`), or None
+    when a term is a floor or a coefficient is not an integer (then
+    :func:`_bind` binds it with fractions); kept per form (up to
+    :data:`_BOUND_LIMIT` forms)."""
     if form in _INTEGER_TERMS:
         return _INTEGER_TERMS[form]
-    terms = []
+    fixed = [0] * 7
+    scaled = []
+    out: IntTerms | None = None
     for atom, poly in form.terms:
         if isinstance(atom, SymFloor) or not all(c.denominator == 1 for _, c in poly):
             break
-        terms.append((atom, tuple((e, int(c)) for e, c in poly)))
-    out = tuple(terms) if len(terms) == len(form.terms) else None
+        slot = 0 if atom is None else atom + 1
+        for e, c in poly:
+            if e == (0, 0, 0):
+                fixed[slot] += int(c)
+            else:
+                scaled.append((slot, int(c), e[0], e[1], e[2]))
+    else:
+        out = (tuple(fixed), tuple(scaled))
     if len(_INTEGER_TERMS) < _BOUND_LIMIT:
         _INTEGER_TERMS[form] = out
     return out

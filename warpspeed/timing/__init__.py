@@ -67,13 +67,24 @@ def parameter_tables() -> tuple[ParameterTable, ...]:
 def check_tables(m: Machine) -> None:
     """Every timing table of ``m``'s file checked by the model that reads it
     (:func:`warpspeed.timing.tables.entries`); a table no model or limiter
-    reads is refused naming those that are."""
-    specs = {t.name: t for t in parameter_tables()}
+    reads is refused naming those that are. A machine that passed is not
+    checked again against the same tables (kept by identity, up to 256:
+    machines are frozen)."""
+    found = parameter_tables()
+    hit = _CHECKED.get(id(m))
+    if hit is not None and hit[0] is m and hit[1] == found:
+        return
+    specs = {t.name: t for t in found}
     for name, _ in m.tables:
         if name not in specs:
             raise MachineError(f"machine file {m.path}: unknown table [{name}]; the timing "
                                f"tables are {', '.join(f'[{t}]' for t in specs)} (MODEL.md §12)")
         tables.entries(m, specs[name])
+    if len(_CHECKED) < 256:
+        _CHECKED[id(m)] = (m, found)  # held: its id stays its own
+
+
+_CHECKED: dict[int, tuple[Machine, tuple[ParameterTable, ...]]] = {}
 
 
 def with_values(m: Machine, values: Mapping[str, float | None]) -> Machine:

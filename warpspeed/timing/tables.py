@@ -12,8 +12,9 @@ line naming the file, the table and the key. A dataclass field with a default
 is optional. The model's ``finish`` may then derive values from the machine's
 facts (the default model scales its DRAM plateaus with ``[dram_bandwidth]``).
 
-Checked values are kept per machine (:func:`functools.lru_cache`): a
-prediction reads its model's table several times.
+Checked values are kept per machine (:func:`functools.lru_cache`) and per
+machine object (:func:`_kept`): a prediction reads its model's table several
+times.
 """
 
 from __future__ import annotations
@@ -66,20 +67,53 @@ class ParameterTable:
 def read(m: Machine, spec: ParameterTable) -> Any | None:
     """``m``'s parameters of ``spec`` (module docstring); None when the file
     has no such table."""
-    if m.table(spec.name) is None:
+    if not _has(m, spec.name):
         return None
     return _read(m, spec)
 
 
 def require(m: Machine, spec: ParameterTable) -> Any:
     """:func:`read`, the file without the table refused like one missing keys."""
-    if m.table(spec.name) is None:
+    if not _has(m, spec.name):
         _missing(m, spec, list(spec.required()))
     return _read(m, spec)
 
 
-@functools.lru_cache(maxsize=256)
+def _has(m: Machine, name: str) -> bool:
+    """Whether ``m``'s file has the table ``[name]`` (without copying it out
+    as :meth:`warpspeed.machine.Machine.table` does)."""
+    return any(n == name for n, _ in m.tables)
+
+
 def _read(m: Machine, spec: ParameterTable) -> Any:
+    """:func:`_read_table`, kept (:func:`_kept`)."""
+    return _kept(_READ, _read_table, m, spec)
+
+
+#: A machine's tables already read, and their entries (:func:`entries`).
+_READ: dict[tuple[int, int], tuple[Machine, ParameterTable, Any]] = {}
+_ENTRIES: dict[tuple[int, int], tuple[Machine, ParameterTable, Any]] = {}
+
+
+def _kept(cache: dict[tuple[int, int], tuple[Machine, ParameterTable, Any]],
+          compute: Callable[[Machine, ParameterTable], Any], m: Machine,
+          spec: ParameterTable) -> Any:
+    """``compute(m, spec)`` of a machine's table (MODEL.md §12; kept per
+    equal machine by its own cache) kept in
+    ``cache`` per machine and table object too, looked up by identity:
+    hashing every field of a machine cost more than the lookup, and a
+    prediction reads its tables several times; up to 256 pairs."""
+    hit = cache.get((id(m), id(spec)))
+    if hit is not None and hit[0] is m and hit[1] is spec:
+        return hit[2]
+    value = compute(m, spec)
+    if len(cache) < 256:
+        cache[(id(m), id(spec))] = (m, spec, value)  # held: their ids stay theirs
+    return value
+
+
+@functools.lru_cache(maxsize=256)
+def _read_table(m: Machine, spec: ParameterTable) -> Any:
     values = entries(m, spec)
     missing = [k for k in spec.required() if k not in values]
     if missing:
@@ -93,10 +127,15 @@ def _missing(m: Machine, spec: ParameterTable, missing: list[str]) -> None:
         f"needed by {spec.needed_by}")
 
 
-@functools.lru_cache(maxsize=256)
 def entries(m: Machine, spec: ParameterTable) -> dict[str, Any]:
     """The values of ``[spec.name]`` that ``m``'s file gives, checked and
-    finished (module docstring), missing ones left out."""
+    finished (module docstring), missing ones left out; kept (:func:`_kept`)."""
+    out: dict[str, Any] = _kept(_ENTRIES, _entries, m, spec)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _entries(m: Machine, spec: ParameterTable) -> dict[str, Any]:
     table = m.table(spec.name) or {}
     removed = dict(spec.removed)
     gone = sorted(k for k in table if k in removed)

@@ -17,10 +17,11 @@ which handles the rest; both give the same boxes, so the counts agree.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..input.addresses import access_terms
+from ..input.addresses import AccessTerms, access_terms
 from ..input.expr import LinForm, SymForm
 from ..input.kernel import Access, Field
 
@@ -31,34 +32,53 @@ SECTOR = 32
 GlobalBox = tuple[tuple[int, int], ...] | None
 
 
-def _progressions(
-    table: np.ndarray, affine: np.ndarray, block: tuple[int, int, int],
-    lo: np.ndarray, hi: np.ndarray,
-) -> tuple[np.ndarray, ...] | None:
+@dataclass(frozen=True)
+class Progressions:
     """Per box and form, the progression ``const + a * g_j`` for ``g_j`` in
-    ``[lo, hi)`` of :func:`warpspeed.volumes.direct_images._form_progression`:
-    arrays (boxes, forms) of the constant, ``a``, the range and the axis
-    ``j`` (-1 and the range [0, 1) where no coordinate varies). None when
-    some form is no progression."""
+    ``[lo, hi)`` of :func:`warpspeed.volumes.direct_images._form_progression`
+    over a sequence of accesses (:func:`progressions`): arrays (boxes,
+    forms) of the constant, ``a``, the range and the axis ``j`` (-1 and the
+    range [0, 1) where no coordinate varies); ``ok`` per form whether it is
+    such a progression over every box (elsewhere the arrays mean nothing);
+    ``row`` each access's position in ``terms`` (by identity); ``live``
+    whether each box is non-empty (the arrays hold the non-empty ones)."""
+
+    terms: AccessTerms
+    table: np.ndarray
+    c: np.ndarray
+    a: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    j: np.ndarray
+    ok: np.ndarray
+    row: dict[int, int]
+    live: tuple[bool, ...]
+
+
+def progressions(accesses: tuple[Access, ...], bound: Mapping[SymForm, LinForm],
+                 block: tuple[int, int, int], gboxes: Sequence[GlobalBox]) -> Progressions:
+    """The :class:`Progressions` of every form of ``accesses`` over the
+    boxes ``gboxes`` (MODEL.md §6), once for all their fields."""
+    terms = access_terms(accesses)
+    table, affine = terms.bound_table(bound)
+    live = tuple(g is not None for g in gboxes)
+    lo = np.array([[r[0] for r in g] for g in gboxes if g is not None],
+                  dtype=np.int64).reshape(-1, 3)
+    hi = np.array([[r[1] for r in g] for g in gboxes if g is not None],
+                  dtype=np.int64).reshape(-1, 3)
     const, coef = table[:, 0], table[:, 1:]
     a = coef[:, 3:]
-    if not affine.all() or (coef[:, :3] != np.array(block) * a).any():
-        return None
     ext = hi - lo  # (boxes, 3)
-    single = ext == 1
-    c = const[None, :] + (a[None, :, :] * (lo * single)[:, None, :]).sum(axis=-1)
-    varying = (a[None, :, :] != 0) & (ext[:, None, :] > 1)  # (boxes, forms, 3)
-    if (varying.sum(axis=-1) > 1).any():
-        return None
+    varying = (a != 0) & (ext[:, None, :] > 1)  # (boxes, forms, 3)
+    ok = affine & (coef[:, :3] == np.array(block) * a).all(axis=1) & (
+        varying.sum(axis=-1) <= 1).all(axis=0)  # one varying coordinate at most
     some = varying.any(axis=-1)
-    j = np.where(some, varying.argmax(axis=-1), -1)
-    jj = np.maximum(j, 0)
-    rows = np.arange(lo.shape[0])[:, None]
-    step = np.where(some, np.take_along_axis(np.broadcast_to(a, varying.shape),
-                                             jj[..., None], axis=-1)[..., 0], 0)
-    p_lo = np.where(some, lo[rows, jj], 0)
-    p_hi = np.where(some, hi[rows, jj], 1)
-    return c, step, p_lo, p_hi, j
+    return Progressions(
+        terms=terms, table=table, c=const + (lo * (ext == 1)) @ a.T,
+        a=(a * varying).sum(axis=-1), lo=(lo[:, None, :] * varying).sum(axis=-1),
+        hi=(hi[:, None, :] * varying).sum(axis=-1) + ~some,
+        j=np.where(some, varying.argmax(axis=-1), -1), ok=ok,
+        row={id(acc): i for i, acc in enumerate(accesses)}, live=live)
 
 
 def _intervals(c: np.ndarray, a: np.ndarray, lo: np.ndarray, hi: np.ndarray
@@ -72,40 +92,36 @@ def _intervals(c: np.ndarray, a: np.ndarray, lo: np.ndarray, hi: np.ndarray
 
 def field_images(
     accs: Sequence[Access], bound: Mapping[SymForm, LinForm], block: tuple[int, int, int],
-    gboxes: Sequence[GlobalBox], address: str,
+    gboxes: Sequence[GlobalBox], address: str, shared: Progressions | None = None,
 ) -> list[np.ndarray] | None:
     """The sector images of the accesses ``accs`` (one field) over each of
     ``gboxes``: per box an array (accesses, dimensions, 2) of half-open
     bounds (empty for an empty box), the boxes of
     :func:`warpspeed.volumes.direct_images._image` (MODEL.md §6); None outside the
-    case of the module docstring."""
-    terms = access_terms(tuple(accs))
-    table, affine = terms.bound_table(bound)
-    live = [g for g in gboxes if g is not None]
-    if not live:
+    case of the module docstring. ``shared``: the :func:`progressions` over
+    ``gboxes`` of accesses among which are ``accs`` (every field of a wave),
+    else computed here."""
+    prog = shared if shared is not None else progressions(tuple(accs), bound, block, gboxes)
+    if not any(prog.live):
         return [np.zeros((0, 1, 2), dtype=np.int64) for _ in gboxes]
-    lo = np.array([[r[0] for r in g] for g in live], dtype=np.int64)
-    hi = np.array([[r[1] for r in g] for g in live], dtype=np.int64)
-    prog = _progressions(table, affine, block, lo, hi)
-    if prog is None:
+    index = prog.terms.index[[prog.row[id(acc)] for acc in accs]]  # (accesses, width)
+    if not prog.ok[index].all():
         return None
-    c, a, p_lo, p_hi, j = (x[:, terms.index] for x in prog)  # (boxes, accesses, width)
+    c, a, p_lo, p_hi, j = (x[:, index] for x in (prog.c, prog.a, prog.lo, prog.hi, prog.j))
     f = accs[0].field
     nd = f.ndim
-    jd = j[..., :nd]
-    for d in range(nd):
-        for e in range(d + 1, nd):
-            if ((jd[..., d] >= 0) & (jd[..., d] == jd[..., e])).any():
-                return None  # one coordinate feeds two indices
+    jd = np.sort(j[..., :nd], axis=-1)
+    if ((jd[..., 1:] == jd[..., :-1]) & (jd[..., 1:] >= 0)).any():
+        return None  # one coordinate feeds two indices
     if address == "linear":
-        out = _linear(table, terms.index[:, :nd], f, c, a, p_lo, p_hi)
+        out = _linear(prog.table, index[:, :nd], f, c, a, p_lo, p_hi)
     else:
         out = _paper(f.itemsize, c[..., :nd], a[..., :nd], p_lo[..., :nd], p_hi[..., :nd])
     if out is None:
         return None
     it = iter(out)
-    return [next(it) if g is not None else np.zeros((0,) + out.shape[2:], dtype=np.int64)
-            for g in gboxes]
+    return [next(it) if live else np.zeros((0,) + out.shape[2:], dtype=np.int64)
+            for live in prog.live]
 
 
 def _linear(table: np.ndarray, index: np.ndarray, f: Field, c: np.ndarray, a: np.ndarray,
@@ -117,7 +133,10 @@ def _linear(table: np.ndarray, index: np.ndarray, f: Field, c: np.ndarray, a: np
     nd, itemsize = f.ndim, f.itemsize
     strides = np.array(f.strides, dtype=np.int64)
     const_form = ~(table[:, 1:] != 0).any(axis=1)  # every coefficient 0
-    lead = np.cumprod(const_form[index[:, :nd - 1]], axis=1).sum(axis=1)
+    # leading constant indices per access: up to the first that is not
+    flags = const_form[index[:, :nd - 1]]
+    lead = (np.argmin(flags, axis=1) + flags.all(axis=1) * (nd - 1) if nd > 1
+            else np.zeros(len(index), dtype=np.int64))
     if (lead != lead[0]).any():
         return None
     m = int(lead[0]) + 1
@@ -127,13 +146,13 @@ def _linear(table: np.ndarray, index: np.ndarray, f: Field, c: np.ndarray, a: np
     if ((np.abs(step) > SECTOR) & (hi - lo > 1)).any():
         return None  # a thread step skips sectors: strided (the per-access route)
     s0, s1 = (base + step * lo) // SECTOR, (base + step * (hi - 1)) // SECTOR
-    dims = [np.stack([np.minimum(s0, s1), np.maximum(s0, s1) + 1], axis=-1)]
-    for d in range(m, nd):
-        first, end, unit = _intervals(c[..., d], a[..., d], p_lo[..., d], p_hi[..., d])
-        if not unit.all():
-            return None
-        dims.append(np.stack([first, end], axis=-1))
-    return np.stack(dims, axis=2)
+    first, end, unit = _intervals(c[..., m:nd], a[..., m:nd], p_lo[..., m:nd], p_hi[..., m:nd])
+    if not unit.all():
+        return None
+    out = np.empty(s0.shape + (nd - m + 1, 2), dtype=np.int64)
+    out[..., 0, 0], out[..., 0, 1] = np.minimum(s0, s1), np.maximum(s0, s1) + 1
+    out[..., 1:, 0], out[..., 1:, 1] = first, end
+    return out
 
 
 def _paper(itemsize: int, c: np.ndarray, a: np.ndarray, p_lo: np.ndarray, p_hi: np.ndarray
@@ -153,4 +172,4 @@ def _paper(itemsize: int, c: np.ndarray, a: np.ndarray, p_lo: np.ndarray, p_hi: 
     return out
 
 
-__all__ = ["field_images"]
+__all__ = ["Progressions", "field_images", "progressions"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
@@ -68,11 +69,15 @@ class CapacityFits:
 def load_fits(name_or_path: str | Path) -> CapacityFits:
     """Curves from ``fits/NAME.toml`` or from a path to such a file."""
     text = str(name_or_path)
-    path = Path(text)
-    if not (path.suffix == ".toml" and path.is_file()):
-        path = fits_dir() / f"{text}.toml"
+    path = _NAMED.get(text)  # a name's file (fixed: the package does not move)
+    if path is None:
+        path = Path(text)
+        if not (path.suffix == ".toml" and path.is_file()):
+            if path.suffix != ".toml" and len(_NAMED) < 256:
+                _NAMED[text] = fits_dir() / f"{text}.toml"  # whatever the files are
+            path = fits_dir() / f"{text}.toml"
     try:
-        stat = path.stat()  # one system call: whether it is a file, and its version
+        stat = os.stat(path)  # one system call: whether it is a file, and its version
     except OSError:
         stat = None
     if stat is None or not S_ISREG(stat.st_mode):
@@ -84,6 +89,9 @@ def load_fits(name_or_path: str | Path) -> CapacityFits:
         read = _READ[path] = (version, _read_fits(path))
     return read[1]
 
+
+#: The files of names given to :func:`load_fits` (not paths to files).
+_NAMED: dict[str, Path] = {}
 
 #: Curves already read, by file, with the version of the file they were read
 #: from (modification time, size): every prediction asks for them, and parsing

@@ -188,12 +188,12 @@ PRODUCT_CELLS = 1 << 20
 def _cover_product(cells: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """:func:`_cover` of few boxes on a small grid: each box is the outer
     product of its cell ranges along the axes, and the boxes covering a
-    cell are counted by one matrix product over the boxes (exact: small
-    integer counts)."""
-    masks = []
-    for d, size in enumerate(shape):
-        at = np.arange(size)[None, :]
-        masks.append(((at >= cells[:, d, :1]) & (at < cells[:, d, 1:])).astype(np.float64))
+    cell are counted by one matrix product over the boxes (exact: at most
+    ``PRODUCT_CELLS`` boxes, so counts below 2**24, which float32 adds
+    exactly)."""
+    at = np.arange(max(shape))
+    inside = ((at >= cells[..., :1]) & (at < cells[..., 1:])).astype(np.float32)  # (boxes, n, at)
+    masks = [inside[:, d, :size] for d, size in enumerate(shape)]
     if len(shape) == 1:
         return masks[0].any(axis=0)
     rest = masks[-1]
@@ -258,33 +258,66 @@ def box_volumes(
     ``current'`` is the current union minus the earlier sets before ``p``.
     Boxes are lists of ``(lo, hi)`` per dimension or an array (boxes,
     dimensions, 2). Coordinates are compressed to the boxes' breakpoints,
-    so the work depends on the number of boxes, not their extents. Returns
-    None when the compressed grid would exceed ``MAX_GRID_CELLS`` cells.
+    so the work depends on the number of boxes, not their extents (sets
+    of one box at most are counted by inclusion and exclusion instead:
+    :func:`_single_volumes`). Returns None when the compressed grid would
+    exceed ``MAX_GRID_CELLS`` cells.
     """
     n = _dims(current, *earlier)
     if n is None:
         return 0, [0] * len(earlier), [0] * len(earlier)
     groups = [_bounds(g, n) for g in [current, *earlier]]
+    if all(len(g) <= 1 for g in groups):
+        return _single_volumes([g[0].tolist() if len(g) else None for g in groups])
     every = np.concatenate(groups)
-    cuts = [np.unique(every[:, d, :]) for d in range(n)]
-    if np.prod([len(c) - 1 for c in cuts], dtype=float) > MAX_GRID_CELLS:
+    cuts = [_sorted_distinct(every[:, d, :]) for d in range(n)]
+    if math.prod(len(c) - 1 for c in cuts) > MAX_GRID_CELLS:
         return None
-    sizes = [np.diff(c) for c in cuts]
+    sizes = [c[1:] - c[:-1] for c in cuts]
     volume = sizes[0]
     for sz in sizes[1:]:
         volume = np.multiply.outer(volume, sz)
-    cells = np.stack([np.searchsorted(cuts[d], every[:, d, :]) for d in range(n)], axis=1)
+    cells = np.stack([cuts[d].searchsorted(every[:, d, :]) for d in range(n)], axis=1)
     owner = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
     covered = _covers(cells, owner, len(groups), volume.shape).reshape(len(groups), -1)
     flat = volume.ravel()
-    cur = covered[0]
-    new = int(flat[cur].sum())
-    old, ovl = [], []
+    counts = (covered @ flat).tolist()
+    cur, ovl = covered[0].copy(), []
     for g in covered[1:]:
-        old.append(int(flat[g].sum()))
-        ovl.append(int(flat[cur & g].sum()))
+        ovl.append(int((cur & g) @ flat))
         cur &= ~g
-    return new, old, ovl
+    return counts[0], counts[1:], ovl
+
+
+def _sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (``np.unique`` without its overhead)."""
+    x = values.flatten()
+    x.sort()
+    return x[np.concatenate(([True], x[1:] != x[:-1]))]
+
+
+def _single_volumes(boxes: list[list[list[int]] | None]
+                    ) -> tuple[int, list[int], list[int]]:
+    """:func:`box_volumes` of sets of one box each (None: empty; MODEL.md §6),
+    by inclusion and exclusion: ``Overlap_p`` is the volume of ``current & set_p``
+    less the parts inside the sets before ``p`` (an empty one adds nothing)."""
+    def common(bs: Sequence[list[list[int]]]) -> int:
+        """Points in every box of ``bs``."""
+        out = 1
+        for ranges in zip(*bs):
+            out *= max(0, min(hi for _, hi in ranges) - max(lo for lo, _ in ranges))
+        return out
+
+    cur, earlier = boxes[0], boxes[1:]
+    if cur is None:
+        return 0, [0 if b is None else common([b]) for b in earlier], [0] * len(earlier)
+    ovl = []
+    for p, box in enumerate(earlier):
+        before = [b for b in earlier[:p] if b is not None]
+        ovl.append(0 if box is None else sum(
+            (-1) ** k * common([cur, box, *sub])
+            for k in range(len(before) + 1) for sub in itertools.combinations(before, k)))
+    return common([cur]), [0 if b is None else common([b]) for b in earlier], ovl
 
 
 __all__ = ["MAX_GRID_CELLS", "Box", "Count", "StridedBox", "box_volumes", "count"]

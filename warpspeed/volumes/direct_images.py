@@ -19,7 +19,7 @@ import numpy as np
 
 from ..input.expr import LinForm, SymForm
 from ..input.kernel import Access
-from .box_images import field_images
+from .box_images import Progressions, field_images
 from .counting import StridedBox, _unstride, box_volumes
 from .launch import BlockBox
 
@@ -250,13 +250,14 @@ def _affine_image(acc: Access, forms: list[LinForm], block: tuple[int, int, int]
 def direct_volumes(
     accs: list[Access], bound: dict[SymForm, LinForm], block: tuple[int, int, int],
     current: GlobalBox, earlier: list[GlobalBox], address: str = "paper",
-    memo: ProgressionMemo | None = None,
+    memo: ProgressionMemo | None = None, shared: Progressions | None = None,
 ) -> tuple[int, list[int], list[int]] | None:
     """:func:`box_volumes` on images from :func:`_image`, without isl; None
     if an image is not a union of strided boxes or the grid would be too
     large. A field whose images are single boxes of unit strides is done
-    at once (:func:`warpspeed.volumes.box_images.field_images`)."""
-    fast = field_images(accs, bound, block, [current, *earlier], address)
+    at once (:func:`warpspeed.volumes.box_images.field_images`; ``shared``:
+    the progressions over ``[current, *earlier]`` of every field's forms)."""
+    fast = field_images(accs, bound, block, [current, *earlier], address, shared)
     if fast is not None:
         return box_volumes(fast[0], fast[1:])
     groups: list[list[StridedBox]] = []

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .distinct import distinct
+from .distinct import Runs, merge_runs, sector_runs
 from .sampling import (
     WARP,
     Sample,
@@ -18,7 +18,8 @@ from .sampling import (
     sorted_rows,
     translate_groups,
 )
-from .streams import Streams
+from .streams import SECTOR as DRAM_SECTOR
+from .streams import Streams, block_run_bytes, run_bytes
 
 #: NVIDIA's L1 sector and line; a machine's ``l1_sector_bytes`` and
 #: ``l1_line_bytes`` replace them (MODEL.md §15).
@@ -41,7 +42,8 @@ class Footprint:
       component per instruction, but a cell's components fill its sectors);
     * ``alloc_per_block``: unique 128 B lines of the loads of a block, bytes;
     * ``streams``: the address runs of the loads and stores
-      (:mod:`warpspeed.volumes.streams`, set by the block stage);
+      (:mod:`warpspeed.volumes.streams`; its ``run_bytes`` counted here
+      from the block unions, the rest set by the block stage);
     * ``loads_per_lup``: load instructions a thread issues per lattice
       update (after merging repeats, MODEL.md §1);
 
@@ -81,43 +83,31 @@ def _per_warp_sectors(s: Sample, indices: range, warps_of: Callable[[int], Warps
 
 
 def _block_counts(s: Sample, indices: list[int], rows_of: Callable[[int], np.ndarray],
-                  sector: int = SECTOR, line: int = LINE) -> tuple[np.ndarray, np.ndarray]:
+                  sector: int = SECTOR, line: int = LINE
+                  ) -> tuple[np.ndarray, np.ndarray, Runs]:
     """Per sampled block, the distinct sectors the accesses ``indices``
-    touch and the distinct lines they fall in (MODEL.md §5): the union over
-    instructions, vectorised over the blocks. Each class's addresses are
-    sorted once per block (``rows_of(class)``); instructions one whole
-    number of sectors apart share their distinct sectors, shifted."""
+    touch and the distinct lines they fall in (MODEL.md §5), and the union
+    itself as runs of consecutive sectors: the union over instructions,
+    vectorised over the blocks. Each class's addresses are sorted once per
+    block (``rows_of(class)``); instructions one whole number of sectors
+    apart share their runs, shifted
+    (:func:`warpspeed.volumes.distinct.sector_runs`)."""
     nb = s.active.shape[0]
     zero = np.zeros(nb)
     ks = np.fromiter(indices, dtype=np.int64)
     if ks.size == 0 or not s.active.any():
-        return zero, zero
-    any_active = s.active.any(axis=1)
+        none = np.zeros(0, dtype=np.int64)
+        return zero, zero, (none, none, none)
     cls, sh = s.access_class[ks], s.access_shift[ks]
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # blocks, sectors, steps
-    for c in dict.fromkeys(cls.tolist()):
-        rows = rows_of(c)
-        shifts = sh[cls == c]
-        for r in dict.fromkeys((shifts % sector).tolist()):
-            members = shifts[shifts % sector == r]
-            sec = (rows + members[0]) // sector  # still sorted per block
-            new = np.ones(sec.shape, dtype=bool)
-            new[:, 1:] = sec[:, 1:] != sec[:, :-1]
-            new &= any_active[:, None]
-            parts.append((np.nonzero(new)[0], sec[new], (members - members[0]) // sector))
-    if len(parts) == 1 and len(parts[0][2]) == 1:  # one instruction: distinct already
-        blocks, sectors = parts[0][0], parts[0][1]
-    else:  # the union: (block, sector) pairs as one key, sorted runs merged
-        low = min(int(v.min()) + int(st.min()) for _, v, st in parts if v.size)
-        span = max(int(v.max()) + int(st.max()) for _, v, st in parts if v.size) - low + 1
-        key = distinct(np.concatenate([((b * span + v - low)[None, :] + st[:, None]).ravel()
-                                       for b, v, st in parts]))
-        blocks, sectors = key // span, key % span + low
-    lines = sectors // (line // sector)
-    new = np.ones(blocks.size, dtype=bool)
-    new[1:] = (blocks[1:] != blocks[:-1]) | (lines[1:] != lines[:-1])
-    return (np.bincount(blocks, minlength=nb).astype(float),
-            np.bincount(blocks[new], minlength=nb).astype(float))
+    classes = [(rows_of(c), sh[cls == c]) for c in dict.fromkeys(cls.tolist())]
+    runs = sector_runs(classes, s.active.any(axis=1), sector)
+    blocks, first, end = runs
+    # lines: each run's, less one where it starts in the line its predecessor ends in
+    per = line // sector
+    lines = (end - 1) // per - first // per + 1
+    lines[1:] -= (blocks[1:] == blocks[:-1]) & ((end[:-1] - 1) // per == first[1:] // per)
+    return (np.bincount(blocks, weights=end - first, minlength=nb),
+            np.bincount(blocks, weights=lines, minlength=nb), runs)
 
 
 def _sorted_by_class(s: Sample) -> Callable[[int], np.ndarray]:
@@ -193,25 +183,50 @@ def footprints_of(s: Sample, owner: np.ndarray, launches: int, n_loads: int,
     per_field: dict[str, list[list[int]]] = {}  # loads, stores
     for k, acc in enumerate(s.accesses):
         per_field.setdefault(acc.field.name, [[], []])[k >= n_loads].append(k)
+    unions: list[list[Runs]] = []  # per field: of its loads, of its stores
     for loads, stores in per_field.values():
+        unions.append([])
         if loads:
-            sectors, field_lines = _block_counts(u, loads, block_rows, sector, line)
+            sectors, field_lines, union = _block_counts(u, loads, block_rows, sector, line)
             v1 += sectors
             lines += field_lines
+            unions[-1].append(union)
         if stores:
-            sv1 += _block_counts(u, stores, block_rows, sector, line)[0]
+            sectors, _, union = _block_counts(u, stores, block_rows, sector, line)
+            sv1 += sectors
+            unions[-1].append(union)
+
+    def run_bytes_at(b: int) -> float:
+        """:attr:`Streams.run_bytes` of block ``b`` of ``s`` (MODEL.md §11):
+        from the unions above when they count DRAM sectors (a block that
+        translates ``b`` by whole lines has the same runs), else counted."""
+        if sector != DRAM_SECTOR:
+            return block_run_bytes(s, b)
+        r = b if isinstance(first, slice) else int(inverse[b])
+        found = []
+        for parts in unions:
+            at = [(starts[lo:hi], ends[lo:hi]) for blocks, starts, ends in parts
+                  for lo, hi in [np.searchsorted(blocks, (r, r + 1)).tolist()]]
+            found.append(at[0] if len(at) == 1 else merge_runs(
+                np.concatenate([x for x, _ in at]), np.concatenate([e for _, e in at])))
+        return run_bytes(found)
 
     def per_launch(values: np.ndarray) -> np.ndarray:
         return np.bincount(owner, weights=values[inverse] * w, minlength=launches)
 
-    blocks_active = np.bincount(owner, weights=s.active.any(axis=1) * w, minlength=launches)
+    any_active = s.active.any(axis=1)
+    blocks_active = np.bincount(owner, weights=any_active * w, minlength=launches)
     alloc = per_launch(lines) / blocks_active * line
     v1_sum, sv1_sum = per_launch(v1), per_launch(sv1)
+    ends = np.searchsorted(owner, np.arange(launches + 1)).tolist()  # owner ascends
+    runs = [run_bytes_at(lo + int(np.argmax(any_active[lo:hi]))) if any_active[lo:hi].any()
+            else 0.0 for lo, hi in zip(ends, ends[1:])]  # each launch's first active block
     return [Footprint(
         l1_load=float(l1_load[c]),
         l2_load_v1=float(v1_sum[c]) * sector / float(lups[c]),
         l2_store=float(l2_store[c]),
         alloc_per_block=float(alloc[c]),
         l2_store_v1=float(sv1_sum[c]) * sector / float(lups[c]),
+        streams=Streams(run_bytes=runs[c]),
         loads_per_lup=n_loads / s.lups_per_thread,
     ) for c in range(launches)]

@@ -173,9 +173,11 @@ def _periods(
 @functools.lru_cache(maxsize=256)
 def _local(block: tuple[int, int, int], padded: int) -> np.ndarray:
     """Thread coordinates in the block, shape (3, padded), x fastest (read-only)."""
-    t = np.arange(padded)
     bx, by, _ = block
-    out = np.stack([t % bx, (t // bx) % by, t // (bx * by)])
+    t = np.arange(padded)
+    out = np.empty((3, padded), dtype=t.dtype)
+    out[1], out[0] = np.divmod(t, bx)
+    out[2], out[1] = np.divmod(out[1], by)
     out.flags.writeable = False
     return out
 
@@ -214,10 +216,9 @@ def sample(
     bidx = np.array(blocks, dtype=np.int64)  # (nb, 3)
     nb = len(blocks)
     # (blocks, threads) arrays as sums of a per-block and a per-thread part
-    active = np.broadcast_to(np.arange(padded) < threads, (nb, padded))
-    for d in range(3):
-        active = active & ((bidx[:, d] * launch.block[d])[:, None] + local[d][None, :]
-                           < kernel.domain[d])
+    inside = (bidx[:, :, None] * np.array(launch.block)[:, None] + local
+              < np.array(kernel.domain)[:, None])  # (blocks, 3, threads)
+    active = inside.all(axis=1) & (np.arange(padded) < threads)
     addr = np.empty((len(reps), nb, padded), dtype=np.int64)
     flat: np.ndarray | None = None
     for c, rep in enumerate(reps):
@@ -268,7 +269,7 @@ def launch_rows(s: Sample, owner: np.ndarray, width: int
     which lanes are active (rows, width), and each row's launch (``owner``
     of its block, :func:`stack`) and weight (its block's)."""
     per = s.active.shape[1] // width
-    return s.active.reshape(-1, width), np.repeat(owner, per), np.repeat(s.weights, per)
+    return s.active.reshape(-1, width), owner.repeat(per), s.weights.repeat(per)
 
 
 def block_groups(s: Sample, granularity: int) -> tuple[np.ndarray | slice, np.ndarray]:
@@ -312,14 +313,28 @@ def row_translates(rows: np.ndarray, active: np.ndarray, granularity: int
     rel = rows - (rows[:, :1] - rows[:, :1] % granularity)
     h = (rel.view(np.uint64) @ _hash_weights(rows.shape[1], 0)  # unsigned: wraps mod 2**64
          + active.astype(np.uint64) @ _hash_weights(active.shape[1], 1))
-    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    first, inverse = _groups(h)
     if len(first) == n:
         return None
-    inverse = inverse.ravel()
-    if not (np.array_equal(rel, rel[first][inverse])
-            and np.array_equal(active, active[first][inverse])):
+    of = first[inverse]  # each row's group's first row
+    if not ((rel == rel[of]).all() and (active == active[of]).all()):
         return None  # a hash collision: count every row
     return first, inverse
+
+
+def _groups(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(h, return_index=True, return_inverse=True)`` without the
+    values and its overhead: each distinct value's first index, in the
+    order of the values, and each entry's group (the translate groups of
+    :func:`row_translates`, MODEL.md §4-§5)."""
+    order = h.argsort(kind="stable")
+    ranked = h[order]
+    opens = np.empty(len(h), dtype=bool)
+    opens[:1] = True
+    np.not_equal(ranked[1:], ranked[:-1], out=opens[1:])
+    inverse = np.empty(len(h), dtype=np.int64)
+    inverse[order] = opens.cumsum() - 1
+    return order[opens], inverse
 
 
 def translate_groups(rows: np.ndarray, active: np.ndarray, granularity: int
@@ -335,9 +350,14 @@ def translate_groups(rows: np.ndarray, active: np.ndarray, granularity: int
 def sorted_rows(keys: np.ndarray, active: np.ndarray) -> np.ndarray:
     """Each row sorted, inactive entries replaced by the row's first active
     value so that they add no distinct value."""
-    first = np.argmax(active, axis=-1)
-    fill = np.take_along_axis(keys, first[..., None], axis=-1)
-    return np.sort(np.where(active, keys, fill), axis=-1)
+    first = active.argmax(axis=-1)
+    if keys.ndim == 2:  # rows: plain indexing (take_along_axis costs more on small ones)
+        fill = keys[np.arange(len(keys)), first][:, None]
+    else:
+        fill = np.take_along_axis(keys, first[..., None], axis=-1)
+    out = np.where(active, keys, fill)
+    out.sort(axis=-1)
+    return out
 
 
 def distinct_sorted(rows: np.ndarray, any_active: np.ndarray, factor: int = 1) -> np.ndarray:
@@ -372,7 +392,7 @@ def shifted_distinct_sum(
         first, group = first_occurrences(residues)
         shifts, times = residues[first], np.bincount(group)
     lo, hi = rows[..., 0], rows[..., -1]
-    dense = np.all(np.diff(rows, axis=-1) <= factor, axis=-1)
+    dense = (rows[..., 1:] - rows[..., :-1] <= factor).all(axis=-1)
     kind = np.int64 if at_least is None else np.result_type(np.int64, at_least)
     out = np.zeros(rows.shape[:-1], dtype=kind)
     floor_all = at_least if at_least is not None else 0
@@ -380,7 +400,9 @@ def shifted_distinct_sum(
     for part_s, part_t in zip(member_chunks(shifts, lo.size), member_chunks(times, lo.size)):
         s = part_s[expand]
         n = (hi[None] + s) // factor - (lo[None] + s) // factor + 1
-        out += (np.where(dense, np.maximum(n, floor_all), 0) * part_t[expand]).sum(axis=0)
+        if at_least is not None:  # (without it, n is at least 1 already)
+            n = np.maximum(n, floor_all)
+        out += (np.where(dense, n, 0) * part_t[expand]).sum(axis=0)
     if not dense.all():
         sparse = ~dense
         part = rows[sparse]  # (rows, width)

@@ -20,11 +20,12 @@ times each element is read from DRAM, ``dram_load / itemsize`` per update
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .distinct import distinct
+from .distinct import sector_runs
 from .sampling import Sample
 
 #: Accesses of one field closer than this (bytes) share a stream: about one DRAM
@@ -58,9 +59,12 @@ class Streams:
                      + min(self.store_runs, _times(dram_store, self.store_itemsize)))
 
 
-def address_streams(s: Sample, n_loads: int) -> Streams:
+def address_streams(s: Sample, n_loads: int, block_runs: float | None = None) -> Streams:
     """The :class:`Streams` of the sampled accesses; the first ``n_loads`` are
-    loads, the rest stores (as :func:`warpspeed.volumes.footprint.block_footprint`)."""
+    loads, the rest stores (as :func:`warpspeed.volumes.footprint.block_footprint`).
+    ``block_runs``: the :attr:`Streams.run_bytes` of the first block with an
+    active thread when known (the block footprints count it), else counted
+    here (:func:`block_run_bytes`)."""
     flat = s.active.ravel()
     first = int(np.argmax(flat)) if flat.size else 0  # the first active thread, block-major
     if not len(s.accesses) or not flat.size or not flat[first]:
@@ -75,7 +79,8 @@ def address_streams(s: Sample, n_loads: int) -> Streams:
              min((a.field.itemsize for a in s.accesses[n_loads:]), default=8)]
     items = [a.field.itemsize for a in s.accesses]
     return Streams(runs[0], runs[1], small[0], small[1],
-                   sum(i * i for i in items) / sum(items), block_run_bytes(s, b))
+                   sum(i * i for i in items) / sum(items),
+                   block_run_bytes(s, b) if block_runs is None else block_runs)
 
 
 #: Bytes of a DRAM sector, the smallest unit a row visit moves.
@@ -90,19 +95,38 @@ def block_run_bytes(s: Sample, b: int) -> float:
     the neighbours of a stencil, lengthen the run; a block one thread wide
     moves one sector per row. Approximation: loads and stores of a field are
     pooled, and a run is counted whole even where a DRAM row boundary
-    splits it."""
+    splits it. The runs are the block's of
+    :func:`warpspeed.volumes.distinct.sector_runs` (each class's addresses
+    sorted once, each remainder of a shift divided once)."""
     active = s.active[b]
     if not active.any():
         return 0.0
-    sectors = (s.class_addresses[s.access_class, b][:, active]
-               + s.access_shift[:, None]) // SECTOR
     fields: dict[str, list[int]] = {}
     for k, acc in enumerate(s.accesses):
         fields.setdefault(acc.field.name, []).append(k)
-    lengths = [np.diff(np.flatnonzero(np.diff(u) != 1), prepend=-1, append=u.size - 1)
-               for u in (distinct(sectors[rows].ravel()) for rows in fields.values())]
-    runs = np.concatenate(lengths)
-    return float(SECTOR * runs.sum() / runs.size)
+    rows: dict[int, np.ndarray] = {}  # each class's addresses in the block, sorted
+
+    def row(c: int) -> np.ndarray:
+        if c not in rows:
+            rows[c] = np.sort(s.class_addresses[c, b, active])[None, :]
+        return rows[c]
+
+    found = []
+    for ks in fields.values():
+        cls, sh = s.access_class[ks], s.access_shift[ks]
+        _, first, end = sector_runs([(row(c), sh[cls == c]) for c in dict.fromkeys(cls.tolist())],
+                                    np.ones(1, dtype=bool), SECTOR)
+        found.append((first, end))
+    return run_bytes(found)
+
+
+def run_bytes(fields: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
+    """:attr:`Streams.run_bytes` of a block from each field's maximal runs of
+    consecutive sectors, as their first sectors and ends
+    (:func:`block_run_bytes`, MODEL.md §11): the bytes of every field's
+    sectors over the runs they form."""
+    sectors = sum(int((end - first).sum()) for first, end in fields)
+    return float(SECTOR * sectors / sum(first.size for first, _ in fields))
 
 
 def _times(volume: float, itemsize: int) -> int:
@@ -117,4 +141,4 @@ def _runs(addresses: list[int]) -> int:
     return 1 + sum(1 for lo, hi in zip(a, a[1:]) if hi - lo > STREAM_GAP)
 
 
-__all__ = ["SECTOR", "STREAM_GAP", "Streams", "address_streams", "block_run_bytes"]
+__all__ = ["SECTOR", "STREAM_GAP", "Streams", "address_streams", "block_run_bytes", "run_bytes"]

@@ -35,6 +35,7 @@ from ..input.binding import BoundKernel, bind_kernel
 from ..input.expr import LinForm, SymForm
 from ..input.kernel import Access, Kernel
 from ..input.triples import as_triple
+from .box_images import progressions
 from .counting import Box, _as_box, box_volumes, count
 from .direct_images import ProgressionMemo, direct_volumes, global_box, merged_dims
 from .launch import BlockBox, Launch, WaveSets, valid_threads, wave_sets
@@ -233,13 +234,16 @@ def _wave_volumes(bk: BoundKernel, launch: Launch, method: str, address: str) ->
     gboxes = [global_box(b, block, domain) for b in boxes]
     isl_sets: list[isl.Set] = []
     memo: ProgressionMemo = {}  # progressions of the forms per box, shared by all fields
+    # every field's forms over the boxes at once (the fast route of direct_volumes)
+    shared = progressions(bk.loads + bk.stores, bound, block, gboxes) if method == "auto" else None
 
     def volumes(accs: list[Access], with_earlier: bool) -> tuple[int, list[int], list[int], int]:
         n_earlier = 3 if with_earlier else 0
         res = None
         if method == "auto":
             res = direct_volumes(
-                accs, bound, block, gboxes[0], gboxes[1:1 + n_earlier], address, memo
+                accs, bound, block, gboxes[0], gboxes[1:1 + n_earlier], address, memo,
+                shared if with_earlier else None,
             )
             if res is None:
                 res = strided_volumes(accs, bound, block, domain, list(boxes[:1 + n_earlier]),
