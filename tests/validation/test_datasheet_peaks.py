@@ -15,6 +15,7 @@ import pytest
 
 import warpspeed as ws
 from stencils import copy3d
+from tests.slow import slow
 from warpspeed.timing import parameter
 from warpspeed.validation.datasheet import DRAM_KEYS, DataSheet, describe
 
@@ -72,7 +73,10 @@ def _ranked(machine: str, kernel: str, model: str) -> tuple[ws.Prediction, ...]:
                    folds=[(1, 1, 1)], jobs=1, model=model).predictions
 
 
-@pytest.mark.parametrize("model", ["latency", "paper"])
+# the paper model's half is slow: its DRAM limit is [dram_bandwidth], which
+# the loader already keeps at or below [dram_peak] (the test of every shipped
+# file below), so only the latency model's own bandwidths are news here
+@pytest.mark.parametrize("model", ["latency", pytest.param("paper", marks=slow)])
 @pytest.mark.parametrize("name", SHIPPED)
 def test_no_prediction_moves_more_dram_traffic_than_the_peak(name, model):
     """Every block of the three sweeps: the DRAM bytes the prediction moves
