@@ -57,7 +57,7 @@ import h200_timing as h  # noqa: E402  (fits/ is the script's folder)
 import l1_pipe  # noqa: E402
 
 from warpspeed.machine import Machine, load_machine  # noqa: E402
-from warpspeed.model import Prediction, block_stage, predict  # noqa: E402
+from warpspeed.model import BlockStage, Prediction, block_stage, predict  # noqa: E402
 from warpspeed.timing.latency import glups_from_terms  # noqa: E402
 from warpspeed.validation.validate import spearman  # noqa: E402
 from warpspeed.volumes.sampling import sample  # noqa: E402
@@ -65,18 +65,18 @@ from warpspeed.volumes.sampling import sample  # noqa: E402
 LINE, SECTOR = 128, 32
 
 
-def pipe_cycles(r: h.Measurement, k: h.Kernel, m: Machine, slope: float) -> float:
+def pipe_cycles(st: BlockStage, slope: float) -> float:
     """L1 cycles per warp and update from what each warp issues
     (:func:`l1_pipe.l1_pipe_cycles_per_warp_lup`, tag slope ``slope``)."""
-    st = block_stage(k, m, r.block)
+    k = st.kernel
     return l1_pipe.l1_pipe_cycles_per_warp_lup(sample(k, st.launch, k.loads + k.stores, st.bound),
                                                tag_cycles=slope)
 
 
-def lines_per_sector(r: h.Measurement, k: h.Kernel, m: Machine) -> float:
+def lines_per_sector(st: BlockStage) -> float:
     """The block's distinct lines over its distinct sectors (MODEL.md §5)."""
-    fp = block_stage(k, m, r.block).footprint
-    sectors = fp.l2_load_v1 * math.prod(r.block) * k.lups_per_thread / SECTOR
+    fp = st.footprint
+    sectors = fp.l2_load_v1 * math.prod(st.launch.block) * st.kernel.lups_per_thread / SECTOR
     return fp.alloc_per_block / LINE / sectors if sectors else SECTOR / LINE
 
 
@@ -100,11 +100,6 @@ def summary(rows: list[tuple[float, float, float, float]], i: int) -> str:
     return f"{statistics.median(ratios):5.2f} {mape:5.1f}% {rank:5.2f}"
 
 
-def width(x: int) -> str:
-    """The block-width class of an x extent times x fold."""
-    return "64+" if x >= 64 else "16-32" if x >= 16 else "<=8"
-
-
 def main() -> int:
     m = load_machine("H200")
     slope = l1_pipe.fit_slope(l1_pipe.rows("h200"))
@@ -113,10 +108,10 @@ def main() -> int:
     groups: dict[str, list[tuple[float, float, float, float]]] = {}
     for r in ms:
         k = ks[(r.stencil, r.params, r.fold)]
-        out = variants(predict(k, m, r.block), lines_per_sector(r, k, m), m,
-                       pipe_cycles(r, k, m, slope))
-        name = h.set_of(r)
-        for key in (name, f"{name} {width(r.block[0] * r.fold[0])}"):
+        st = block_stage(k, m, r.block)  # for both counts below
+        row = h.Row(r, predict(k, m, r.block))
+        out = variants(row.p, lines_per_sector(st), m, pipe_cycles(st, slope))
+        for key in (row.set, f"{row.set} {row.width}"):
             groups.setdefault(key, []).append((r.glups, *out))
     print("H200 development rows: predicted/measured GLup/s, median MAPE Spearman")
     heads = " | ".join(f"{v:^19s}" for v in ("model", "lines", "lines+pipe"))

@@ -243,13 +243,11 @@ def test_l2_requests_lines_per_sector_by_hand():
     # doubles, base on a 128 B boundary: a row of 128 threads reads 1 KiB,
     # 8 lines of 4 sectors (q = 1/4); a column of 128 threads 4 KiB apart
     # reads one sector in each of 128 lines (q = 1)
-    from types import SimpleNamespace
-
     l2 = script("l2_requests")
     a = ws.Field("a", shape=(512, 512), itemsize=8)
     b = ws.Field("b", shape=(512, 512), itemsize=8)
     x, y = ws.tidx, ws.tidy
     k = ws.Kernel(loads=[a[x, y]], stores=[b[x, y]], domain=(512, 512))  # x contiguous
     m = ws.load_machine("H200")
-    assert l2.lines_per_sector(SimpleNamespace(block=(128, 1, 1)), k, m) == pytest.approx(0.25)
-    assert l2.lines_per_sector(SimpleNamespace(block=(1, 128, 1)), k, m) == pytest.approx(1.0)
+    assert l2.lines_per_sector(block_stage(k, m, (128, 1, 1))) == pytest.approx(0.25)
+    assert l2.lines_per_sector(block_stage(k, m, (1, 128, 1))) == pytest.approx(1.0)
