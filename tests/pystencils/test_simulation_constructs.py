@@ -101,12 +101,15 @@ def test_hook_ranks_a_kernel_with_parameters():
 # Checkerboard (red-black) sweeps
 
 
-def _red_black(n: int, colour: int):
+def _red_black(n: int, colour: int, start=None):
+    """A red-black Jacobi sweep over the (n+2)^3 field whose x start is
+    ``start`` (default: ``1 + (y + z + colour) % 2``)."""
     a = n + 2
     u, rhs = ps.fields(f"u, rhs: double[{a}, {a}, {a}]", layout="fzyx")
     h = sp.Symbol("h")
     update = (sum(u[o] for o in NEIGHBOURS) - h**2 * rhs.center) / 6
-    start = 1 + int_rem(Y + Z + colour, 2)
+    if start is None:
+        start = 1 + int_rem(Y + Z + colour, 2)
     cfg = ps.CreateKernelConfig(**CUDA, iteration_slice=ps.make_slice[start:-1:2, 1:-1, 1:-1])
     cfg.gpu.manual_launch_grid = True
     return ps.create_kernel([ps.Assignment(u.center, update)], cfg)
@@ -132,14 +135,8 @@ def test_checkerboard_threads_update_exactly_one_colour(colour):
 def _red_black_piecewise(n: int, colour: int):
     # the same sweep with the start written as pystencils' own red-black test does: a
     # Piecewise of the row parity (test_iteration_slices.py::test_red_black_pattern)
-    a = n + 2
-    u, rhs = ps.fields(f"u, rhs: double[{a}, {a}, {a}]", layout="fzyx")
-    h = sp.Symbol("h")
-    update = (sum(u[o] for o in NEIGHBOURS) - h**2 * rhs.center) / 6
     start = sp.Piecewise((1, sp.Eq(int_rem(Y + Z + colour, 2), 0)), (2, True))
-    cfg = ps.CreateKernelConfig(**CUDA, iteration_slice=ps.make_slice[start:-1:2, 1:-1, 1:-1])
-    cfg.gpu.manual_launch_grid = True
-    return ps.create_kernel([ps.Assignment(u.center, update)], cfg)
+    return _red_black(n, colour, start)
 
 
 @pytest.mark.parametrize("colour", [0, 1])
