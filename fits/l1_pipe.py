@@ -27,99 +27,24 @@ from pathlib import Path
 import numpy as np
 
 from warpspeed.validation.reference import shared_dir
-from warpspeed.volumes.sampling import (
-    WARP,
-    Sample,
-    shift_groups,
-    shifted_distinct_sum,
-    sorted_rows,
-)
+from warpspeed.volumes.l1 import lanes_per_pass, pass_wavefronts, pipe_cycles_per_warp_lup
+from warpspeed.volumes.sampling import Sample
 
-#: Bytes the L1 data stage delivers per wavefront: 32 banks of 4 B.
-PIPE_BANKS = 32
-PIPE_WORD = 4
 LINE = 128
 #: Tag-stage cycles per further 128 B line a warp instruction touches,
 #: least squares (0.283) over the A100 rows of the public L1 stride benchmark
 #: (``fits/l1_pipe.py``, ``shared/data/microbench/l1_strides/a100.csv``,
 #: te42kyfo/gpu-benches 1c36d50) where the data stage needs one wavefront.
+#: (The Hopper family file carries the H200's own slope, 0.249.)
 TAG_CYCLES_PER_LINE = 0.28
 
 
-def lanes_per_pass(itemsize: int) -> int:
-    """Lanes the L1 serves per data pass: 128 B worth of elements, at most a
-    warp (a double instruction runs as two half warps)."""
-    return min(32, LINE // max(itemsize, PIPE_WORD))
-
-
-def pass_wavefronts(addresses: np.ndarray, active: np.ndarray, itemsize: int) -> np.ndarray:
-    """Data wavefronts of each pass (rows of ``lanes_per_pass`` lanes, shape
-    (..., lanes)): the most distinct 4 B words that fall in one of the 32
-    banks (a lane of an ``itemsize``-byte element covers ``itemsize / 4``
-    words; lanes reading one word share it); 0 without an active lane."""
-    per = max(1, itemsize // PIPE_WORD)
-    words = (addresses // PIPE_WORD)[..., None] + np.arange(per)
-    act = np.broadcast_to(active[..., None], words.shape)
-    flat_w = words.reshape(*words.shape[:-2], -1)
-    flat_a = act.reshape(flat_w.shape)
-    w = sorted_rows(flat_w, flat_a)
-    new = np.ones(w.shape, dtype=bool)
-    new[..., 1:] = w[..., 1:] != w[..., :-1]
-    rows = np.arange(w.size // w.shape[-1]).reshape(w.shape[:-1])
-    bank = np.where(new, w % PIPE_BANKS, PIPE_BANKS)
-    counts = np.bincount((rows[..., None] * (PIPE_BANKS + 1) + bank).ravel(),
-                         minlength=rows.size * (PIPE_BANKS + 1))
-    conflicts = counts.reshape(*rows.shape, PIPE_BANKS + 1)[..., :PIPE_BANKS].max(axis=-1)
-    return np.where(active.any(axis=-1), conflicts, 0)
-
-
-def warp_pipe_cycles(lines: np.ndarray, wavefronts: np.ndarray,
-                     tag_cycles: float = TAG_CYCLES_PER_LINE) -> np.ndarray:
-    """Cycles of one warp instruction: its data wavefronts or its tag
-    lookups, ``1 + tag_cycles * (lines - 1)``, whichever is more."""
-    return np.maximum(wavefronts, 1.0 + tag_cycles * (lines - 1))
-
-
 def l1_pipe_cycles_per_warp_lup(s: Sample, tag_cycles: float = TAG_CYCLES_PER_LINE) -> float:
-    """L1 cycles per 32 lattice updates from what each warp issues
-    (issue 21, part 2; an alternative to MODEL.md §4's half-warp count):
-    per warp instruction :func:`warp_pipe_cycles` of its distinct 128 B
-    lines and its data wavefronts (:func:`pass_wavefronts`, passes of
-    :func:`lanes_per_pass` lanes), summed over instructions and warps,
-    per active thread times 32, divided by the updates per thread.
-
-    A warp with idle lanes (a block x-extent of 16 floats over two rows, a
-    block of 16 threads) costs what a full one costs and does less: this
-    is the half-speed of half-warp blocks that the 1 KiB rule of §4 cannot
-    see for 4 B elements. Instructions one multiple of 4 B apart share
-    their wavefronts (the banks are permuted); lines are counted per
-    instruction (:func:`warpspeed.volumes.sampling.shifted_distinct_sum`).
-    ``tag_cycles`` is the cost of each further line (the micro-benchmark's
-    slope by default; ``fits/l1_evidence.py`` scans it)."""
-    nb, threads = s.active.shape
-    warps = threads // WARP
-    act = s.active.reshape(nb, warps, WARP)
-    any_active = act.any(axis=-1)
-    total = np.zeros(nb)
-    by_size: dict[int, list[int]] = {}
-    for k, acc in enumerate(s.accesses):
-        by_size.setdefault(acc.field.itemsize, []).append(k)
-    groups = [(rep, shifts, size) for size, ks in by_size.items()
-              for rep, shifts in shift_groups(s, ks, PIPE_WORD)]
-    for rep, shifts, itemsize in groups:
-        lanes = lanes_per_pass(itemsize)
-        a = rep.reshape(nb, warps, WARP // lanes, lanes)
-        wf = pass_wavefronts(a, act.reshape(a.shape), itemsize).sum(axis=-1)  # (nb, warps)
-        rows = sorted_rows(rep.reshape(nb, warps, WARP), act)
-        # max(wf, 1 + t (n - 1)) = 1 + t (max(n, 1 + (wf - 1) / t) - 1)
-        floor = 1.0 + (wf - 1.0) / tag_cycles
-        n_sum = shifted_distinct_sum(rows, any_active, shifts, LINE, at_least=floor)
-        members = len(shifts) * any_active
-        total += (members + tag_cycles * (n_sum - members)).sum(axis=1)
-    threads_active = s.active.sum(axis=1)
-    return float(np.sum(total * s.weights) / np.sum(threads_active * s.weights)
-                 * WARP / s.lups_per_thread)
-
+    """The warp-pipe count of MODEL.md §4
+    (:func:`warpspeed.volumes.l1.pipe_cycles_per_warp_lup`, the L1 count of
+    the Hopper family) at ``tag_cycles`` per further line (the A100
+    micro-benchmark's slope by default; ``fits/l1_evidence.py`` scans it)."""
+    return pipe_cycles_per_warp_lup(s, tag_cycles)
 
 
 def pattern_addresses(kind: str, itemsize: int, param: int, pitch: int) -> np.ndarray:

@@ -160,3 +160,78 @@ def line_cycles_of(s: Sample, owner: np.ndarray, launches: int, line: int, warp:
         total += np.bincount(row_owner, weights=n[inverse] * row_weights, minlength=launches)
     threads = np.bincount(owner, weights=s.active.sum(axis=1) * s.weights, minlength=launches)
     return total / threads * warp / s.lups_per_thread
+
+
+# --------------------------------------------------------------------------
+# NVIDIA Hopper (MODEL.md §4, "warppipe"): what each warp issues
+
+#: Bytes the L1 data stage delivers per pass: 32 banks of 4 B.
+PIPE_BANKS = 32
+PIPE_WORD = 4
+PIPE_LINE = 128
+
+
+def lanes_per_pass(itemsize: int) -> int:
+    """Lanes the L1 serves per data pass: 128 B worth of elements, at most a
+    warp (a double instruction runs as two half warps)."""
+    return min(WARP, PIPE_LINE // max(itemsize, PIPE_WORD))
+
+
+def pass_wavefronts(addresses: np.ndarray, active: np.ndarray, itemsize: int) -> np.ndarray:
+    """Data wavefronts of each pass (rows of :func:`lanes_per_pass` lanes,
+    shape (..., lanes)): the most distinct 4 B words that fall in one of the
+    32 banks (a lane of an ``itemsize``-byte element covers ``itemsize / 4``
+    words; lanes reading one word share it); 0 without an active lane."""
+    per = max(1, itemsize // PIPE_WORD)
+    words = (addresses // PIPE_WORD)[..., None] + np.arange(per)
+    act = np.broadcast_to(active[..., None], words.shape)
+    flat_w = words.reshape(*words.shape[:-2], -1)
+    w = sorted_rows(flat_w, act.reshape(flat_w.shape))
+    new = np.ones(w.shape, dtype=bool)
+    new[..., 1:] = w[..., 1:] != w[..., :-1]
+    rows = np.arange(w.size // w.shape[-1]).reshape(w.shape[:-1])
+    bank = np.where(new, w % PIPE_BANKS, PIPE_BANKS)
+    counts = np.bincount((rows[..., None] * (PIPE_BANKS + 1) + bank).ravel(),
+                         minlength=rows.size * (PIPE_BANKS + 1))
+    conflicts = counts.reshape(*rows.shape, PIPE_BANKS + 1)[..., :PIPE_BANKS].max(axis=-1)
+    return np.where(active.any(axis=-1), conflicts, 0)
+
+
+def pipe_cycles_per_warp_lup(s: Sample, tag_cycles: float) -> float:
+    """L1 cycles per 32 lattice updates from what each warp issues (MODEL.md
+    §4, "warppipe"): per warp instruction its data wavefronts
+    (:func:`pass_wavefronts`) or its tag lookups, ``1 + tag_cycles (lines -
+    1)`` for its distinct 128 B lines, whichever is more, summed over
+    instructions and warps, per active thread times 32, divided by the
+    updates per thread. A warp with idle lanes costs what a full one costs."""
+    return float(pipe_cycles_of(s, np.zeros(s.active.shape[0], dtype=np.int64), 1,
+                                tag_cycles)[0])
+
+
+def pipe_cycles_of(s: Sample, owner: np.ndarray, launches: int, tag_cycles: float
+                   ) -> np.ndarray:
+    """:func:`pipe_cycles_per_warp_lup` of each of ``launches`` launches whose
+    blocks are stacked in ``s`` (as :func:`l1_cycles_of`). Instructions one
+    multiple of 4 B apart share their wavefronts (the banks are permuted);
+    lines are counted per instruction."""
+    nb, threads = s.active.shape
+    act = s.active.reshape(nb, threads // WARP, WARP)
+    any_active = act.any(axis=-1)
+    total = np.zeros(nb)
+    by_size: dict[int, list[int]] = {}
+    for k, acc in enumerate(s.accesses):
+        by_size.setdefault(acc.field.itemsize, []).append(k)
+    for itemsize, ks in by_size.items():
+        lanes = lanes_per_pass(itemsize)
+        for rep, shifts in shift_groups(s, ks, PIPE_WORD):
+            a = rep.reshape(nb, threads // WARP, WARP // lanes, lanes)
+            wf = pass_wavefronts(a, act.reshape(a.shape), itemsize).sum(axis=-1)
+            rows = sorted_rows(rep.reshape(nb, threads // WARP, WARP), act)
+            # max(wf, 1 + t (n - 1)) = 1 + t (max(n, 1 + (wf - 1) / t) - 1)
+            floor = 1.0 + (wf - 1.0) / tag_cycles
+            n_sum = shifted_distinct_sum(rows, any_active, shifts, PIPE_LINE, at_least=floor)
+            members = len(shifts) * any_active
+            total += (members + tag_cycles * (n_sum - members)).sum(axis=1)
+    cycles = np.bincount(owner, weights=total * s.weights, minlength=launches)
+    active = np.bincount(owner, weights=s.active.sum(axis=1) * s.weights, minlength=launches)
+    return cycles / active * WARP / s.lups_per_thread
