@@ -29,8 +29,8 @@ FAMILY_DIR = Path(__file__).parent / "machines" / "families"
 #: The versions of the family-file format this loader reads.
 FORMAT_VERSIONS = (1,)
 #: The L1 counts a family may name (MODEL.md §4: NVIDIA's half warps and
-#: banks; §15: one cache line per clock).
-L1_MODELS = ("halfwarp", "lines")
+#: banks, or what each warp issues; §15: one cache line per clock).
+L1_MODELS = ("halfwarp", "warppipe", "lines")
 #: The code targets a family may name (pystencils ``Target`` names the front
 #: ends generate for).
 TARGETS = ("CUDA", "HIP")
@@ -77,8 +77,12 @@ class Family:
     grid_threads: int | None
     #: The warp (wavefront) sizes the family's L1 count can use.
     warp_sizes: tuple[int, ...]
-    #: The L1 count (MODEL.md §4 "halfwarp", §15 "lines").
+    #: The L1 count (MODEL.md §4 "halfwarp" or "warppipe", §15 "lines").
     l1_model: str
+    #: Tag cycles per further 128 B line of a warp instruction ("warppipe", MODEL.md §4).
+    l1_tag_cycles_per_line: float
+    #: Whether the L2 serves an L1 miss as a request of a whole line (MODEL.md §11).
+    l2_line_requests: bool
     #: Register files a compiler may fill for a kernel of ``max_threads_per_block``
     #: threads (MODEL.md §15); 0: the compiler's count is taken as is.
     register_budget_files: int
@@ -129,6 +133,9 @@ _CAPABILITIES: dict[str, tuple[Any, str]] = {
     "grid_threads": (lambda v: _is_int(v) and v > 0, "a positive integer"),
     "warp_sizes": (_ints(None), "a list of positive integers"),
     "l1_model": (lambda v: v in L1_MODELS, f"one of {list(L1_MODELS)}"),
+    "l1_tag_cycles_per_line": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                               and v > 0, "a number > 0"),
+    "l2_line_requests": (lambda v: isinstance(v, bool), "true or false"),
     "register_budget_files": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "wgp_mode": (lambda v: isinstance(v, bool), "true or false"),
     "whole_wavefront_note": (lambda v: isinstance(v, bool), "true or false"),
@@ -139,9 +146,11 @@ _CAPABILITIES: dict[str, tuple[Any, str]] = {
     "words": (lambda v: _text_table(v) and set(v) == {"sm", "warp", "wave"},
               "a table of sm, warp and wave"),
 }
-#: Capabilities a family may leave out: a table of compiler targets, and one of
-#: the two grid limits.
-_OPTIONAL = ("compiler_targets", "grid_blocks", "grid_threads")
+#: Capabilities a family may leave out: a table of compiler targets, one of
+#: the two grid limits, the tag cost of an L1 count that has none, and the L2's
+#: requests (false: the L2 serves sectors).
+_OPTIONAL = ("compiler_targets", "grid_blocks", "grid_threads", "l1_tag_cycles_per_line",
+             "l2_line_requests")
 _PLAIN = ("format_version", "name", "vendor", "description", "architectures")
 
 
@@ -163,6 +172,9 @@ def load_family(path: Path) -> Family:
     values, sources = _capabilities(where, data)
     if ("grid_blocks" in values) == ("grid_threads" in values):
         raise MachineError(f"{where}: give one of [grid_blocks] and [grid_threads]")
+    if (values["l1_model"] == "warppipe") != ("l1_tag_cycles_per_line" in values):
+        raise MachineError(f"{where}: [l1_tag_cycles_per_line] goes with l1_model "
+                           "\"warppipe\" and only with it (MODEL.md §4)")
     return Family(
         name=data["name"], vendor=data["vendor"], description=data["description"],
         architectures=tuple(archs), target=values["target"],
@@ -173,7 +185,10 @@ def load_family(path: Path) -> Family:
         grid_blocks=(tuple(values["grid_blocks"])
                      if "grid_blocks" in values else None),
         grid_threads=values.get("grid_threads"), warp_sizes=tuple(values["warp_sizes"]),
-        l1_model=values["l1_model"], register_budget_files=values["register_budget_files"],
+        l1_model=values["l1_model"],
+        l1_tag_cycles_per_line=float(values.get("l1_tag_cycles_per_line", 0.0)),
+        l2_line_requests=bool(values.get("l2_line_requests", False)),
+        register_budget_files=values["register_budget_files"],
         wgp_mode=values["wgp_mode"], whole_wavefront_note=values["whole_wavefront_note"],
         guarded_loads_serialise=values["guarded_loads_serialise"],
         paper_curves_fitted=values["paper_curves_fitted"],

@@ -9,6 +9,7 @@ the four limits; the default adds its terms."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -31,7 +32,7 @@ from .volumes.capacity import CapacityFits, curves_for
 from .volumes.footprint import Footprint, footprints_of
 from .volumes.gathers import gather_volumes, with_gathers
 from .volumes.held import as_compiled
-from .volumes.l1 import l1_cycles_of, line_cycles_of
+from .volumes.l1 import l1_cycles_of, line_cycles_of, pipe_cycles_of
 from .volumes.launch import Launch, make_launch, occupancy_note, partial_wave
 from .volumes.levels import AccessTraits, LevelVolumes, Volumes, access_traits, level_volumes
 from .volumes.sampling import Sample, sample, stack
@@ -301,12 +302,16 @@ def _l1_cycles(s: Sample, owner: np.ndarray, launches: int, m: Machine
                ) -> tuple[np.ndarray, np.ndarray | None]:
     """L1 cycles per wavefront of ``m.warp_size`` lanes and lattice update of
     each stacked launch: the half-warp count of MODEL.md §4 (per 32 lanes,
-    scaled to the wavefront; whole warps issued, and the paper's count) or
-    one line per clock (``l1_model = "lines"``, MODEL.md §15; one count)."""
+    scaled to the wavefront; whole warps issued, and the paper's count), on
+    Hopper what each warp issues (``l1_model = "warppipe"``, §4; the paper's
+    count stays the half-warp one) or one line per clock (``l1_model =
+    "lines"``, MODEL.md §15; one count)."""
     if m.l1_model == "lines":
         return line_cycles_of(s, owner, launches, m.l1_line_bytes, m.warp_size,
                               m.l1_lanes_per_cycle), None
     whole, paper = l1_cycles_of(s, owner, launches) * m.warp_size / 32
+    if m.l1_model == "warppipe":
+        whole = pipe_cycles_of(s, owner, launches, m.family.l1_tag_cycles_per_line)
     return whole, paper
 
 
@@ -338,7 +343,8 @@ def finish(
                                           behind.volumes if behind else None)
     if behind is not None and past_mall:
         lv = behind
-    traits = access_traits(stage.footprint, lv.volumes)
+    working = math.prod(min(b, d) for b, d in zip(launch.block, kernel.domain))
+    traits = access_traits(stage.footprint, lv.volumes, working * kernel.lups_per_thread)
     check_tables(m)
     t = with_limiters(spec.time(kernel, mem, launch, stage.l1_cycles, lv.volumes, traits, wave),
                       tuple(SHARED_LIMITERS.values()), kernel, mem, launch)

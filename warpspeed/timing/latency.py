@@ -267,7 +267,9 @@ def predict_time(
     l2_flight = threads * l2_bytes * lups
     l2_lat = float(p.l2_latency_ns)
     l2_bw = min(m.l2_bandwidth, l2_flight / l2_lat) if l2_flight else m.l2_bandwidth
-    t_l2 = l2_bytes / l2_bw
+    # MODEL.md §11: an L2 that serves each L1 miss as a whole line (Hopper)
+    line_ratio = traits.l2_line_ratio if m.family.l2_line_requests else 1.0
+    t_l2 = l2_bytes * line_ratio / l2_bw
 
     dram_bytes = v.dram_load + v.dram_store
     load_fraction = v.dram_load / dram_bytes if dram_bytes > 0 else 1.0
@@ -306,6 +308,7 @@ def predict_time(
         "dram_run_bytes": traits.dram_run_bytes,
         "dram_bytes_in_flight": dram_flight,
         "l2_bandwidth_achieved": l2_bw,
+        "l2_line_ratio": line_ratio,
         "overlap_factor": t_update / worst,
         "fp_overlap_exponent": p_fp,
         "l1_overlap_exponent": p_l1,

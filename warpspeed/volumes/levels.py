@@ -58,18 +58,26 @@ class AccessTraits:
     dram_access_bytes: float = 0.0  # bytes a thread moves per access (streams.Streams)
     dram_run_bytes: float = 0.0  # bytes of one block's DRAM row visit (streams.Streams.run_bytes)
     loads_per_lup: float = 0.0  # load instructions per thread and update
+    #: bytes of the distinct 128 B lines a block loads over the bytes of its
+    #: distinct sectors: 1 for whole lines, 4 for one sector per line (MODEL.md §11)
+    l2_line_ratio: float = 1.0
 
 
-def access_traits(footprint: Footprint, volumes: Volumes) -> AccessTraits:
+def access_traits(footprint: Footprint, volumes: Volumes, block_lups: float = 0.0
+                  ) -> AccessTraits:
     """The :class:`AccessTraits` of a block's footprint whose DRAM volumes
     are ``volumes`` (the streams are bounded by the DRAM volume,
-    :meth:`warpspeed.volumes.streams.Streams.dram_streams`)."""
+    :meth:`warpspeed.volumes.streams.Streams.dram_streams`); ``block_lups``:
+    the lattice updates of one block, for its lines per sector."""
     streams = footprint.streams
+    sector_bytes = footprint.l2_load_v1 * block_lups
     return AccessTraits(
         dram_streams=streams.dram_streams(volumes.dram_load, volumes.dram_store),
         dram_access_bytes=streams.access_bytes,
         dram_run_bytes=streams.run_bytes,
         loads_per_lup=footprint.loads_per_lup,
+        l2_line_ratio=(max(1.0, footprint.alloc_per_block / sector_bytes)
+                       if sector_bytes > 0 else 1.0),
     )
 
 
