@@ -1,124 +1,115 @@
-"""Narrow blocks on the H200: is their time set by L2 *requests* rather than
-L2 bytes? (``python fits/l2_requests.py``; MODEL.md §10, issue 44). An
-experiment: nothing here is used by a model.
+"""What the Hopper family's two terms do on the project's H200 measurements
+(``python fits/l2_requests.py``; MODEL.md §4 "warppipe", §11 "L2", §10;
+issue 44).
 
-The development half of the project's H200 run (``fits/data/h200``) shows
-the 7-point star over-predicted on blocks at most 8 wide (median 1.22) and
-the more so the more it is folded: a block (1, 16, 16) runs 36.8 GLup/s
-unfolded and 24.5 with a y-fold of 4, while the model's L1 count falls with
-the fold (fewer load instructions per update) and says 31.0 and 35.6. Per
-SM and update, the measured time of those rows is close to a constant
-number of L2 sectors per cycle (0.25-0.32 on blocks 1, 2 and 4 wide, folded
-or not), one sector per 128 B line at these widths: each L1 miss is one
-request, and a request of one sector costs about what a request of a whole
-line does. The L2 bandwidth of the machine file (its plateau, measured with
-whole lines) is then 128 B per request.
+The Hopper family (``warpspeed/machines/families/nvidia-hopper.toml``)
+differs from the other NVIDIA GPUs in two capabilities: its L1 count is the
+warp-pipe count of what each warp issues (``l1_model = "warppipe"``, with
+the H200 L1 stride table's 0.249 tag cycles per further line) instead of the
+paper's half warps, and its L2 serves every L1 miss as a request of a whole
+line (``l2_line_requests``: the L2 time is the block's line bytes over its
+sector bytes times the sector time). Neither is fitted.
 
-The script prints, per set and block-width class (x extent times x fold),
-median predicted/measured GLup/s, MAPE and Spearman of three variants, all
-recombined from the default model's terms (:func:`warpspeed.timing.latency.
-glups_from_terms`), nothing refitted:
+The script predicts every row of ``fits/data/h200`` (the development half)
+and of ``fits/measurements/H200-new.csv`` (the project's second run: other
+stencils, float, folds; registers from its counter rows) four ways, the
+H200 file with its family as shipped and with either term or both taken
+out, and prints per set and block-width class (x extent times x fold)
+median predicted/measured GLup/s, MAPE and Spearman:
 
-* ``model``: the default model as shipped;
-* ``lines``: the L2 time charged per line request, ``t_l2 * 4 q`` with ``q``
-  the block's lines per sector (its L1 allocation over its compulsory
-  sectors, MODEL.md §5; at least the sector time);
-* ``lines+pipe``: as ``lines``, and the L1 time from what each warp
-  issues (``fits/l1_pipe.py``: per instruction its data wavefronts or
-  ``1 + t (lines - 1)`` tag cycles) with the H200 L1 micro-benchmark's slope
-  ``t`` (``l1_strides/h200.csv``: 0.249 cycles per further line), instead
-  of the half-warp count of §4.
+* ``shipped``: both terms (the default model);
+* ``sectors``: the L2 serving sectors (``l2_line_requests = false``);
+* ``half warps``: the half-warp L1 count of §4;
+* ``neither``: the family of the other NVIDIA GPUs.
 
-What it shows (H200, development rows): ``lines`` moves the 7-point star
-from 1.15 (MAPE 19.7 %) to 0.99 (13.5 %) and the lattice Boltzmann kernel's
-MAPE from 15.0 % to 10.5 %, but the radius-4 star falls from 0.98 to 0.82
-(its narrow blocks 0.70): their half-warp L1 count already charges them
-1.3-1.45 times their measured time. With the micro-benchmark's L1 count
-(``lines+pipe``) the 7-point star is 1.05 (11.9 %), the 25-point star 0.90
-(15.1 %; narrow blocks 0.87, Spearman 0.97), the lattice Boltzmann set 0.98
-(11.2 %): nearer, but a request of two sectors charged as a whole line is
-too much for the 25-point star's 8-wide blocks, and a cost per request
-between a sector and a line would be a constant fitted on one GPU. Not
-adopted: the warp-pipe count misses the V100 box and the A100 convolution
-by 1.6-1.9x (MODEL.md §4), so it cannot replace §4's count on every GPU.
+What it shows is in MODEL.md §10 ("narrow folded star blocks") and §11.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 
 os.environ.setdefault("PYSTENCILS_CACHE_DIR", tempfile.mkdtemp(prefix="ws-l2req-"))
 
 import h200_timing as h  # noqa: E402  (fits/ is the script's folder)
-import l1_pipe  # noqa: E402
 
-from warpspeed.machine import Machine, load_machine  # noqa: E402
-from warpspeed.model import BlockStage, Prediction, block_stage, predict  # noqa: E402
-from warpspeed.timing.latency import glups_from_terms  # noqa: E402
+from warpspeed.family import Family, families  # noqa: E402
+from warpspeed.input.kernel import Kernel  # noqa: E402
+from warpspeed.machine import Machine  # noqa: E402
+from warpspeed.measure import Measurement, generate_variant, read_csv  # noqa: E402
+from warpspeed.model import load_machine, predict  # noqa: E402
+from warpspeed.validation.reference import dataset_dir  # noqa: E402
 from warpspeed.validation.validate import spearman  # noqa: E402
-from warpspeed.volumes.sampling import sample  # noqa: E402
 
-LINE, SECTOR = 128, 32
-
-
-def pipe_cycles(st: BlockStage, slope: float) -> float:
-    """L1 cycles per warp and update from what each warp issues
-    (:func:`l1_pipe.l1_pipe_cycles_per_warp_lup`, tag slope ``slope``)."""
-    k = st.kernel
-    return l1_pipe.l1_pipe_cycles_per_warp_lup(sample(k, st.launch, k.loads + k.stores, st.bound),
-                                               tag_cycles=slope)
+NEW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "measurements", "H200-new.csv")
 
 
-def lines_per_sector(st: BlockStage) -> float:
-    """The block's distinct lines over its distinct sectors (MODEL.md §5)."""
-    fp = st.footprint
-    sectors = fp.l2_load_v1 * math.prod(st.launch.block) * st.kernel.lups_per_thread / SECTOR
-    return fp.alloc_per_block / LINE / sectors if sectors else SECTOR / LINE
+def variants(m: Machine) -> dict[str, Machine]:
+    """The H200 with its family as shipped and with each term taken out."""
+    fam = m.family
+
+    def with_family(f: Family) -> Machine:
+        return dataclasses.replace(m, family=f, l1_model=f.l1_model)
+
+    sectors = dataclasses.replace(fam, l2_line_requests=False)
+    half = dataclasses.replace(fam, l1_model="halfwarp", l1_tag_cycles_per_line=0.0)
+    return {"shipped": m, "sectors": with_family(sectors), "half warps": with_family(half),
+            "neither": with_family(families()["nvidia"])}
 
 
-def variants(p: Prediction, q: float, m: Machine, pipe: float) -> tuple[float, float, float]:
-    """GLup/s of ``model``, ``lines`` and ``lines+pipe`` (module docstring);
-    ``pipe``: the warp-pipe L1 cycles per warp and update."""
-    t = p.terms
-    memory = max(t["t_l2_ns"] * max(1.0, LINE / SECTOR * q), t["t_dram_ns"])
-    lines = glups_from_terms({**t, "t_memory_ns": memory})
-    t_l1 = pipe / (m.sms * m.clock_ghz * m.warp_size)
-    both = glups_from_terms({**t, "t_memory_ns": memory, "t_l1_ns": t_l1,
-                             "t_core_ns": max(t["t_fp_ns"], t_l1)})
-    return p.glups, lines, both
+def kernels(rows: list[Measurement]) -> dict[tuple[str, str, tuple[int, int, int]], Kernel]:
+    """Each stencil variant's kernel with the register count of its counter rows."""
+    regs = {(r.stencil, r.params, r.fold): int(r.registers) for r in rows if r.registers}
+    out = {}
+    for r in rows:
+        key = (r.stencil, r.params, r.fold)
+        if key not in out:
+            k = generate_variant(r.stencil, r.parameters, r.fold)[0]
+            out[key] = dataclasses.replace(k, registers=regs[key]) if key in regs else k
+    return out
 
 
-def summary(rows: list[tuple[float, float, float, float]], i: int) -> str:
-    ratios = [a[i] / a[0] for a in rows]
-    rho = spearman([a[i] for a in rows], [a[0] for a in rows])
+def summary(ratios: list[float], pred: list[float], meas: list[float]) -> str:
+    rho = spearman(pred, meas)
     mape = 100 * statistics.mean(abs(x - 1) for x in ratios)
     rank = rho if rho is not None else math.nan
     return f"{statistics.median(ratios):5.2f} {mape:5.1f}% {rank:5.2f}"
 
 
+def table(rows: list[Measurement], ms: dict[str, Machine], name: Callable[[Measurement], str]
+          ) -> list[str]:
+    ks = kernels(rows)
+    got = {v: [predict(ks[(r.stencil, r.params, r.fold)], m, r.block).glups for r in rows]
+           for v, m in ms.items()}
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        x = r.block[0] * r.fold[0]
+        width = "64+" if x >= 64 else "16-32" if x >= 16 else "<=8"
+        for key in (name(r), f"{name(r)} {width}"):
+            groups.setdefault(key, []).append(i)
+    out = []
+    for key, idx in sorted(groups.items()):
+        meas = [rows[i].glups for i in idx]
+        cols = " | ".join(summary([got[v][i] / rows[i].glups for i in idx],
+                                  [got[v][i] for i in idx], meas) for v in ms)
+        out.append(f"{key:28s} {len(idx):4d}  {cols}")
+    return out
+
+
 def main() -> int:
-    m = load_machine("H200")
-    slope = l1_pipe.fit_slope(l1_pipe.rows("h200"))
-    ms = h.measurements()
-    ks = h.kernels(ms)
-    groups: dict[str, list[tuple[float, float, float, float]]] = {}
-    for r in ms:
-        k = ks[(r.stencil, r.params, r.fold)]
-        st = block_stage(k, m, r.block)  # for both counts below
-        row = h.Row(r, predict(k, m, r.block))
-        out = variants(row.p, lines_per_sector(st), m, pipe_cycles(st, slope))
-        for key in (row.set, f"{row.set} {row.width}"):
-            groups.setdefault(key, []).append((r.glups, *out))
-    print("H200 development rows: predicted/measured GLup/s, median MAPE Spearman")
-    heads = " | ".join(f"{v:^19s}" for v in ("model", "lines", "lines+pipe"))
-    print(f"{'set / block width':30s} {'rows':>4s}  {heads}")
-    for key, rows in sorted(groups.items()):
-        cols = " | ".join(summary(rows, i) for i in (1, 2, 3))
-        print(f"{key:30s} {len(rows):4d}  {cols}")
+    ms = variants(load_machine("H200"))
+    dev = read_csv(dataset_dir("h200") / "measurements.csv")
+    new = read_csv(NEW) if os.path.exists(NEW) else []
+    print("H200: predicted/measured GLup/s, median MAPE Spearman")
+    print(f"{'set / block width':28s} {'rows':>4s}  " + " | ".join(f"{v:^18s}" for v in ms))
+    for line in table(dev, ms, h.set_of) + table(new, ms, h.set_of):
+        print(line)
     return 0
 
 

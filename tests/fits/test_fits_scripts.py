@@ -239,15 +239,10 @@ def test_convolution_scan_fp_l1_recombination_by_hand():
     assert mod.recombined(quiet, 1.0) == pytest.approx(t["updates"] / summed)
 
 
-def test_l2_requests_lines_per_sector_by_hand():
-    # doubles, base on a 128 B boundary: a row of 128 threads reads 1 KiB,
-    # 8 lines of 4 sectors (q = 1/4); a column of 128 threads 4 KiB apart
-    # reads one sector in each of 128 lines (q = 1)
+def test_l2_requests_takes_out_each_hopper_term():
     l2 = script("l2_requests")
-    a = ws.Field("a", shape=(512, 512), itemsize=8)
-    b = ws.Field("b", shape=(512, 512), itemsize=8)
-    x, y = ws.tidx, ws.tidy
-    k = ws.Kernel(loads=[a[x, y]], stores=[b[x, y]], domain=(512, 512))  # x contiguous
-    m = ws.load_machine("H200")
-    assert l2.lines_per_sector(block_stage(k, m, (128, 1, 1))) == pytest.approx(0.25)
-    assert l2.lines_per_sector(block_stage(k, m, (1, 128, 1))) == pytest.approx(1.0)
+    ms = l2.variants(ws.load_machine("H200"))
+    assert ms["shipped"].family.l2_line_requests and ms["shipped"].l1_model == "warppipe"
+    assert not ms["sectors"].family.l2_line_requests and ms["sectors"].l1_model == "warppipe"
+    assert ms["half warps"].family.l2_line_requests and ms["half warps"].l1_model == "halfwarp"
+    assert ms["neither"].family == ws.load_machine("A100").family
