@@ -11,7 +11,15 @@ import pytest
 import warpspeed as ws
 import warpspeed.measure as wm
 from warpspeed.timing import parameter, with_values
-from warpspeed.validation.measured_sets import H200_SETS, measured_rows, registers, set_of
+from warpspeed.validation.measured_sets import (
+    H200_SECOND,
+    H200_SECOND_SETS,
+    H200_SETS,
+    RUNS_DIR,
+    measured_rows,
+    registers,
+    set_of,
+)
 from warpspeed.validation.reference import dataset_dir, kernel_for
 
 HERE = dataset_dir("h200") / "measurements.csv"
@@ -32,6 +40,37 @@ def test_every_set_of_the_readme_has_its_rows() -> None:
     sizes = {name: len(measured_rows(name)) for name in H200_SETS}
     assert sizes == {"star_r1_512": 840, "star_r4": 572, "lbm_d3q19_f64": 89,
                      "layer_r1_2048xNYx32": 144, "copy_size": 60}
+
+
+@pytest.mark.slow
+def test_the_second_run_is_its_sets_and_the_check_scores_both_models() -> None:
+    # fits/measurements/README.md: every set of H200-new.csv, every row in one set
+    from warpspeed.validation.transfer import check_scores
+
+    rows = wm.read_csv(RUNS_DIR / f"{H200_SECOND}.csv")
+    sizes = {name: len(measured_rows(name, H200_SECOND)) for name in H200_SECOND_SETS}
+    assert sum(sizes.values()) == len(rows) == 1746
+    assert {set_of(r) for r in rows} == set(H200_SECOND_SETS)
+    scores = check_scores(lambda model, data, machine: [_Fixed(r.glups) for r in data])
+    assert [m for m, _ in scores] == ["latency", "paper"] * len(H200_SECOND_SETS)
+    assert all(s.median_ratio == pytest.approx(1.0) and s.mape == pytest.approx(0.0)
+               for _, s in scores if s.rows > 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Fixed:
+    """A prediction that equals the measurement (its terms recombine to it)."""
+
+    glups: float
+
+    @property
+    def terms(self) -> dict[str, float]:
+        t = 1.0 / self.glups
+        return {"t_fp_ns": 0.0, "t_l1_ns": 0.0, "t_l2_ns": 0.0, "t_dram_ns": t,
+                "t_core_ns": 0.0, "t_memory_ns": t, "t_update_ns": t, "updates": 1.0,
+                "waves": 1.0, "block_chain_us": 0.0, "launch_us": 0.0,
+                "kernel_time_us": t / 1000.0, "fp_overlap_exponent": 1.0,
+                "l1_overlap_exponent": 1.0}
 
 
 @needs_h200

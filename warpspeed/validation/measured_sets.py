@@ -1,7 +1,8 @@
 """The project's own measurements as development sets (MODEL.md §9): the
 H200 run of the shipped stencils (``fits/data/h200``, read with
 :func:`warpspeed.measure.read_csv`), one set per ``set NAME`` of its ``note``
-column.
+column; and the project's second H200 run (``fits/measurements/H200-new.csv``:
+other stencils, float and folds), reported and never fitted.
 
 A row's kernel is generated again from its stencil, parameters and fold, as
 the measurement harness generated it (:func:`warpspeed.measure.generate_variant`),
@@ -14,6 +15,7 @@ kernel's own.
 from __future__ import annotations
 
 from functools import cache
+from pathlib import Path
 
 from ..measure import Measurement, read_csv
 from .reference import MEASURED, ReferenceDataError, Row, dataset_dir
@@ -22,6 +24,12 @@ from .reference import MEASURED, ReferenceDataError, Row, dataset_dir
 H200 = "h200"
 #: The sets of the H200 run, in the order of its README.
 H200_SETS = ("star_r1_512", "star_r4", "lbm_d3q19_f64", "layer_r1_2048xNYx32", "copy_size")
+#: The project's second H200 run, a file of ``fits/measurements`` (a clone has it).
+H200_SECOND = "H200-new"
+#: Its sets: the stencils and variants the first run lacks.
+H200_SECOND_SETS = ("star_r2", "box3d", "star2d", "lbm_d3q19_f32", "allen_cahn", "copy_design")
+#: The project's own measurement runs (``fits/measurements``, MODEL.md §9).
+RUNS_DIR = Path(__file__).resolve().parents[2] / "fits" / "measurements"
 
 
 def set_of(m: Measurement) -> str:
@@ -32,7 +40,10 @@ def set_of(m: Measurement) -> str:
 
 @cache
 def _measurements(folder: str) -> tuple[Measurement, ...]:
-    path = dataset_dir(folder) / "measurements.csv"
+    """The rows of run ``folder``: a file of :data:`RUNS_DIR`, or a data set's
+    ``measurements.csv``."""
+    own = RUNS_DIR / f"{folder}.csv"
+    path = own if own.is_file() else dataset_dir(folder) / "measurements.csv"
     if not path.is_file():
         from .provenance import missing_message
 
@@ -69,4 +80,5 @@ def _frozen(value: object) -> object:
     return tuple(value) if isinstance(value, list) else value
 
 
-__all__ = ["H200", "H200_SETS", "measured_rows", "registers", "set_of"]
+__all__ = ["H200", "H200_SECOND", "H200_SECOND_SETS", "H200_SETS", "RUNS_DIR", "measured_rows",
+           "registers", "set_of"]

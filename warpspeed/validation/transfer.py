@@ -63,8 +63,17 @@ from ..timing.kernel_fit import (
     scores,
 )
 from ..timing.latency_parameters import given
-from .measured_sets import H200, H200_SETS, measured_rows
-from .reference import LBM, Predict, Row, convolution_rows, lbm_rows, predictions, rows
+from .measured_sets import H200, H200_SECOND, H200_SECOND_SETS, H200_SETS, measured_rows
+from .reference import (
+    LBM,
+    Predict,
+    ReferenceDataError,
+    Row,
+    convolution_rows,
+    lbm_rows,
+    predictions,
+    rows,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -105,6 +114,29 @@ DEV_SETS: tuple[DevSet, ...] = (
     *(DevSet(f"{H200}_{name}", "H200", partial(measured_rows, name), fitted=False)
       for name in H200_SETS),
 )
+
+
+#: The project's second H200 run (``fits/measurements/H200-new.csv``): scored
+#: with both models as the machine file stands, never fitted (MODEL.md §9).
+CHECK_SETS: tuple[DevSet, ...] = tuple(
+    DevSet(f"h200_second_{name}", "H200", partial(measured_rows, name, H200_SECOND),
+           fitted=False) for name in H200_SECOND_SETS)
+
+
+def check_scores(predict: Predict = predictions) -> list[tuple[str, SetScore]]:
+    """Both models on :data:`CHECK_SETS` (the default model with the exponent
+    its machine file carries), as (model, scores); a run the checkout lacks
+    is left out."""
+    out: list[tuple[str, SetScore]] = []
+    for d in CHECK_SETS:
+        try:
+            data = d.load()
+        except ReferenceDataError:
+            continue
+        latency = fit_rows(data, predict("latency", data, d.machine))
+        out.append(("latency", score_set(d.name, latency, shipped_exponent(d.machine))))
+        out.append(("paper", paper_scores(d.name, data, predict("paper", data, d.machine))))
+    return out
 
 
 def fit_rows(data: Sequence[Row], preds: Sequence[Prediction]) -> list[FitRow]:
@@ -216,8 +248,8 @@ def format_transfer(rep: TransferReport) -> str:
 def reference_validation(as_json: bool = False) -> str:
     """What ``warpspeed validate --v100`` prints: both models on the public
     data sets (:func:`warpspeed.validation.reference.report`), the leave-one-set-out
-    table and the regression kernels (:mod:`warpspeed.validation.regression`), as text
-    or JSON."""
+    table, the project's second H200 run (:func:`check_scores`) and the regression
+    kernels (:mod:`warpspeed.validation.regression`), as text or JSON."""
     import dataclasses
     import json
 
@@ -240,6 +272,7 @@ def reference_validation(as_json: bool = False) -> str:
 
     v100_scores = report(predict=predict)
     transfer = transfer_report(predict=predict)
+    second = check_scores(predict)
     lbm = lbm_table([(d.machine, d.load()) for d in DEV_SETS if d.name.startswith(LBM)],
                     predict)
     gpu_rows = load(predict, LBM_GPUS)
@@ -253,6 +286,7 @@ def reference_validation(as_json: bool = False) -> str:
         return json.dumps({
             "datasets": [dataclasses.asdict(s) for s in v100_scores],
             "leave_one_set_out": dataclasses.asdict(transfer),
+            "second_h200_run": [{"model": m, **dataclasses.asdict(c)} for m, c in second],
             "lattice_boltzmann": [{**dataclasses.asdict(r), "paper_over_measured": r.ratios[0],
                                    "default_over_measured": r.ratios[1]} for r in lbm],
             "memory_systems": {"joint_fit": memory_joint,
@@ -267,6 +301,9 @@ def reference_validation(as_json: bool = False) -> str:
         f"\nDefault model's L1 overlap exponent fitted jointly on every development set: "
         f"{transfer.exponent:.2f}; each set predicted with the exponent fitted on the others:",
         format_transfer(transfer),
+        "\nThe project's second H200 run (fits/measurements/H200-new.csv), both models, "
+        "never fitted:",
+        _format_checks(second),
         "\nFluidX3D D3Q19 (shared/data/lbm), both models as the machine files stand, and "
         "the measured bytes per cell over the stream copy plateau:",
         format_lbm(lbm),
@@ -292,6 +329,16 @@ def _left_record(r: LeftOut) -> dict[str, object]:
     for s, x in zip(r.storages, r.shipped):
         out[f"{s}_shipped"] = x
     return out
+
+
+def _format_checks(found: Sequence[tuple[str, SetScore]]) -> str:
+    lines = ["data set | model | rows | GLup/s MAPE | median p/m | Spearman | best/best",
+             "--- | --- | --- | --- | --- | --- | ---"]
+    for model, c in found:
+        rho = "-" if c.spearman is None else f"{c.spearman:.3f}"
+        lines.append(f"{c.dataset} | {model} | {c.rows} | {100 * c.mape:.1f} % | "
+                     f"{c.median_ratio:.3f} | {rho} | {100 * c.best_fraction:.1f} %")
+    return "\n".join(lines) if found else "(not in this checkout)"
 
 
 def _format_bands(found: Sequence[Band]) -> str:
