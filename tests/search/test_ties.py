@@ -28,6 +28,19 @@ def test_equal_predictions_prefer_the_larger_occupancy_then_the_smaller_fold(bas
     assert order == [d, c, b, a]
 
 
+def test_equal_predictions_at_equal_occupancy_prefer_small_flat_wide_blocks(base):
+    # all 2048 resident threads and no fold: fewer threads per block first
+    # (the H200's 1024-thread blocks run 10-25 % below their prediction),
+    # then the shallower block in z, then fewer rows (deep blocks run slower
+    # at equal bytes: V100 star, H200 copy; MODEL.md §8, §10)
+    def tie(block: tuple[int, int, int], per_sm: int) -> ws.Prediction:
+        return replace(base, glups=50.0, blocks_per_sm=per_sm, block=block, fold=(1, 1, 1))
+
+    big, deep, rows, flat = (tie((1024, 1, 1), 2), tie((32, 1, 8), 8), tie((32, 8, 1), 8),
+                             tie((256, 1, 1), 8))
+    assert sorted([big, deep, rows, flat], key=ranking_key) == [flat, rows, deep, big]
+
+
 def test_leaders_within_a_hundredth_put_the_most_l2_headroom_first(base):
     # three predictions within 1 % of the best: the one with the largest L2
     # limit leads; one 2 % below keeps its place after them

@@ -5,8 +5,12 @@
   are a tie, broken towards what is robust to the model's errors: the larger
   occupancy (resident threads per SM: more latency hidden if the memory
   latency or the register count is off), then the smaller fold (fewer
-  registers and a smaller partial wave), then the fold and the block in
-  order, so that the choice is reproducible.
+  registers and a smaller partial wave), then the fold in order, then the
+  block with fewer threads (the H200's 1024-thread blocks run 10-25 % below
+  their prediction where 256-thread blocks of the same kernel do not),
+  shallower in z, with fewer rows, wider (blocks deep in z run slower than
+  their bytes say: the V100 star, the H200 copy; MODEL.md §10), so that the
+  choice is reproducible and leans away from the model's known errors.
 * **Leaders within a hundredth**: predictions within :data:`LEAD_SHARE` of
   the best are not told apart by the model either (its measured error is
   ten times that): among them the one that leaves the L2 the most headroom
@@ -34,8 +38,9 @@ from ..timing.base import LEAD_SHARE, lead_order
 TIE_DIGITS = 6
 #: The tie-break rule as the notes state it.
 RULE = ("equal predictions are ordered by larger occupancy (resident threads per SM), then "
-        "smaller fold, then fold and block order; of those within 1 % of the best, the one "
-        "with the most L2 headroom comes first")
+        "smaller fold, then fold order, then fewer threads per block, shallower in z, fewer "
+        "rows, wider; of those within 1 % of the best, the one with the most L2 headroom "
+        "comes first")
 
 
 def _rounded(glups: float) -> float:
@@ -47,7 +52,9 @@ def _rounded(glups: float) -> float:
 def ranking_key(p: Prediction) -> tuple[float, int, int, tuple[int, ...], tuple[int, ...]]:
     """Sort key of a ranking, best first (module docstring)."""
     resident = p.blocks_per_sm * math.prod(p.block)
-    return (-_rounded(p.glups), -resident, math.prod(p.fold), tuple(p.fold), tuple(p.block))
+    x, y, z = p.block
+    shape = (x * y * z, z, y, -x)  # small, flat, wide first (module docstring)
+    return (-_rounded(p.glups), -resident, math.prod(p.fold), tuple(p.fold), shape)
 
 
 def l2_headroom(p: Prediction) -> float:
