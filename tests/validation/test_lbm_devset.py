@@ -94,7 +94,8 @@ def _fake(sets: dict[str, tuple[float, bool]]):
                      "block_chain_us": 0.5, "launch_us": 2.5}
             g = glups_from_terms(terms, l1_exponent=1.4) * factor
             data.append(Row(name, "x", (("i", i),), (64, 1, 1), (1, 1, 1), None, None, g))
-            pr.append(SimpleNamespace(terms=terms, glups=g))
+            pr.append(SimpleNamespace(terms=terms, glups=g, blocks_per_sm=1, block=(64, 1, 1),
+                                      fold=(1, 1, 1), limits={}))
         rows[name], preds[name] = data, pr
         devs.append(DevSet(name, "V100", lambda d=data: d, fitted=fitted))
 

@@ -62,6 +62,12 @@ class _Fixed:
     """A prediction that equals the measurement (its terms recombine to it)."""
 
     glups: float
+    blocks_per_sm: int = 1
+    block: tuple[int, int, int] = (256, 1, 1)
+    fold: tuple[int, int, int] = (1, 1, 1)
+    @property
+    def limits(self) -> dict[str, float]:
+        return {}  # no L2 limit: the ranking's L2 headroom is infinite
 
     @property
     def terms(self) -> dict[str, float]:

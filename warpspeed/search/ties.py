@@ -32,10 +32,8 @@ import math
 from collections.abc import Callable, Sequence
 
 from ..model import Prediction
-from ..timing.base import LEAD_SHARE, lead_order
+from ..timing.base import LEAD_SHARE, TIE_DIGITS, lead_order, tie_rounded
 
-#: Significant digits below which two predictions tie.
-TIE_DIGITS = 6
 #: The tie-break rule as the notes state it.
 RULE = ("equal predictions are ordered by larger occupancy (resident threads per SM), then "
         "smaller fold, then fold order, then fewer threads per block, shallower in z, fewer "
@@ -43,18 +41,17 @@ RULE = ("equal predictions are ordered by larger occupancy (resident threads per
         "comes first")
 
 
-def _rounded(glups: float) -> float:
-    if glups <= 0 or not math.isfinite(glups):
-        return glups
-    return round(glups, TIE_DIGITS - 1 - int(math.floor(math.log10(glups))))
-
-
-def ranking_key(p: Prediction) -> tuple[float, int, int, tuple[int, ...], tuple[int, ...]]:
-    """Sort key of a ranking, best first (module docstring)."""
+def tie_order(p: Prediction) -> tuple[int, ...]:
+    """The order of equal predictions (module docstring): larger occupancy,
+    smaller fold, fold order, then small, flat, wide blocks first."""
     resident = p.blocks_per_sm * math.prod(p.block)
     x, y, z = p.block
-    shape = (x * y * z, z, y, -x)  # small, flat, wide first (module docstring)
-    return (-_rounded(p.glups), -resident, math.prod(p.fold), tuple(p.fold), shape)
+    return (-resident, math.prod(p.fold), *p.fold, x * y * z, z, y, -x)
+
+
+def ranking_key(p: Prediction) -> tuple[float, ...]:
+    """Sort key of a ranking, best first (module docstring)."""
+    return (-tie_rounded(p.glups), *tie_order(p))
 
 
 def l2_headroom(p: Prediction) -> float:
@@ -89,7 +86,7 @@ def leaders_note(predictions: Sequence[Prediction], shown: int = 5,
     if len(predictions) < 2:
         return None
     best = predictions[0]
-    tied = [p for p in predictions if _rounded(p.glups) == _rounded(best.glups)]
+    tied = [p for p in predictions if tie_rounded(p.glups) == tie_rounded(best.glups)]
     ev = best.evidence
     error = ev.mape
     lead = ([p for p in predictions if p.glups >= best.glups * (1.0 - error)]
@@ -110,4 +107,4 @@ def leaders_note(predictions: Sequence[Prediction], shown: int = 5,
 
 
 __all__ = ["LEAD_SHARE", "RULE", "TIE_DIGITS", "first_choice", "l2_headroom", "leaders_first",
-           "leaders_note", "ranking_key"]
+           "leaders_note", "ranking_key", "tie_order"]

@@ -35,6 +35,7 @@ The advice reads a prediction through a :class:`Reading`, because a
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -182,6 +183,18 @@ def with_limiters(t: TimingResult, limiters: Sequence[Limiter], kernel: Kernel,
 LEAD_SHARE = 0.01
 
 
+#: Significant digits below which two predictions tie (MODEL.md §8, "Ties").
+TIE_DIGITS = 6
+
+
+def tie_rounded(glups: float) -> float:
+    """``glups`` to :data:`TIE_DIGITS` significant digits: predictions equal
+    after it tie (MODEL.md §8, "Ties")."""
+    if glups <= 0 or not math.isfinite(glups):
+        return glups
+    return round(glups, TIE_DIGITS - 1 - int(math.floor(math.log10(glups))))
+
+
 def lead_order(glups: Sequence[float], l2_limits: Sequence[float]) -> list[int]:
     """The order a ranking names configurations in (MODEL.md §8, "Ties"):
     ``glups`` and ``l2_limits`` (the L2's limit in GLup/s, infinite without
@@ -196,5 +209,5 @@ def lead_order(glups: Sequence[float], l2_limits: Sequence[float]) -> list[int]:
     return sorted(range(n), key=lambda i: (-l2_limits[i], i)) + list(range(n, len(glups)))
 
 
-__all__ = ["LEAD_SHARE", "lead_order", "Hint", "Limiter", "Reading", "Timing", "TimingResult",
-           "with_limiters"]
+__all__ = ["LEAD_SHARE", "TIE_DIGITS", "Hint", "Limiter", "Reading", "Timing", "TimingResult",
+           "lead_order", "tie_rounded", "with_limiters"]

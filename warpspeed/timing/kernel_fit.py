@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import lead_order
+from .base import lead_order, tie_rounded
 
 #: Name and bounds of each fitted constant: the p-norm exponent of L1 time
 #: and memory time (1 adds them; 4 is nearly the roofline).
@@ -39,6 +39,9 @@ class FitRow:
 
     terms: Mapping[str, float]
     measured: float
+    #: The ranking's order among equal predictions (occupancy, fold, block
+    #: shape: :func:`warpspeed.search.ties.ranking_key` after the GLup/s).
+    tie: tuple[int, ...] = ()
 
 
 def row_glups(rows: Sequence[FitRow], p: float) -> np.ndarray:
@@ -94,16 +97,21 @@ def rank_correlation(predicted: Sequence[float] | np.ndarray,
 
 
 def scores(name: str, exponent: float | None, predicted: np.ndarray, measured: np.ndarray,
-           l2_times: Sequence[float] | None = None) -> SetScore:
+           l2_times: Sequence[float] | None = None,
+           ties: Sequence[tuple[int, ...]] | None = None) -> SetScore:
     """MAPE, median predicted/measured, Spearman and the measured GLup/s of
-    the predicted best over the measured best of one set's GLup/s; with
-    ``l2_times``, the best a ranking names first
-    (:func:`warpspeed.timing.base.lead_order` of the rows by predicted
-    GLup/s, the L2 limit the inverse of its time)."""
+    the predicted best over the measured best of one set's GLup/s: the
+    best a ranking names first (MODEL.md §8, "Ties"): the rows by predicted
+    GLup/s, equal ones (:func:`warpspeed.timing.base.tie_rounded`) in the
+    order ``ties`` gives, and with ``l2_times``
+    :func:`warpspeed.timing.base.lead_order` (the L2 limit the inverse of
+    its time)."""
     ratio = predicted / measured
-    first = int(np.argmax(predicted))
+    order = ties if ties is not None else [()] * len(predicted)
+    ranked = sorted(range(len(predicted)),
+                    key=lambda i: (-tie_rounded(float(predicted[i])), order[i], i))
+    first = ranked[0]
     if l2_times is not None:
-        ranked = sorted(range(len(predicted)), key=lambda i: (-predicted[i], i))
         limits = [1.0 / l2_times[i] if l2_times[i] > 0 else math.inf for i in ranked]
         first = ranked[lead_order([float(predicted[i]) for i in ranked], limits)[0]]
     return SetScore(name, exponent, len(measured), float(np.mean(np.abs(ratio - 1))),
@@ -115,7 +123,8 @@ def score_set(name: str, rows: Sequence[FitRow], p: float) -> SetScore:
     """:func:`scores` of the default model's GLup/s with exponent ``p``."""
     l2 = ([r.terms["t_l2_ns"] for r in rows] if all("t_l2_ns" in r.terms for r in rows)
           else None)
-    return scores(name, p, row_glups(rows, p), np.array([r.measured for r in rows]), l2)
+    return scores(name, p, row_glups(rows, p), np.array([r.measured for r in rows]), l2,
+                  [r.tie for r in rows])
 
 
 def leave_one_set_out(sets: Mapping[str, Sequence[FitRow]],

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..model import load_machine
+from ..search.ties import l2_headroom, tie_order
 from ..timing.kernel_fit import (
     KERNEL_CONSTANTS,
     FitRow,
@@ -142,7 +143,8 @@ def check_scores(predict: Predict = predictions) -> list[tuple[str, SetScore]]:
 def fit_rows(data: Sequence[Row], preds: Sequence[Prediction]) -> list[FitRow]:
     """The default model's terms (``preds``) and the measured GLup/s of
     every row."""
-    return [FitRow(p.terms, float(r.timed_glups())) for p, r in zip(preds, data)]
+    return [FitRow(p.terms, float(r.timed_glups()), tie_order(p))
+            for p, r in zip(preds, data)]
 
 
 def fit_weight(rows: Sequence[FitRow]) -> bool:
@@ -173,9 +175,12 @@ class TransferReport:
 
 
 def paper_scores(name: str, data: Sequence[Row], preds: Sequence[Prediction]) -> SetScore:
-    """The paper model's GLup/s scores on a set (nothing is fitted)."""
+    """The paper model's GLup/s scores on a set (nothing is fitted), its
+    best the one a ranking names first (ties and L2 headroom, MODEL.md §8)."""
+    l2 = [1.0 / l2_headroom(p) for p in preds]  # 0 without L2 traffic
     return scores(name, None, np.array([p.glups for p in preds]),
-                  np.array([r.glups for r in data], dtype=float))
+                  np.array([r.glups for r in data], dtype=float), l2,
+                  ties=[tie_order(p) for p in preds])
 
 
 def transfer_report(sets: Sequence[DevSet] = DEV_SETS, predict: Predict = predictions
