@@ -47,3 +47,14 @@ def test_the_line_ratio_of_a_row_and_a_column_by_hand():
     k = ws.Kernel(loads=[a[ws.tidx, ws.tidy]], stores=[b[ws.tidx, ws.tidy]], domain=(512, 512))
     assert ws.predict(k, "H200", (128, 1, 1)).traits.l2_line_ratio == pytest.approx(1.0)
     assert ws.predict(k, "H200", (1, 128, 1)).traits.l2_line_ratio == pytest.approx(4.0)
+
+
+def test_explain_says_when_the_l2_serves_whole_lines():
+    from warpspeed.reports.advice import advise, explanation_lines
+
+    def text(machine: str) -> str:
+        p = _copy(machine, (1, 32, 8))
+        return " ".join(explanation_lines(p, advise(p, ws.load_machine(machine))))
+
+    assert "whole 128 B lines: this block's misses use 1.0 of 4 sectors each, x4.00" in text("H200")
+    assert "whole 128 B lines" not in text("A100")

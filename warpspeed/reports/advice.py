@@ -251,6 +251,9 @@ def _block_x(p: Prediction, kernel: Kernel | None, m: Machine) -> tuple[Hint, ..
     if m.l1_model == "lines":  # AMD (MODEL.md §15)
         why = (f"a {w.warp} of {m.warp_size} spans {math.ceil(m.warp_size / bx)} rows, each "
                f"filling a {m.l1_line_bytes} B L1 line only partly")
+    elif m.l1_model == "warppipe":  # Hopper (MODEL.md §4)
+        why = (f"a {w.warp} spans {math.ceil(m.warp_size / bx)} rows, each a 128 B line of its "
+               "own to look up and, on a miss, to fetch from the L2 as a whole line")
     else:
         why = (f"a half warp spans {math.ceil(16 / bx)} rows, so its accesses touch several "
                "1 KiB regions and rows fill 32 B sectors only partly")
@@ -288,18 +291,22 @@ def _l1(p: Prediction, ideal: float | None, m: Machine) -> tuple[Hint, ...]:
         "l1_conflicts", "l1",
         f"L1 needs {p.l1_cycles:.1f} cycles per {words(m.vendor).warp} and lattice update, "
         f"{p.l1_cycles / ideal:.2f}x the {ideal:.1f} of conflict-free unit-stride accesses "
-        + ("(wavefronts touching more vector-L1 lines than unit stride needs)"
-           if m.l1_model == "lines" else
-           "(bank conflicts or half warps spread over several 1 KiB regions)") + gain,
+        + {"lines": "(wavefronts touching more vector-L1 lines than unit stride needs)",
+           "warppipe": "(bank conflicts or warps touching many 128 B lines)"}.get(
+               m.l1_model, "(bank conflicts or half warps spread over several 1 KiB regions)")
+        + gain,
     ),)
 
 
 def _ideal_cycles(itemsize: int, m: Machine) -> float:
     """L1 cycles per wavefront of one unit-stride access in the machine's L1
-    count (MODEL.md §4, §15): two half warps per 32 lanes, or the lines a
-    wavefront of contiguous elements fills, one per clock."""
+    count (MODEL.md §4, §15): two half warps per 32 lanes, the 128 B passes
+    of a warp's contiguous elements ("warppipe"), or the lines a wavefront of
+    contiguous elements fills, one per clock."""
     if m.l1_model == "lines":
         return max(1.0, m.warp_size * itemsize / m.l1_line_bytes)
+    if m.l1_model == "warppipe":
+        return max(1.0, m.warp_size * itemsize / 128)
     return 2.0 * m.warp_size / 32
 
 

@@ -90,7 +90,11 @@ class Latency(Timing):
             f"with {t['dram_bytes_in_flight'] / 2**20:.1f} MiB in flight"
             + (f", {t['dram_streams']:.0f} concurrent streams: x{t['dram_stream_efficiency']:.2f} "
                "of the stream plateaus (MODEL.md §11)"
-               if t.get("dram_stream_efficiency", 1.0) < 0.995 else ""),
+               if t.get("dram_stream_efficiency", 1.0) < 0.995 else "")
+            + (f"; the L2 serves whole 128 B lines: this block's misses use "
+               f"{4 / t['l2_line_ratio']:.1f} of 4 sectors each, x{t['l2_line_ratio']:.2f} the "
+               "L2 time of its bytes (MODEL.md §11)"
+               if t.get("l2_line_ratio", 1.0) > 1.005 else ""),
             f"{updates:.3g} updates in {t['waves']:.3g} waves: body {body:.3g} us "
             f"(x{body / (updates * t['t_update_ns'] / 1000.0):.2f} for the last partial wave; "
             f"a block's own latency chain {t['block_chain_us']:.2f} us) "
