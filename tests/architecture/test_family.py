@@ -183,6 +183,19 @@ def test_an_unknown_family_or_architecture_is_refused_naming_the_key(tmp_path: P
         ws.load_machine(_machine_file(tmp_path, bad.name))
 
 
+def test_a_warp_pipe_count_needs_its_tag_slope_and_only_it_does(tmp_path: Path) -> None:
+    """MODEL.md §4: the warp-pipe count reads the family's tag cycles per
+    line; a family that names the count without it, or the slope without the
+    count, is refused naming the key."""
+    pipe = _family_file(tmp_path, **{r'value = "halfwarp"': 'value = "warppipe"'})
+    with pytest.raises(ws.MachineError, match=r"\[l1_tag_cycles_per_line\] goes with l1_model"):
+        ws.load_machine(_machine_file(tmp_path, pipe.name))
+    slope = _family_file(tmp_path, **{r"\[l1_model\]": '[l1_tag_cycles_per_line]\nvalue = 0.3\n'
+                                      'source = "a test"\n\n[l1_model]'})
+    with pytest.raises(ws.MachineError, match=r"\[l1_tag_cycles_per_line\] goes with l1_model"):
+        ws.load_machine(_machine_file(tmp_path, slope.name))
+
+
 def test_a_sycl_kernel_is_named_as_the_gpu_target_it_is() -> None:
     ps = pytest.importorskip("pystencils")
     import warpspeed.pystencils as wps
