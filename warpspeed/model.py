@@ -9,7 +9,6 @@ the four limits; the default adds its terms."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -33,7 +32,7 @@ from .volumes.footprint import Footprint, footprints_of
 from .volumes.gathers import gather_volumes, with_gathers
 from .volumes.held import as_compiled
 from .volumes.l1 import l1_cycles_of, line_cycles_of, pipe_cycles_of
-from .volumes.launch import Launch, make_launch, occupancy_note, partial_wave
+from .volumes.launch import Launch, block_lups, make_launch, occupancy_note, partial_wave
 from .volumes.levels import AccessTraits, LevelVolumes, Volumes, access_traits, level_volumes
 from .volumes.sampling import Sample, sample, stack
 from .volumes.streams import address_streams
@@ -310,8 +309,8 @@ def _l1_cycles(s: Sample, owner: np.ndarray, launches: int, m: Machine
         return line_cycles_of(s, owner, launches, m.l1_line_bytes, m.warp_size,
                               m.l1_lanes_per_cycle), None
     whole, paper = l1_cycles_of(s, owner, launches) * m.warp_size / 32
-    if m.l1_model == "warppipe":
-        whole = pipe_cycles_of(s, owner, launches, m.family.l1_tag_cycles_per_line)
+    if m.l1_model == "warppipe":  # the half-warp count stays the paper model's
+        return pipe_cycles_of(s, owner, launches, m.family.l1_tag_cycles_per_line), paper
     return whole, paper
 
 
@@ -343,8 +342,7 @@ def finish(
                                           behind.volumes if behind else None)
     if behind is not None and past_mall:
         lv = behind
-    working = math.prod(min(b, d) for b, d in zip(launch.block, kernel.domain))
-    traits = access_traits(stage.footprint, lv.volumes, working * kernel.lups_per_thread)
+    traits = access_traits(stage.footprint, lv.volumes, block_lups(kernel, launch))
     check_tables(m)
     t = with_limiters(spec.time(kernel, mem, launch, stage.l1_cycles, lv.volumes, traits, wave),
                       tuple(SHARED_LIMITERS.values()), kernel, mem, launch)

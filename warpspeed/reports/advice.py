@@ -61,6 +61,7 @@ from ..machine import Machine
 from ..model import LIMITERS, Prediction
 from ..timing import Hint, Reading, Timing, timing_model
 from ..volumes.held import as_compiled
+from ..volumes.l1 import lanes_per_pass
 from .expected import expected_accuracy, l1_bound_scores
 from .words import words
 
@@ -306,7 +307,7 @@ def _ideal_cycles(itemsize: int, m: Machine) -> float:
     if m.l1_model == "lines":
         return max(1.0, m.warp_size * itemsize / m.l1_line_bytes)
     if m.l1_model == "warppipe":
-        return max(1.0, m.warp_size * itemsize / 128)
+        return m.warp_size / lanes_per_pass(itemsize)
     return 2.0 * m.warp_size / 32
 
 

@@ -66,7 +66,7 @@ from collections.abc import Mapping
 from ..input.addresses import guarded_separately
 from ..input.kernel import Kernel
 from ..machine import Machine
-from ..volumes.launch import Launch
+from ..volumes.launch import Launch, block_lups
 from ..volumes.levels import AccessTraits, Volumes
 from ..volumes.waves import WaveVolumes
 from .base import TimingResult
@@ -285,9 +285,7 @@ def predict_time(
 
     total_lups = math.prod(kernel.domain) * lups
     n_waves = waves(launch)
-    # a block's working threads: threads beyond a small domain stay idle
-    block_lups = math.prod(min(b, d) for b, d in zip(launch.block, kernel.domain)) * lups
-    chain = float(p.dram_latency_ns) + core * m.sms * block_lups
+    chain = float(p.dram_latency_ns) + core * m.sms * block_lups(kernel, launch)
     launch_ns = 1000.0 * launch_us(m)
     total_ns = kernel_time_ns(t_update, total_lups, n_waves, chain, launch_ns)
     limiter = max(times, key=times.__getitem__)

@@ -265,6 +265,13 @@ def wave_sets(launch: Launch) -> WaveSets:
     return WaveSets(current, xset, yset, zset)
 
 
+def block_lups(kernel: Kernel, launch: Launch) -> float:
+    """The lattice updates of one block's working threads: threads beyond a
+    domain smaller than the block stay idle (MODEL.md §11, §5)."""
+    working = math.prod(min(b, d) for b, d in zip(launch.block, kernel.domain))
+    return working * kernel.lups_per_thread
+
+
 def valid_threads(box: BlockBox, launch: Launch, domain: tuple[int, int, int]) -> int:
     """Number of threads of a block box inside the domain (the guard)."""
     n = 1

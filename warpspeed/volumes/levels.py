@@ -63,8 +63,7 @@ class AccessTraits:
     l2_line_ratio: float = 1.0
 
 
-def access_traits(footprint: Footprint, volumes: Volumes, block_lups: float = 0.0
-                  ) -> AccessTraits:
+def access_traits(footprint: Footprint, volumes: Volumes, block_lups: float) -> AccessTraits:
     """The :class:`AccessTraits` of a block's footprint whose DRAM volumes
     are ``volumes`` (the streams are bounded by the DRAM volume,
     :meth:`warpspeed.volumes.streams.Streams.dram_streams`); ``block_lups``:
