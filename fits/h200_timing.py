@@ -53,7 +53,7 @@ from warpspeed.search.ties import first_choice  # noqa: E402
 from warpspeed.timing import with_values  # noqa: E402
 from warpspeed.timing.latency import glups_with_efficiency  # noqa: E402
 from warpspeed.timing.memory_systems import FITTED, stream_efficiency  # noqa: E402
-from warpspeed.validation.measured_sets import registers, set_of  # noqa: E402
+from warpspeed.validation.measured_sets import set_of  # noqa: E402
 from warpspeed.validation.reference import ReferenceDataError, dataset_dir  # noqa: E402
 from warpspeed.validation.validate import spearman  # noqa: E402
 
@@ -93,16 +93,18 @@ def measurements() -> list[Measurement]:
 
 
 def kernels(rows: Sequence[Measurement]) -> dict[tuple[str, str, tuple[int, int, int]], Kernel]:
-    """Each stencil variant's kernel, with the compiled kernel's register count."""
-    regs = registers()
+    """Each stencil variant's kernel, with the compiled kernel's register count
+    as the run's counter rows give it (``fits/data/h200``, or another run of
+    the same harness such as ``fits/measurements/H200-new.csv``)."""
+    regs = {(r.stencil, r.params, r.fold): int(r.registers) for r in rows if r.registers}
     out = {}
     for r in rows:
         key = (r.stencil, r.params, r.fold)
         if key not in out:
             k = generate_variant(r.stencil, r.parameters, r.fold)[0]
             if key in regs:
-                k = dataclasses.replace(k, registers=int(regs[key]),
-                                        registers_source="Nsight Compute (fits/data/h200)")
+                k = dataclasses.replace(k, registers=regs[key],
+                                        registers_source="Nsight Compute (the run's counters)")
             out[key] = k
     return out
 

@@ -40,9 +40,8 @@ os.environ.setdefault("PYSTENCILS_CACHE_DIR", tempfile.mkdtemp(prefix="ws-l2req-
 import h200_timing as h  # noqa: E402  (fits/ is the script's folder)
 
 from warpspeed.family import Family, families  # noqa: E402
-from warpspeed.input.kernel import Kernel  # noqa: E402
 from warpspeed.machine import Machine  # noqa: E402
-from warpspeed.measure import Measurement, generate_variant, read_csv  # noqa: E402
+from warpspeed.measure import Measurement, read_csv  # noqa: E402
 from warpspeed.model import load_machine, predict  # noqa: E402
 from warpspeed.validation.reference import dataset_dir  # noqa: E402
 from warpspeed.validation.validate import spearman  # noqa: E402
@@ -63,18 +62,6 @@ def variants(m: Machine) -> dict[str, Machine]:
             "neither": with_family(families()["nvidia"])}
 
 
-def kernels(rows: list[Measurement]) -> dict[tuple[str, str, tuple[int, int, int]], Kernel]:
-    """Each stencil variant's kernel with the register count of its counter rows."""
-    regs = {(r.stencil, r.params, r.fold): int(r.registers) for r in rows if r.registers}
-    out = {}
-    for r in rows:
-        key = (r.stencil, r.params, r.fold)
-        if key not in out:
-            k = generate_variant(r.stencil, r.parameters, r.fold)[0]
-            out[key] = dataclasses.replace(k, registers=regs[key]) if key in regs else k
-    return out
-
-
 def summary(ratios: list[float], pred: list[float], meas: list[float]) -> str:
     rho = spearman(pred, meas)
     mape = 100 * statistics.mean(abs(x - 1) for x in ratios)
@@ -84,7 +71,7 @@ def summary(ratios: list[float], pred: list[float], meas: list[float]) -> str:
 
 def table(rows: list[Measurement], ms: dict[str, Machine], name: Callable[[Measurement], str]
           ) -> list[str]:
-    ks = kernels(rows)
+    ks = h.kernels(rows)
     got = {v: [predict(ks[(r.stencil, r.params, r.fold)], m, r.block).glups for r in rows]
            for v, m in ms.items()}
     groups: dict[str, list[int]] = {}
