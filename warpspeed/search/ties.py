@@ -32,7 +32,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from ..model import Prediction
-from ..timing.base import LEAD_SHARE, TIE_DIGITS, lead_order, tie_rounded
+from ..timing.base import LEAD_SHARE, TIE_DIGITS, first_named, lead_order, tie_rounded
 
 #: The tie-break rule as the notes state it.
 RULE = ("equal predictions are ordered by larger occupancy (resident threads per SM), then "
@@ -72,8 +72,8 @@ def leaders_first[T](items: Sequence[T], prediction: Callable[[T], Prediction]) 
 def first_choice(predictions: Sequence[Prediction]) -> int:
     """The index of the prediction a ranking of ``predictions`` names first
     (:func:`ranking_key`, then :func:`leaders_first`)."""
-    order = sorted(range(len(predictions)), key=lambda i: (ranking_key(predictions[i]), i))
-    return leaders_first(order, lambda i: predictions[i])[0]
+    return first_named([p.glups for p in predictions], [tie_order(p) for p in predictions],
+                       [l2_headroom(p) for p in predictions])
 
 
 def leaders_note(predictions: Sequence[Prediction], shown: int = 5,

@@ -209,5 +209,16 @@ def lead_order(glups: Sequence[float], l2_limits: Sequence[float]) -> list[int]:
     return sorted(range(n), key=lambda i: (-l2_limits[i], i)) + list(range(n, len(glups)))
 
 
+def first_named(glups: Sequence[float], ties: Sequence[tuple[int, ...]],
+                l2_limits: Sequence[float]) -> int:
+    """The index a ranking names first (MODEL.md §8, "Ties"): by GLup/s to
+    :data:`TIE_DIGITS` digits, equal ones in the order of ``ties``
+    (:func:`warpspeed.search.ties.tie_order`), then :func:`lead_order` with
+    ``l2_limits``. The one rule the ranking and the fits' scores read."""
+    ranked = sorted(range(len(glups)), key=lambda i: (-tie_rounded(glups[i]), ties[i], i))
+    order = lead_order([glups[i] for i in ranked], [l2_limits[i] for i in ranked])
+    return ranked[order[0]]
+
+
 __all__ = ["LEAD_SHARE", "TIE_DIGITS", "Hint", "Limiter", "Reading", "Timing", "TimingResult",
-           "lead_order", "tie_rounded", "with_limiters"]
+           "first_named", "lead_order", "tie_rounded", "with_limiters"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import lead_order, tie_rounded
+from .base import first_named
 
 #: Name and bounds of each fitted constant: the p-norm exponent of L1 time
 #: and memory time (1 adds them; 4 is nearly the roofline).
@@ -101,19 +101,15 @@ def scores(name: str, exponent: float | None, predicted: np.ndarray, measured: n
            ties: Sequence[tuple[int, ...]] | None = None) -> SetScore:
     """MAPE, median predicted/measured, Spearman and the measured GLup/s of
     the predicted best over the measured best of one set's GLup/s: the
-    best a ranking names first (MODEL.md §8, "Ties"): the rows by predicted
-    GLup/s, equal ones (:func:`warpspeed.timing.base.tie_rounded`) in the
-    order ``ties`` gives, and with ``l2_times``
-    :func:`warpspeed.timing.base.lead_order` (the L2 limit the inverse of
-    its time)."""
+    best a ranking names first (:func:`warpspeed.timing.base.first_named`,
+    MODEL.md §8 "Ties"), equal predictions in the order ``ties`` gives and
+    the leaders by ``l2_times`` (the L2 limit the inverse of its time)."""
     ratio = predicted / measured
-    order = ties if ties is not None else [()] * len(predicted)
-    ranked = sorted(range(len(predicted)),
-                    key=lambda i: (-tie_rounded(float(predicted[i])), order[i], i))
-    first = ranked[0]
-    if l2_times is not None:
-        limits = [1.0 / l2_times[i] if l2_times[i] > 0 else math.inf for i in ranked]
-        first = ranked[lead_order([float(predicted[i]) for i in ranked], limits)[0]]
+    n = len(predicted)
+    limits = ([1.0 / t if t > 0 else math.inf for t in l2_times] if l2_times is not None
+              else [math.inf] * n)  # without L2 times no leader moves
+    first = first_named([float(g) for g in predicted], ties if ties is not None else [()] * n,
+                        limits)
     return SetScore(name, exponent, len(measured), float(np.mean(np.abs(ratio - 1))),
                     float(np.median(ratio)), rank_correlation(predicted, measured),
                     float(measured[first] / measured.max()))
