@@ -29,6 +29,19 @@ os.environ["PYSTENCILS_CACHE_DIR"] = _CACHE
 os.environ["XDG_CACHE_HOME"] = _CACHE
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+# nvcc is not run (warpspeed.input.compiler.nvcc_path): registers are the
+# estimate, so that every test gives the same answer with or without a CUDA
+# installation, and no test waits for a compiler. A test of the counts from
+# nvcc is marked ``nvcc`` and gets the machine's nvcc back (it skips where
+# there is none).
+os.environ["WARPSPEED_NVCC"] = "none"
+
+
+@pytest.fixture(autouse=True)
+def _nvcc_for_marked_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("nvcc") is not None:
+        monkeypatch.delenv("WARPSPEED_NVCC")
+
 
 # ---------------------------------------------------------------- the fast suite's budget
 # A fast test (not marked slow, tests/slow.py) takes at most BUDGET_S seconds

@@ -487,6 +487,9 @@ fluct = registrar(CASES, "fluctuating LBM")
         19 * F64,
         "pdfs: 19 x 8 B read; pdfs_tmp: 19 x 8 B written (the RNG reads no memory)",
     ),
+    # 256 threads: without nvcc the register estimate (180 per thread) does
+    # not launch the default 512 on an A100, rightly refused (LaunchError)
+    block=(64, 2, 2),
 )
 def lbm_d3q19_mrt_fluctuating_f64() -> Built:
     return _pull(

@@ -22,6 +22,7 @@ def test_ptxas_output_gives_the_largest_register_count():
     assert compiler.parse_ptxas("no counts here") is None
 
 
+@pytest.mark.nvcc
 def test_missing_nvcc_keeps_the_default(monkeypatch):
     monkeypatch.setattr(compiler.shutil, "which", lambda name: None)
     count = compiler.register_count("__global__ void k() {}", "sm_80")
@@ -29,6 +30,7 @@ def test_missing_nvcc_keeps_the_default(monkeypatch):
     assert count.or_default() == 32
 
 
+@pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_nvcc_counts_registers_of_a_generated_stencil():
     from stencils.star3d import generate
@@ -38,7 +40,44 @@ def test_nvcc_counts_registers_of_a_generated_stencil():
     assert count.registers is not None and 8 <= count.registers <= 255
 
 
+@pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_broken_source_is_reported_not_raised():
     count = compiler.register_count("this is not CUDA", "sm_80")
     assert count.registers is None and count.reason.startswith("nvcc failed")
+
+
+def test_warpspeed_nvcc_none_runs_no_compiler_and_says_so(monkeypatch):
+    monkeypatch.setenv("WARPSPEED_NVCC", "none")
+    monkeypatch.setattr(compiler.subprocess, "run", _no_compiler)
+    assert compiler.nvcc_path() is None and not compiler.nvcc_available()
+    count = compiler.register_count("__global__ void k() {}", "sm_80")
+    assert (count.registers, count.reason) == (None, "WARPSPEED_NVCC=none: nvcc not used")
+
+
+def test_warpspeed_nvcc_that_is_no_executable_is_named_in_the_reason(monkeypatch, tmp_path):
+    missing = tmp_path / "cuda" / "bin" / "nvcc"
+    monkeypatch.setenv("WARPSPEED_NVCC", str(missing))
+    monkeypatch.setattr(compiler.subprocess, "run", _no_compiler)
+    count = compiler.register_count("__global__ void k() {}", "sm_80")
+    assert count.registers is None
+    assert count.reason == f"WARPSPEED_NVCC={missing} is not an executable nvcc"
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_warpspeed_nvcc_names_the_compiler_to_run(monkeypatch, tmp_path):
+    """A path in WARPSPEED_NVCC runs that nvcc (here a wrapper script that
+    records its call and runs the nvcc on the PATH)."""
+    log = tmp_path / "called"
+    wrapper = tmp_path / "my-nvcc"
+    wrapper.write_text(f'#!/bin/sh\necho called > "{log}"\nexec "{shutil.which("nvcc")}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("WARPSPEED_NVCC", str(wrapper))
+    count = compiler.register_count("__global__ void k(double *a) { a[threadIdx.x] *= 2; }",
+                                    "sm_80")
+    assert count.registers is not None and log.read_text().strip() == "called"
+
+
+def _no_compiler(*args, **kwargs):
+    raise AssertionError(f"a compiler ran: {args}")

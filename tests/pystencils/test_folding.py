@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 
 import pystencils as ps
 import pytest
@@ -53,7 +54,9 @@ def test_folded_pystencils_star_matches_the_hand_folded_star(folded_stars, fold)
     assert set(generated.loads) == set(by_hand.loads)
     assert set(generated.stores) == set(by_hand.stores)
     for block in [(256, 1, 4), (32, 4, 8)]:
-        p, q = ws.predict(generated, "A100", block), ws.predict(by_hand, "A100", block)
+        p = ws.predict(generated, "A100", block)
+        # the same occupancy: the hand-made kernel with the registers of the generated one
+        q = ws.predict(replace(by_hand, registers=p.registers), "A100", block)
         assert p.volumes == q.volumes
 
 

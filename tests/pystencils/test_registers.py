@@ -72,6 +72,7 @@ def test_estimate_holds_what_several_statements_share_and_not_what_one_uses():
     assert held >= one + 2 * 3  # three of the four temporaries held while the fourth loads
 
 
+@pytest.mark.nvcc
 @pytest.mark.skipif(not NVCC, reason="nvcc not installed")
 @pytest.mark.parametrize("make", fast_first([
     lambda: lbm_d3q19.generate(shape=(256, 256, 256)),
@@ -92,6 +93,7 @@ def test_estimate_launches_the_blocks_nvccs_count_launches(make):
         _fits(count.registers, t, m) for t in (64, 128, 256, 512, 1024)], (est, count.registers)
 
 
+@pytest.mark.nvcc
 @pytest.mark.skipif(not NVCC, reason="nvcc not installed")
 @pytest.mark.parametrize("make", fast_first([
     lambda: star3d.generate(radius=1, shape=(64, 64, 64), fold=(1, 4, 1)),
@@ -114,6 +116,7 @@ def test_on_folded_kernels_the_estimate_offers_no_block_nvcc_refuses(make):
             threads, est, count.registers)
 
 
+@pytest.mark.nvcc
 @pytest.mark.skipif(not NVCC, reason="nvcc not installed")
 def test_at_the_launch_limit_the_estimate_refuses_rather_than_offers():
     """The double D3Q19 on 32^3 points compiles to 64 registers on sm_80,
@@ -178,6 +181,7 @@ def test_nvcc_runs_once_per_kernel_source_and_architecture(monkeypatch, tmp_path
     assert calls == ["sm_80", "sm_90"]
 
 
+@pytest.mark.nvcc
 def test_register_counts_persist_on_disk_per_nvcc_installation(monkeypatch, tmp_path):
     # a fake nvcc binary: the disk key follows its path and modification time
     nvcc = tmp_path / "bin" / "nvcc"
@@ -217,6 +221,7 @@ def test_amd_architectures_get_the_estimate_without_running_nvcc(monkeypatch):
     assert r.source == "estimate" and "HIP" in r.note
 
 
+@pytest.mark.nvcc
 def test_hook_ranks_only_blocks_that_launch_with_the_kernels_registers():
     # the issue's case: 256^3 interior cells and one ghost layer, nvcc says 68 on sm_80
     m = ws.load_machine("A100")
@@ -244,6 +249,7 @@ def test_hook_estimate_is_named_in_the_notes():
     assert any("an estimate" in n for n in ranked.notes)
 
 
+@pytest.mark.nvcc
 @slow
 def test_cli_rank_of_the_d3q19_with_default_threads_names_the_registers():
     res = run("rank", "lbm_d3q19", "--machine", "A100", "--set", "shape=32,32,32",
@@ -260,6 +266,7 @@ def test_cli_rank_of_the_d3q19_with_default_threads_names_the_registers():
     assert "registers per thread: 40 (user)" in explain
 
 
+@pytest.mark.nvcc
 @slow
 def test_the_cli_says_why_the_register_count_is_an_estimate(monkeypatch):
     est = regs.estimate_registers(star3d.generate(radius=1, shape=(64, 64, 32))[1])
@@ -276,6 +283,9 @@ def test_the_cli_says_why_the_register_count_is_an_estimate(monkeypatch):
     monkeypatch.setenv("PATH", os.pathsep.join(path))
     none = run(*args, "--machine", "A100").stdout
     assert f"registers per thread: {est} (estimate: nvcc is not installed)" in none
+    monkeypatch.setenv("WARPSPEED_NVCC", "none")
+    unused = run(*args, "--machine", "A100").stdout
+    assert f"registers per thread: {est} (estimate: WARPSPEED_NVCC=none: nvcc not used)" in unused
 
 
 def test_predict_says_when_the_register_estimate_stands_in_for_nvcc():
@@ -356,6 +366,7 @@ def test_the_estimate_launches_what_ran_on_the_h200_and_refuses_what_failed(sten
     assert checked
 
 
+@pytest.mark.nvcc
 def test_ws_rank_and_predict_count_a_shipped_stencils_registers_for_their_machine():
     """A shipped stencil is made without a machine: it carries the estimate,
     never the placeholder 32, and ws.rank / ws.predict count for theirs:

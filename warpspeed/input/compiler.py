@@ -10,7 +10,11 @@ caches the answers in memory and on disk (:func:`cache_dir`:
 ``~/.cache/warpspeed``; one small JSON file per count, safe to delete).
 
 The compiler is optional: without it, or when the compilation fails, the
-answer says why and callers fall back to their estimate.
+answer says why and callers fall back to their estimate. ``$WARPSPEED_NVCC``
+chooses it (:func:`nvcc_path`): a path or a command name runs that nvcc
+(another CUDA installation than the one on the ``PATH``), ``none`` runs none,
+so that every count is the estimate (reproducible whatever is installed, and
+no compilation time: the test suite's default).
 """
 
 from __future__ import annotations
@@ -53,9 +57,9 @@ def register_count(
 ) -> RegisterCount:
     """Compile CUDA ``source`` for ``arch`` (e.g. ``"sm_80"``) and read the
     register count. Never raises for a missing or failing ``nvcc``."""
-    nvcc = shutil.which("nvcc")
+    nvcc = nvcc_path()
     if nvcc is None:
-        return RegisterCount(None, "nvcc is not installed")
+        return RegisterCount(None, nvcc_missing_reason())
     with tempfile.TemporaryDirectory(prefix="warpspeed-nvcc-") as tmp:
         path = os.path.join(tmp, "kernel.cu")
         with open(path, "w") as fh:
@@ -92,7 +96,7 @@ def cache_dir() -> str:
 def _disk_key(source: str, arch: str) -> str | None:
     """A file name for ``source`` and ``arch`` that changes with the nvcc
     installation (its path and modification time); None without nvcc."""
-    nvcc = shutil.which("nvcc")
+    nvcc = nvcc_path()
     if nvcc is None:
         return None
     try:
@@ -153,10 +157,38 @@ def nvcc_arch(arch: str) -> bool:
     return family is not None and family.register_counter == "nvcc"
 
 
+#: The environment variable that chooses the nvcc (module docstring).
+NVCC_VARIABLE = "WARPSPEED_NVCC"
+_NO_NVCC = ("none", "off", "no", "0")
+
+
+def nvcc_path() -> str | None:
+    """The nvcc that counts registers: ``$WARPSPEED_NVCC`` when it is set (a
+    path or a command on the ``PATH``; ``none`` for none), else ``nvcc`` on
+    the ``PATH``; None when there is none to run."""
+    given = os.environ.get(NVCC_VARIABLE, "").strip()
+    if not given:
+        return shutil.which("nvcc")
+    if given.lower() in _NO_NVCC:
+        return None
+    return shutil.which(given)
+
+
+def nvcc_missing_reason() -> str:
+    """Why :func:`nvcc_path` found no nvcc, in the words of a count's source."""
+    given = os.environ.get(NVCC_VARIABLE, "").strip()
+    if not given:
+        return "nvcc is not installed"
+    if given.lower() in _NO_NVCC:
+        return f"{NVCC_VARIABLE}={given}: nvcc not used"
+    return f"{NVCC_VARIABLE}={given} is not an executable nvcc"
+
+
 def nvcc_available() -> bool:
-    """Whether ``nvcc`` is on the ``PATH``."""
-    return shutil.which("nvcc") is not None
+    """Whether there is an nvcc to run (:func:`nvcc_path`)."""
+    return nvcc_path() is not None
 
 
-__all__ = ["DEFAULT_REGISTERS", "RegisterCount", "cache_dir", "cached_count", "nvcc_arch",
-           "nvcc_available", "parse_ptxas", "register_count"]
+__all__ = ["DEFAULT_REGISTERS", "NVCC_VARIABLE", "RegisterCount", "cache_dir", "cached_count",
+           "nvcc_arch", "nvcc_available", "nvcc_missing_reason", "nvcc_path", "parse_ptxas",
+           "register_count"]

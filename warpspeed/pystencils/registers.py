@@ -35,7 +35,13 @@ from typing import Any
 
 from ..errors import KernelError
 from ..family import family_of_target
-from ..input.compiler import RegisterCount, cached_count, nvcc_arch, nvcc_available
+from ..input.compiler import (
+    RegisterCount,
+    cached_count,
+    nvcc_arch,
+    nvcc_available,
+    nvcc_missing_reason,
+)
 from ..input.kernel import Kernel
 from .nvcc import pystencils_source
 from .register_estimate import CALL_SCRATCH, MAX_REGISTERS, OVERHEAD, estimate_registers
@@ -140,7 +146,7 @@ class ArchCounter:
 
     def _nvcc(self, arch: str) -> RegisterCount:
         if not self.source:
-            return RegisterCount(None, "nvcc is not installed")
+            return RegisterCount(None, nvcc_missing_reason())
         return cached_count(self.source, self.includes, arch)
 
 
