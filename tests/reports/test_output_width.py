@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,11 +13,9 @@ import pytest
 import warpspeed as ws
 from stencils import copy3d
 from tests.slow import fast_first, slow
+from warpspeed.cli import main
 from warpspeed.reports.tables import MACHINE_COLUMNS, PREDICTION_COLUMNS, Column, fitted_table
 from warpspeed.timing import parameter
-
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = Path(sys.executable).parent / "warpspeed"
 
 COMMANDS = {
     "predict": ["predict", "star3d", "--set", "radius=1", "--set", "shape=64,64,64",
@@ -33,31 +28,37 @@ COMMANDS = {
 }
 
 
-def _cli(args: list[str], columns: int) -> str:
-    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "warpspeed.cli"]
-    env = {**os.environ, "COLUMNS": str(columns)}
-    res = subprocess.run(cmd + args, capture_output=True, text=True, timeout=120, cwd=ROOT,
-                         env=env)
-    assert res.returncode == 0, res.stderr
-    return res.stdout
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    """A command run in this process (``warpspeed.cli.main``) in a terminal
+    of ``columns`` (``COLUMNS``, as a shell sets it): its standard output.
+    tests/cli runs the commands in processes of their own."""
+    def run(args: list[str], columns: int) -> str:
+        monkeypatch.setenv("COLUMNS", str(columns))
+        capsys.readouterr()
+        code = main(args)
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        return out
+    return run
 
 
 @pytest.mark.parametrize("name, columns", fast_first(
     [(name, columns) for columns in (80, 60) for name in sorted(COMMANDS)], unpack=True))
-def test_no_line_is_wider_than_the_terminal(name: str, columns: int) -> None:
-    out = _cli(COMMANDS[name], columns)
+def test_no_line_is_wider_than_the_terminal(cli, name: str, columns: int) -> None:
+    out = cli(COMMANDS[name], columns)
     widest = max(out.splitlines(), key=len)
     assert len(widest) <= columns, widest
 
 
 @pytest.mark.parametrize("name, columns", fast_first([("predict", PREDICTION_COLUMNS),
                                                       ("machines", MACHINE_COLUMNS)], unpack=True))
-def test_a_wide_terminal_shows_every_column_with_its_unit(name, columns) -> None:
-    out = _cli(COMMANDS[name], 400)
+def test_a_wide_terminal_shows_every_column_with_its_unit(cli, name, columns) -> None:
+    out = cli(COMMANDS[name], 400)
     assert "left out" not in out
     for c in columns:
         assert c.name in out and c.unit in out, c
-    narrow = _cli(COMMANDS[name], 80)
+    narrow = cli(COMMANDS[name], 80)
     assert "left out for the terminal width (80 columns)" in narrow
 
 
@@ -88,7 +89,7 @@ def _with_dram(tmp_path: Path, value: float) -> ws.Machine:
 
 
 @slow
-def test_the_dram_figure_a_user_edits_moves_both_models(tmp_path: Path) -> None:
+def test_the_dram_figure_a_user_edits_moves_both_models(cli, tmp_path: Path) -> None:
     k = copy3d.kernel(shape=(512, 512, 256))
     base, slow = ws.load_machine("A100"), _with_dram(tmp_path, 1120)
     for model in ("paper", "latency"):
@@ -101,7 +102,7 @@ def test_the_dram_figure_a_user_edits_moves_both_models(tmp_path: Path) -> None:
     for key in ("dram_bw_read", "dram_bw_copy", "dram_bw_write"):
         assert math.isclose(parameter(slow, key), 0.8 * parameter(base, key))
     # the figure the default model uses is what `machines` shows
-    rows = {r["name"]: r for r in json.loads(_cli(["machines", "--json"], 200))}
+    rows = {r["name"]: r for r in json.loads(cli(["machines", "--json"], 200))}
     assert rows["A100"]["dram_bw_copy"] == parameter(base, "dram_bw_copy")
     copy, read = parameter(base, "dram_bw_copy"), parameter(base, "dram_bw_read")
     assert rows["A100"]["dram_default"] == f"{copy:.0f} / {read:.0f}"

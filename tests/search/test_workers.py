@@ -215,9 +215,9 @@ src, dst = ps.fields("src, dst: double[66, 66, 66]")
 update = ps.Assignment(dst[0, 0, 0], (src[1, 0, 0] + src[-1, 0, 0] + src[0, 1, 0]
                                       + src[0, -1, 0] + src[0, 0, 1] + src[0, 0, -1]) / 6)
 config = ps.CreateKernelConfig(target=ps.Target.CUDA, jit=ps.no_jit)
-folds = [(1, 1, 1), (1, 2, 1), (1, 1, 2), (2, 1, 1)]
-ranked = wps.create_kernel([update], config, machine="A100", folds=folds, jobs=2)
-inline = wps.create_kernel([update], config, machine="A100", folds=folds, jobs=1)
+folds = [(1, 1, 1), (1, 2, 1)]
+ranked = wps.create_kernel([update], config, machine="A100", threads=256, folds=folds, jobs=2)
+inline = wps.create_kernel([update], config, machine="A100", threads=256, folds=folds, jobs=1)
 print("workers up", workers._server_up.is_set(), flush=True)
 print("same as inline", list(ranked.ranking) == list(inline.ranking), flush=True)
 print("worker notes", [n for n in ranked.notes if "worker" in n], flush=True)

@@ -15,11 +15,23 @@ import pytest
 
 import warpspeed as ws
 from stencils import copy3d
-from tests.slow import slow
+from tests.slow import fast_first, slow
 from warpspeed.timing import parameter
 from warpspeed.validation.datasheet import DRAM_KEYS, DataSheet, describe
 
 SHIPPED = ws.machines()
+
+
+def _one_per_architecture(names: list[str]) -> list[object]:
+    """``names`` as cases: the first GPU of each architecture in the fast
+    suite, the others of that architecture marked slow (tests/slow.py)."""
+    seen: set[str] = set()
+    cases: list[object] = []
+    for n in names:
+        arch = ws.load_machine(n).architecture
+        cases.append(n if arch not in seen else pytest.param(n, marks=slow))
+        seen.add(arch)
+    return cases
 
 
 def _figures(m: ws.Machine) -> dict[str, float]:
@@ -77,7 +89,7 @@ def _ranked(machine: str, kernel: str, model: str) -> tuple[ws.Prediction, ...]:
 # the loader already keeps at or below [dram_peak] (the test of every shipped
 # file below), so only the latency model's own bandwidths are news here
 @pytest.mark.parametrize("model", ["latency", pytest.param("paper", marks=slow)])
-@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("name", _one_per_architecture(SHIPPED))
 def test_no_prediction_moves_more_dram_traffic_than_the_peak(name, model):
     """Every block of the three sweeps: the DRAM bytes the prediction moves
     per second (its DRAM volume times its updates per second), and the
@@ -113,15 +125,17 @@ MEASURED_FASTER = {
 }
 
 
-@pytest.mark.parametrize("kernel", ["copy", "store", "load"])
+@pytest.mark.parametrize("kernel", fast_first(["copy", "store", "load"]))
 def test_a_slower_memory_system_is_not_predicted_faster(kernel):
     """Pairs of one architecture: the one with the lower data-sheet peak
     is not predicted faster on a DRAM-bound sweep, but where
     :data:`MEASURED_FASTER` states why."""
-    best = {n: max(p.glups for p in _ranked(n, kernel, "latency")) for n in SHIPPED}
     machines = {n: ws.load_machine(n) for n in SHIPPED}
+    paired = [n for n in SHIPPED if any(machines[o].architecture == machines[n].architecture
+                                        for o in SHIPPED if o != n)]
+    best = {n: max(p.glups for p in _ranked(n, kernel, "latency")) for n in paired}
     wrong = []
-    for a, b in itertools.permutations(SHIPPED, 2):
+    for a, b in itertools.permutations(paired, 2):
         ma, mb = machines[a], machines[b]
         if (ma.architecture == mb.architecture and ma.dram_peak < mb.dram_peak
                 and best[a] > best[b] and (kernel, a, b) not in MEASURED_FASTER):

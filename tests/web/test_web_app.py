@@ -33,11 +33,10 @@ def test_serve_rejects_bad_ports(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["serve", "--port", "http"]) == 2
 
 
-pn = pytest.importorskip("panel", reason="the web extra is not installed")
-
-
 @pytest.fixture
 def page() -> Iterator[object]:
+    # imported here, not at collection: Panel takes a second to import
+    pytest.importorskip("panel", reason="the web extra is not installed")
     from warpspeed.web.app import Page, stop_worker
 
     before = set(threading.enumerate())
