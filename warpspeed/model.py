@@ -29,7 +29,7 @@ from .timing.hierarchy import architecture_notes, one_row_note, with_mall
 from .timing.paper import LIMITERS
 from .volumes.capacity import CapacityFits, curves_for
 from .volumes.footprint import Footprint, footprints_of
-from .volumes.gathers import gather_volumes, with_gathers
+from .volumes.gathers import GatherL1, gather_volumes, with_gathers
 from .volumes.held import as_compiled
 from .volumes.l1 import l1_cycles_of, line_cycles_of, pipe_cycles_of
 from .volumes.launch import Launch, block_lups, make_launch, occupancy_note, partial_wave
@@ -314,6 +314,15 @@ def _l1_cycles(s: Sample, owner: np.ndarray, launches: int, m: Machine
     return whole, paper
 
 
+def _gather_l1(m: Machine, whole_warps: bool) -> GatherL1:
+    """How the L1 counts ``m``'s indexed accesses (MODEL.md §4): by its L1
+    model, as :func:`_l1_cycles` counts the regular ones; the paper model
+    keeps the half-warp count on a warp-pipe L1."""
+    model = "halfwarp" if m.l1_model == "warppipe" and not whole_warps else m.l1_model
+    return GatherL1(model, m.warp_size, m.family.l1_tag_cycles_per_line or 0.0,
+                    m.l1_line_bytes, m.l1_lanes_per_cycle)
+
+
 def finish(
     stage: BlockStage, wave: WaveVolumes, curves: CapacityFits, model: str = DEFAULT_MODEL
 ) -> Prediction:
@@ -330,7 +339,8 @@ def finish(
             lv = replace(lv, volumes=with_gathers(lv.volumes, gv))
         return lv
 
-    gv = gather_volumes(kernel.gathers, m.warp_size) if kernel.gathers else None
+    gv = (gather_volumes(kernel.gathers, _gather_l1(m, spec.whole_warps)) if kernel.gathers
+          else None)
     stage = replace(stage, l1_cycles=stage.l1_for(spec.whole_warps),
                     l1_cycles_paper=None)  # the count this model reads (MODEL.md §4)
     if gv is not None:

@@ -27,7 +27,8 @@ import warpspeed as ws
 import warpspeed.pystencils as wps
 from tests.corpus.lbm import channel_list
 from warpspeed.input.gathers import Gather
-from warpspeed.volumes.gathers import gather_volumes
+from warpspeed.model import _gather_l1
+from warpspeed.volumes.gathers import GatherL1, gather_volumes
 
 N = 66  # array extent: 64 interior cells and one ghost layer each side
 
@@ -193,6 +194,56 @@ def test_hand_written_gathers_count_sectors_per_warp_and_whole_list():
     assert twice.dram_load == 4 and twice.l1_load == 4
     with pytest.raises(ws.KernelError, match=r"order in"):
         Gather(f, length=10, order="zigzag")
+
+
+def test_gathers_are_counted_by_the_l1_model_of_the_machine():
+    """The hand counts of MODEL.md §4 per L1 model (tag slope 0.25 for round
+    figures): a warp pipe takes per warp the larger of its data wavefronts
+    (32 banks of 4 B per 128 B pass) and 1 + t (lines - 1); a line-serving
+    L1 the distinct lines of each wavefront of 64, at least 64 / lanes per
+    cycle; the half-warp count scales to the wavefront."""
+    f = ws.Field("f", shape=(1 << 16,), itemsize=8)
+    pipe = GatherL1("warppipe", 32, tag_cycles=0.25)
+
+    def cycles(rule: GatherL1, stride: int | None = None, order: str = "sorted") -> float:
+        g = (Gather(f, positions=stride * np.arange(1024)) if stride is not None
+             else Gather(f, length=1024, order=order))
+        return gather_volumes((g,), rule).l1_cycles
+
+    # contiguous doubles: two passes of one wavefront, two lines (1.25)
+    assert cycles(pipe, 1) == cycles(pipe) == 2.0
+    # 32 B apart: per pass words 8k, 8k+1 of 16 lanes in banks 0, 8, 16, 24 (+1), four
+    # each: 4 wavefronts, 8 per warp; 8 lines, 2.75
+    assert cycles(pipe, 4) == 8.0
+    # 128 B apart: 16 words per bank and pass, 32; 32 lines, 8.75
+    assert cycles(pipe, 16) == 32.0
+    # random order: every lane its own line, 1 + 0.25 * 31
+    assert cycles(pipe, order="random") == 8.75
+    lines = GatherL1("lines", 64, line_bytes=128, lanes_per_cycle=16)
+    # 64 contiguous doubles: 4 lines, the floor 64 / 16 = 4; 128 B apart: 64 lines
+    assert cycles(lines, 1) == cycles(lines) == 4.0
+    assert cycles(lines, 16) == cycles(lines, order="random") == 64.0
+    # the half-warp count per wavefront of 64: twice that of 32
+    assert cycles(GatherL1("halfwarp", 64), 4) == 2 * cycles(GatherL1(), 4) == 16.0
+
+
+@pytest.mark.parametrize("machine, model, rule", [
+    ("A100", "latency", "halfwarp"), ("H200", "latency", "warppipe"),
+    ("H200", "paper", "halfwarp"), ("MI300X", "latency", "lines")])
+def test_a_prediction_counts_gathers_by_its_machines_l1_model(machine, model, rule):
+    """The L1 cycles of a prediction with a gather are its regular accesses'
+    count plus the gather's by the machine's L1 model (the paper model keeps
+    the half-warp count on Hopper, as for the regular accesses)."""
+    f = ws.Field("f", shape=(1 << 16,), itemsize=8)
+    out = ws.Field("out", shape=(4096,), itemsize=8)
+    plain = ws.Kernel(loads=[], stores=[out[ws.tidx]], domain=(4096, 1, 1))
+    gathered = replace(plain, gathers=(Gather(f, positions=4 * np.arange(4096)),))
+    m = ws.load_machine(machine)
+    l1 = _gather_l1(m, model == "latency")
+    assert l1.model == rule and l1.warp == m.warp_size
+    p, q = (ws.predict(k, m, (256, 1, 1), model=model) for k in (plain, gathered))
+    expected = gather_volumes(gathered.gathers, l1).l1_cycles
+    assert q.l1_cycles - p.l1_cycles == pytest.approx(expected)
 
 
 def _fixed_size_neumann(entries: int):

@@ -15,7 +15,8 @@ e.g. lbmpy's boundary handling) or the order of the list:
   list (compulsory: the list's working set is assumed to stay in the L2,
   true for boundary lists, whose sectors are a small part of the L2), and
   the L1 cycles those of the half warps (the bank conflicts and the 1 KiB
-  rule of MODEL.md §4);
+  rule of MODEL.md §4), or of the warp pipe or the served lines where the
+  machine's L1 model is one of those (:mod:`warpspeed.volumes.gathers`);
 * ``order="random"``: the entries scattered over the domain, every
   position a sector of its own (32 B at every level; a half warp's 16
   positions lie in 16 1 KiB regions: 16 cycles). An upper bound when the

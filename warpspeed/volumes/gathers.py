@@ -1,7 +1,10 @@
 """Volumes and L1 cycles of indexed accesses (gathers and scatters,
 :class:`warpspeed.input.gathers.Gather`; MODEL.md §1 "Accesses", §4-§6): the
 counting rules are described in :mod:`warpspeed.input.gathers`. Volumes are per
-list entry."""
+list entry. The L1 cycles follow the machine's L1 model as the regular
+accesses' count does (:class:`GatherL1`): the half warps' bank conflicts and
+1 KiB regions, on a warp-pipe L1 (Hopper) what each warp issues, on a
+line-serving L1 (AMD) the distinct lines of each wavefront."""
 
 from __future__ import annotations
 
@@ -11,7 +14,25 @@ import numpy as np
 
 from ..input.gathers import HALF_WARP, SECTOR, Gather
 from .distinct import distinct
+from .l1 import PIPE_LINE, lanes_per_pass, pass_wavefronts
 from .levels import Volumes
+
+#: Lanes of the half-warp count's warp (MODEL.md §4).
+_WARP32 = 2 * HALF_WARP
+
+
+@dataclass(frozen=True)
+class GatherL1:
+    """How the L1 counts the cycles of an indexed access (MODEL.md §4): the
+    family's ``l1_model`` (``"halfwarp"``, ``"warppipe"`` or ``"lines"``),
+    the lanes of a wavefront, and the model's figures (the warp pipe's tag
+    cycles per further line; the served line and lanes per cycle)."""
+
+    model: str = "halfwarp"
+    warp: int = _WARP32
+    tag_cycles: float = 0.0
+    line_bytes: int = 128
+    lanes_per_cycle: int = 0
 
 
 @dataclass(frozen=True)
@@ -42,8 +63,17 @@ def _unique_per_group(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
     return distinct(groups.astype(np.int64) * (1 << 40) + values)
 
 
-def _l1_cycles(g: Gather) -> float:
-    """Cycles per warp per entry: per half warp, the larger of the bank
+def _l1_cycles(g: Gather, l1: GatherL1) -> float:
+    """Cycles per wavefront per entry by the L1 model of ``l1``."""
+    if l1.model == "warppipe":
+        return _pipe_cycles(g, l1.tag_cycles)
+    if l1.model == "lines":
+        return _line_cycles(g, l1)
+    return _half_warp_cycles(g) * l1.warp / _WARP32
+
+
+def _half_warp_cycles(g: Gather) -> float:
+    """Cycles per 32 lanes per entry: per half warp, the larger of the bank
     conflicts (16 banks of 8 B) and the distinct 1 KiB regions (MODEL.md §4)."""
     if g.positions is None:
         if g.order == "random":
@@ -60,8 +90,58 @@ def _l1_cycles(g: Gather) -> float:
     return 2.0 * float(np.maximum(per_bank.max(axis=1), regions).mean())  # 2 half warps
 
 
-def gather_volumes(gathers: tuple[Gather, ...], warp: int = 32) -> GatherVolumes:
-    """The volumes and L1 cycles of ``gathers`` per list entry (module docstring)."""
+def _lanes(addr: np.ndarray, warp: int) -> tuple[np.ndarray, np.ndarray]:
+    """The entries' addresses as rows of ``warp`` lanes (the last warp's
+    missing lanes idle) and the lanes that are active."""
+    warps = -(-addr.size // warp)
+    rows = np.zeros(warps * warp, dtype=np.int64)
+    active = np.zeros(warps * warp, dtype=bool)
+    rows[:addr.size], active[:addr.size] = addr, True
+    return rows.reshape(warps, warp), active.reshape(warps, warp)
+
+
+def _lines_per_row(rows: np.ndarray, active: np.ndarray, line: int) -> np.ndarray:
+    """Distinct ``line``-byte lines of each row's active lanes."""
+    owner = np.broadcast_to(np.arange(rows.shape[0])[:, None], rows.shape)[active]
+    return np.bincount(_unique_per_group(owner, rows[active] // line) >> 40,
+                       minlength=rows.shape[0])
+
+
+def _pipe_cycles(g: Gather, tag_cycles: float) -> float:
+    """Cycles per warp per entry on a warp-pipe L1 (MODEL.md §4 "warppipe",
+    as :func:`warpspeed.volumes.l1.pipe_cycles_per_warp_lup`): per warp the
+    larger of its data wavefronts and ``1 + t (lines - 1)`` for its distinct
+    128 B lines. A list without positions: in random order every lane its
+    own line (its wavefronts, fewer, are not counted: approximated), sorted
+    the contiguous words' passes."""
+    size, lanes = g.field.itemsize, lanes_per_pass(g.field.itemsize)
+    if g.positions is None:
+        lines = _WARP32 if g.order == "random" else max(1, _WARP32 * size // PIPE_LINE)
+        return max(float(_WARP32 // lanes), 1.0 + tag_cycles * (lines - 1))
+    rows, active = _lanes(g.field.base_offset + g.positions * size, _WARP32)
+    passes = rows.reshape(rows.shape[0], _WARP32 // lanes, lanes)
+    wavefronts = pass_wavefronts(passes, active.reshape(passes.shape), size).sum(axis=-1)
+    per_warp = _lines_per_row(rows, active, PIPE_LINE)
+    return float(np.maximum(wavefronts, 1.0 + tag_cycles * (per_warp - 1)).mean())
+
+
+def _line_cycles(g: Gather, l1: GatherL1) -> float:
+    """Cycles per wavefront per entry on a line-serving L1 (MODEL.md §15,
+    as :func:`warpspeed.volumes.l1.line_cycles_of`): the distinct lines of
+    each wavefront, at least its lanes over the lanes served per cycle."""
+    floor = l1.warp // l1.lanes_per_cycle if l1.lanes_per_cycle else 1
+    size = g.field.itemsize
+    if g.positions is None:
+        lines = l1.warp if g.order == "random" else max(1, l1.warp * size // l1.line_bytes)
+        return float(max(floor, lines))
+    rows, active = _lanes(g.field.base_offset + g.positions * size, l1.warp)
+    return float(np.maximum(_lines_per_row(rows, active, l1.line_bytes), floor).mean())
+
+
+def gather_volumes(gathers: tuple[Gather, ...], rule: GatherL1 = GatherL1()) -> GatherVolumes:
+    """The volumes and L1 cycles of ``gathers`` per list entry (module
+    docstring); sectors per warp of ``rule.warp`` entries."""
+    warp = rule.warp
     l1 = l2s = dl = ds = cyc = 0.0
     for store in (False, True):
         group = [g for g in gathers if g.store == store]
@@ -86,7 +166,7 @@ def gather_volumes(gathers: tuple[Gather, ...], warp: int = 32) -> GatherVolumes
                 per_warp += _per_warp(s, warp) * SECTOR / length
                 # distinct fields never share sectors: offset them apart
                 whole.append(s + names[g.field.name] * 2**40)
-            cyc += _l1_cycles(g)
+            cyc += _l1_cycles(g, rule)
         exact = np.concatenate(whole) if whole else np.empty(0, dtype=np.int64)
         dram_exact = distinct(exact).size * SECTOR / length if exact.size else 0.0
         if store:
@@ -117,4 +197,4 @@ def with_gathers(v: Volumes, g: GatherVolumes) -> Volumes:
     )
 
 
-__all__ = ["GatherVolumes", "gather_volumes", "with_gathers"]
+__all__ = ["GatherL1", "GatherVolumes", "gather_volumes", "with_gathers"]
