@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import warpspeed as ws
+from tests.slow import slow
 from warpspeed.model import block_stage
 from warpspeed.validation.reference import dataset_dir
 from warpspeed.volumes.sampling import sample
@@ -246,3 +247,19 @@ def test_l2_requests_takes_out_each_hopper_term():
     assert not ms["sectors"].family.l2_line_requests and ms["sectors"].l1_model == "warppipe"
     assert ms["half warps"].family.l2_line_requests and ms["half warps"].l1_model == "halfwarp"
     assert ms["neither"].family == ws.load_machine("A100").family
+
+
+@slow
+def test_block_drain_refits_the_models_spread_from_the_shipped_counters():
+    """The spread the default model uses is the least-squares fit to the
+    achieved occupancy of both shipped H200 runs (MODEL.md §11)."""
+    from warpspeed.timing.latency import DRAIN_SPREAD, drain_share
+
+    drain = script("block_drain")
+    points = drain.occupancy_points(ws.load_machine("H200"), drain.counter_rows())
+    assert len(points) >= 100 and {w for w, _ in points} == {8, 16, 32}
+    k = drain.fit_spread(points)
+    assert k == pytest.approx(DRAIN_SPREAD, abs=0.001)
+    for w in (8, 16, 32):  # the law within 0.02 of the counted mean per block size
+        counted = np.mean([y for ww, y in points if ww == w])
+        assert abs(drain_share(w, k) - counted) < 0.02, (w, counted)
