@@ -58,7 +58,10 @@ def test_a_launch_bound_prediction_names_the_launch_its_limit_and_hint():
     assert a.next_limiter == "dram"
     assert a.headroom == pytest.approx(p.limits["dram"] / launch)
     hint = next(h for h in a.hints if h.kind == "launch_bound")
-    assert "2.75 of the kernel's 3.43 us" in hint.message
+    # the launch's 2.75 us of the kernel's time (launch plus body), as the terms give them
+    assert p.terms["launch_us"] == pytest.approx(2.75)
+    assert p.terms["kernel_time_us"] > 2.75
+    assert f"2.75 of the kernel's {p.terms['kernel_time_us']:.2f} us" in hint.message
     # a large kernel's launch limit lies above every level's: not listed
     big = advise(ws.predict(star(), A100, (256, 1, 4)), A100)
     assert {n for n, _ in big.limits} == {"fp", "l1", "l2", "dram"}
