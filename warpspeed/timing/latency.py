@@ -68,7 +68,7 @@ from collections.abc import Mapping
 from ..input.addresses import guarded_separately
 from ..input.kernel import Kernel
 from ..machine import Machine
-from ..volumes.launch import Launch, block_lups
+from ..volumes.launch import Launch, block_lups, working_threads
 from ..volumes.levels import AccessTraits, Volumes
 from ..volumes.waves import WaveVolumes
 from .base import TimingResult
@@ -146,8 +146,7 @@ def block_drain(kernel: Kernel, launch: Launch, warp_size: int) -> float:
     :data:`DRAIN_REFERENCE_THREADS` (:func:`drain_share`): below 1 for larger
     blocks, above for smaller ones. A block counts its working warps: the
     threads beyond a domain smaller than the block end at once."""
-    working = math.prod(min(b, d) for b, d in zip(launch.block, kernel.domain))
-    warps = math.ceil(working / warp_size)
+    warps = math.ceil(working_threads(kernel, launch) / warp_size)
     reference = math.ceil(DRAIN_REFERENCE_THREADS / warp_size)
     return drain_share(warps) / drain_share(reference)
 

@@ -265,11 +265,16 @@ def wave_sets(launch: Launch) -> WaveSets:
     return WaveSets(current, xset, yset, zset)
 
 
+def working_threads(kernel: Kernel, launch: Launch) -> int:
+    """The threads of one block that work: threads beyond a domain smaller
+    than the block stay idle (MODEL.md §11, §5)."""
+    return math.prod(min(b, d) for b, d in zip(launch.block, kernel.domain))
+
+
 def block_lups(kernel: Kernel, launch: Launch) -> float:
-    """The lattice updates of one block's working threads: threads beyond a
-    domain smaller than the block stay idle (MODEL.md §11, §5)."""
-    working = math.prod(min(b, d) for b, d in zip(launch.block, kernel.domain))
-    return working * kernel.lups_per_thread
+    """The lattice updates of one block's working threads
+    (:func:`working_threads`)."""
+    return working_threads(kernel, launch) * kernel.lups_per_thread
 
 
 def valid_threads(box: BlockBox, launch: Launch, domain: tuple[int, int, int]) -> int:
