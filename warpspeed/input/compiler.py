@@ -162,24 +162,28 @@ NVCC_VARIABLE = "WARPSPEED_NVCC"
 _NO_NVCC = ("none", "off", "no", "0")
 
 
+def _chosen() -> tuple[str, bool]:
+    """``$WARPSPEED_NVCC`` as given ("" when unset) and whether it says none."""
+    given = os.environ.get(NVCC_VARIABLE, "").strip()
+    return given, given.lower() in _NO_NVCC
+
+
 def nvcc_path() -> str | None:
     """The nvcc that counts registers: ``$WARPSPEED_NVCC`` when it is set (a
     path or a command on the ``PATH``; ``none`` for none), else ``nvcc`` on
     the ``PATH``; None when there is none to run."""
-    given = os.environ.get(NVCC_VARIABLE, "").strip()
-    if not given:
-        return shutil.which("nvcc")
-    if given.lower() in _NO_NVCC:
+    given, none = _chosen()
+    if none:
         return None
-    return shutil.which(given)
+    return shutil.which(given or "nvcc")
 
 
 def nvcc_missing_reason() -> str:
     """Why :func:`nvcc_path` found no nvcc, in the words of a count's source."""
-    given = os.environ.get(NVCC_VARIABLE, "").strip()
+    given, none = _chosen()
     if not given:
         return "nvcc is not installed"
-    if given.lower() in _NO_NVCC:
+    if none:
         return f"{NVCC_VARIABLE}={given}: nvcc not used"
     return f"{NVCC_VARIABLE}={given} is not an executable nvcc"
 
