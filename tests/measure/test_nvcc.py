@@ -81,3 +81,24 @@ def test_warpspeed_nvcc_names_the_compiler_to_run(monkeypatch, tmp_path):
 
 def _no_compiler(*args, **kwargs):
     raise AssertionError(f"a compiler ran: {args}")
+
+
+def test_a_count_made_without_nvcc_is_not_reused_once_there_is_one(monkeypatch, tmp_path):
+    """The memory cache keys on the nvcc too: a source counted under
+    WARPSPEED_NVCC=none is counted by nvcc when the variable is gone."""
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text("")
+    monkeypatch.setattr(compiler.shutil, "which", lambda name: str(nvcc))
+    monkeypatch.setattr(compiler, "_CACHE", {})
+    monkeypatch.setenv("WARPSPEED_CACHE_DIR", str(tmp_path / "cache"))
+
+    def fake(source, arch, includes=(), timeout=120.0):
+        if compiler.nvcc_path() is None:
+            return compiler.RegisterCount(None, compiler.nvcc_missing_reason())
+        return compiler.RegisterCount(40, f"nvcc -arch={arch}")
+
+    monkeypatch.setattr(compiler, "register_count", fake)
+    monkeypatch.setenv("WARPSPEED_NVCC", "none")
+    assert compiler.cached_count("k", (), "sm_80").registers is None
+    monkeypatch.delenv("WARPSPEED_NVCC")
+    assert compiler.cached_count("k", (), "sm_80") == compiler.RegisterCount(40, "nvcc -arch=sm_80")

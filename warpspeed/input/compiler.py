@@ -81,7 +81,7 @@ def register_count(
     return RegisterCount(regs, f"nvcc -arch={arch}")
 
 
-_CACHE: dict[tuple[str, str], RegisterCount] = {}
+_CACHE: dict[tuple[str, str, str | None], RegisterCount] = {}
 _LOCK = threading.Lock()
 
 
@@ -93,10 +93,9 @@ def cache_dir() -> str:
     return os.path.join(base, "warpspeed", "registers")
 
 
-def _disk_key(source: str, arch: str) -> str | None:
+def _disk_key(source: str, arch: str, nvcc: str | None) -> str | None:
     """A file name for ``source`` and ``arch`` that changes with the nvcc
     installation (its path and modification time); None without nvcc."""
-    nvcc = nvcc_path()
     if nvcc is None:
         return None
     try:
@@ -131,14 +130,16 @@ def _write_disk(path: str, count: RegisterCount) -> None:
 
 def cached_count(source: str, includes: tuple[str, ...], arch: str) -> RegisterCount:
     """nvcc's count of CUDA ``source`` for ``arch``, cached in memory per
-    source and architecture (thread-safe: the hook compiles its folds in
-    threads while it extracts them) and on disk (module docstring). Failed
-    compilations are cached in memory only."""
-    key = (source, arch)
+    source, architecture and nvcc (:func:`nvcc_path`: a count made without
+    one is not reused once there is one; thread-safe: the hook compiles its
+    folds in threads while it extracts them) and on disk (module
+    docstring). Failed compilations are cached in memory only."""
+    nvcc = nvcc_path()
+    key = (source, arch, nvcc)
     with _LOCK:
         if key in _CACHE:
             return _CACHE[key]
-    path = _disk_key(source, arch)
+    path = _disk_key(source, arch, nvcc)
     count = _read_disk(path) if path is not None else None
     if count is None:
         count = register_count(source, arch, includes)
