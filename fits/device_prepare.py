@@ -20,6 +20,17 @@ The series, in the order the device script runs them:
   refusals), the layer and copy sets with the blocks the file names; the
   ``note`` keeps the set's name.
 
+* ``occupancy``: the same kernel at several occupancies (:data:`OCCUPANCY`):
+  each block reserves dynamic shared memory it never touches (the program's
+  ``shared_bytes``, also in the row's parameters as ``shared_pad``) so that
+  at most ``n`` blocks fit on an SM; every configuration profiled. What it
+  separates: how the DRAM bandwidth of many-stream kernels (lbmpy's D3Q19 in
+  double and float) and of a copy grows with the threads resident per SM,
+  and whether 1024-thread blocks are slow for their size or their
+  occupancy. Every padded block asks for the largest shared-memory carve-out
+  (228 KiB of the SM's 256 KiB, leaving 28 KiB of L1); the unpadded block
+  is timed beside them for the L1's share.
+
 ``--list`` prints the series and their sizes without writing anything.
 Stencils without generated code (``lbm_fluidx3d``, ``convolution2d``: kernel
 descriptions written by hand) and the hand-written twin ``star3d_by_hand``
@@ -31,11 +42,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from warpspeed.measure import Plan, params_from_json, plan_for, read_csv, write_plans
 from warpspeed.measure.program import versions
+from warpspeed.measure.programs import plan_name
+from warpspeed.measure.schema import params_json
 from warpspeed.validation.measured_sets import set_of
 from warpspeed.validation.reference import dataset_dir
 
@@ -112,13 +126,87 @@ PROBE: tuple[tuple[str, str, dict[str, Any], tuple[int, int, int],
 )
 
 
+#: Shared memory of one SM of the H200 (and every compute capability 9.0
+#: GPU), what the driver reserves per block (CUDA programming guide), and
+#: the granule a pad is rounded down to (at least the allocation unit).
+SM_SHARED, BLOCK_RESERVE, PAD_GRANULE = 233472, 1024, 256
+
+#: The occupancy series: (set name, stencil, parameters, block, most blocks
+#: per SM to allow, 0 for none: the unpadded block).
+OCCUPANCY: tuple[tuple[str, str, dict[str, Any], tuple[int, int, int],
+                       tuple[int, ...]], ...] = (
+    ("occ_lbm_f64", "lbm_d3q19", {"precision": 64, "shape": (256, 256, 256)},
+     (256, 1, 1), (0, 1, 2, 3)),
+    ("occ_lbm_f64", "lbm_d3q19", {"precision": 64, "shape": (256, 256, 256)},
+     (128, 1, 1), (0, 1, 2, 3, 4, 5, 6)),
+    ("occ_lbm_f64", "lbm_d3q19", {"precision": 64, "shape": (256, 256, 256)},
+     (16, 4, 4), (0, 1, 2, 3)),
+    ("occ_lbm_f32", "lbm_d3q19", {"precision": 32, "shape": (256, 256, 256)},
+     (256, 1, 1), (0, 1, 2, 3, 4, 5, 6)),
+    ("occ_lbm_f32", "lbm_d3q19", {"precision": 32, "shape": (256, 256, 256)},
+     (16, 4, 4), (0, 1, 2, 3, 6)),
+    ("occ_copy", "copy3d", {"shape": (512, 512, 512)}, (256, 1, 1),
+     (0, 1, 2, 3, 4, 5, 6, 8)),
+    ("occ_copy", "copy3d", {"shape": (512, 512, 512)}, (1024, 1, 1), (0, 1, 2)),
+    ("occ_box", "box3d", {"shape": (640, 512, 512)}, (256, 1, 1), (0, 1, 2, 4)),
+    ("occ_box", "box3d", {"shape": (640, 512, 512)}, (1024, 1, 1), (0, 1)),
+    ("occ_star_r2", "star3d", {"radius": 2, "shape": (640, 512, 512)}, (256, 1, 1),
+     (0, 1, 2, 4)),
+    ("occ_star_r2", "star3d", {"radius": 2, "shape": (640, 512, 512)}, (1024, 1, 1),
+     (0, 1)),
+)
+
+
+def shared_pad(blocks_per_sm: int) -> int:
+    """Dynamic shared memory per block that lets at most ``blocks_per_sm``
+    blocks onto an SM (:data:`SM_SHARED`, :data:`BLOCK_RESERVE`); 0 for 0."""
+    if blocks_per_sm <= 0:
+        return 0
+    return (SM_SHARED // blocks_per_sm - BLOCK_RESERVE) // PAD_GRANULE * PAD_GRANULE
+
+
+def padded(plan: Plan, blocks_per_sm: int, note: str) -> Plan:
+    """``plan`` with each block reserving :func:`shared_pad` bytes; the pad
+    joins the row's parameters (``shared_pad``), so each pad is its own
+    configuration."""
+    pad = shared_pad(blocks_per_sm)
+    if not pad:
+        return replace(plan, note=f"{note} unpadded")
+    params = params_json({**params_from_json(plan.params), "shared_pad": pad})
+    return replace(plan, params=params, note=f"{note} at most {blocks_per_sm} blocks/SM",
+                   name=plan_name(plan.program.function, plan.stencil, params, pad),
+                   program=replace(plan.program, shared_bytes=pad))
+
+
+def occupancy_plans(info: dict[str, str]) -> list[Plan]:
+    """The occupancy series (:data:`OCCUPANCY`): every block profiled."""
+    out = []
+    for name, stencil, params, block, counts in OCCUPANCY:
+        plan = plan_for(stencil, params, F111, blocks=(block,), note=f"set {name}", info=info)
+        out += [padded(plan, n, f"set {name}") for n in counts]
+    return merge_blocks(out)
+
+
+def merge_blocks(plans: Sequence[Plan]) -> list[Plan]:
+    """Plans of one name (one kernel and pad) joined: their blocks timed
+    in one plan, in order."""
+    merged: dict[str, Plan] = {}
+    for p in plans:
+        if p.name in merged:
+            q = merged[p.name]
+            p = replace(q, blocks=q.blocks + tuple(b for b in p.blocks if b not in q.blocks))
+        merged[p.name] = p
+    return list(merged.values())
+
+
 def probe_plans(info: dict[str, str]) -> list[Plan]:
     """The probe series (:data:`PROBE`): every block profiled."""
     return [plan_for(stencil, params, fold, blocks=blocks, note=f"set {name}", info=info)
             for name, stencil, params, fold, blocks in PROBE]
 
 
-SERIES = {"check": check_plans, "probe": probe_plans, "new": new_plans, "dev": dev_plans}
+SERIES = {"check": check_plans, "probe": probe_plans, "new": new_plans, "dev": dev_plans,
+          "occupancy": occupancy_plans}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -68,6 +68,7 @@ class RawKernel:
         self.max_threads_per_block = min(1024, (65536 // self.num_regs) // 32 * 32)
         self.fail_after: int | None = None
         self.launches = 0
+        self.shared_limit = 48 * 1024
 
     def compile(self) -> None:
         if "#error" in self.code:
@@ -78,7 +79,20 @@ class RawKernel:
                                    '"fake_toolkit.h"')
         _log(event="compile", name=self.name, options=list(self.options))
 
-    def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple) -> None:
+    @property
+    def max_dynamic_shared_size_bytes(self) -> int:
+        return self.shared_limit
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, value: int) -> None:
+        if value > 227 * 1024:
+            raise CUDADriverError("CUDA_ERROR_INVALID_VALUE: invalid argument")
+        self.shared_limit = value
+
+    def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple,
+                 shared_mem: int = 0) -> None:
+        if shared_mem > self.shared_limit:
+            raise CUDADriverError("CUDA_ERROR_INVALID_VALUE: invalid argument")
         if math.prod(block) > self.max_threads_per_block:
             raise CUDADriverError("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: too many resources "
                                   "requested for launch")
@@ -88,7 +102,7 @@ class RawKernel:
         g = (tuple(grid) + (1, 1))[:3]
         b = (tuple(block) + (1, 1))[:3]
         _Device.clock += launch_seconds(g, b)  # type: ignore[arg-type]
-        _log(event="launch", name=self.name, block=list(b))
+        _log(event="launch", name=self.name, block=list(b), shared_mem=shared_mem)
 
 
 class Event:

@@ -179,6 +179,31 @@ def test_the_counter_selection_spreads_over_each_plans_blocks():
 # ------------------------------------------------------------------ plan files
 
 
+def test_a_shared_memory_pad_is_reserved_at_each_launch_and_travels(cp, tmp_path, monkeypatch):
+    """A plan's ``shared_bytes`` (occupancy series, MODEL.md §9): beyond 48 KiB
+    the kernel asks the driver for it, every launch reserves it, it survives
+    the plan file and names the plan; more than the GPU grants is a refusal."""
+    from dataclasses import replace
+
+    log = tmp_path / "log"
+    monkeypatch.setenv("FAKE_CUPY_LOG", str(log))
+    plan = make_plan("pad")
+    padded = replace(plan, name="pad-smem100000",
+                     program=replace(plan.program, shared_bytes=100_000))
+    dev = gpu.Loaded(cp, padded.program)
+    assert dev.kernel.max_dynamic_shared_size_bytes == 100_000
+    assert not gpu.time_block(dev, (256, 1, 1), gpu.TimingRule()).skipped
+    launches = [json.loads(x) for x in log.read_text().splitlines() if '"launch"' in x]
+    assert launches and {e["shared_mem"] for e in launches} == {100_000}
+    wm.write_plans(tmp_path / "dir", [padded])
+    (back,) = wm.read_plans(tmp_path / "dir")
+    assert back.program.shared_bytes == 100_000
+    assert programs.plan_name("f", "s", "{}", 100_000).endswith("-smem100000")
+    too_much = gpu.Loaded(cp, replace(plan.program, shared_bytes=300_000))
+    timing = gpu.time_block(too_much, (256, 1, 1), gpu.TimingRule())
+    assert timing.skipped.startswith("300000 B of shared memory per block refused")
+
+
 def test_plans_travel_as_json_with_their_headers(tmp_path):
     headers = tmp_path / "src"
     (headers / "pystencils_runtime").mkdir(parents=True)

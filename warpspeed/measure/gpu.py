@@ -118,6 +118,23 @@ def compile_check(program: Program) -> str:
     return ""
 
 
+#: Dynamic shared memory a block gets without asking for more (CUDA's 48 KiB).
+DEFAULT_SHARED = 48 * 1024
+
+
+def _reserve_shared(kernel: Any, shared_bytes: int) -> str:
+    """Let ``kernel`` launch with ``shared_bytes`` of dynamic shared memory
+    (beyond :data:`DEFAULT_SHARED` it must ask the driver); an empty string,
+    or why it cannot."""
+    if shared_bytes <= DEFAULT_SHARED:
+        return ""
+    try:
+        kernel.max_dynamic_shared_size_bytes = shared_bytes
+    except Exception as exc:  # noqa: BLE001 - CUDA's errors have no common base
+        return f"{shared_bytes} B of shared memory per block refused: {first_line(exc)}"
+    return ""
+
+
 class Loaded:
     """A compiled program with its buffers on the device: base pointers at
     the program's offsets from a 128 B boundary, floating-point fields
@@ -131,6 +148,7 @@ class Loaded:
         self.kernel = compile_kernel(cp, program)
         self.registers = int(self.kernel.num_regs)
         self.max_threads = int(self.kernel.max_threads_per_block)
+        self.shared_refusal = _reserve_shared(self.kernel, program.shared_bytes)
         rng = cp.random.default_rng(seed)
         self.memory: list[Any] = []
         self.args: list[Any] = []
@@ -152,6 +170,8 @@ class Loaded:
 
     def refusal(self, block: Triple) -> str:
         """Why ``block`` cannot launch, or an empty string."""
+        if self.shared_refusal:
+            return self.shared_refusal
         threads = math.prod(block)
         if threads > self.max_threads:
             return (f"block of {threads} threads exceeds this kernel's limit of "
@@ -163,7 +183,8 @@ class Loaded:
         return ""
 
     def launch(self, block: Triple) -> None:
-        self.kernel(grid_for(self.program.domain, block), block, tuple(self.args))
+        self.kernel(grid_for(self.program.domain, block), block, tuple(self.args),
+                    shared_mem=self.program.shared_bytes)
 
     def release(self) -> None:
         """Give the buffers back to the device."""

@@ -60,7 +60,10 @@ class Program:
     variant: CUDA source, function name, arguments in order, the thread
     domain (the grid follows from it and the block), the lattice updates of
     one launch, NVRTC options and the folder of the runtime headers the
-    source includes (``include``, passed as ``-I``; empty: none)."""
+    source includes (``include``, passed as ``-I``; empty: none).
+    ``shared_bytes`` is dynamic shared memory each block reserves at launch
+    and the kernel never touches: it caps the blocks per SM, so that one
+    kernel can be timed at several occupancies (MODEL.md §9)."""
 
     source: str
     function: str
@@ -69,6 +72,7 @@ class Program:
     lups: int
     options: tuple[str, ...] = field(default=())
     include: str = ""
+    shared_bytes: int = 0
 
     @property
     def compile_options(self) -> tuple[str, ...]:
@@ -101,12 +105,14 @@ class Plan:
     warpspeed: str = ""
 
 
-def plan_name(function: str, stencil: str, params: str) -> str:
-    """A file stem unique per variant: the function (kernel and fold) and a
+def plan_name(function: str, stencil: str, params: str, shared_bytes: int = 0) -> str:
+    """A file stem unique per variant: the function (kernel and fold), a
     short hash of the stencil and its parameters (sizes are baked into the
-    source, so a kernel at two sizes is two plans)."""
+    source, so a kernel at two sizes is two plans) and the shared-memory
+    pad, where there is one."""
     digest = hashlib.sha1(f"{stencil} {params}".encode()).hexdigest()[:8]
-    return f"{function}-{digest}"
+    pad = f"-smem{shared_bytes}" if shared_bytes else ""
+    return f"{function}-{digest}{pad}"
 
 
 def plan_to_json(plan: Plan) -> dict[str, Any]:
@@ -123,7 +129,7 @@ def plan_to_json(plan: Plan) -> dict[str, Any]:
         "pystencils": plan.pystencils, "warpspeed": plan.warpspeed,
         "program": {"function": p.function, "domain": format_triple(p.domain),
                     "lups": p.lups, "options": list(p.options), "args": args,
-                    "source": p.source},
+                    "shared_bytes": p.shared_bytes, "source": p.source},
     }
 
 
@@ -148,6 +154,7 @@ def plan_from_json(data: dict[str, Any], include: str = "") -> Plan:
             args=tuple(_arg(dict(a)) for a in p["args"]),
             domain=parse_triple(p["domain"], "domain"), lups=int(p["lups"]),
             options=tuple(p["options"]), include=include,
+            shared_bytes=int(p.get("shared_bytes", 0)),
         )
         return Plan(
             name=data["name"], stencil=data["stencil"], params=data["params"],
