@@ -31,6 +31,19 @@ The series, in the order the device script runs them:
   (228 KiB of the SM's 256 KiB, leaving 28 KiB of L1); the unpadded block
   is timed beside them for the L1's share.
 
+* ``lbm_sizes``: lbmpy's D3Q19 in double and float at four domain sizes
+  and four block shapes (:data:`LBM_SIZES`), every row profiled: whether the
+  float kernel's lower DRAM bandwidth at 256^3 (0.78 of the double's at the
+  same blocks and occupancy, ``H200-occupancy.csv``) holds at other sizes,
+  where the 19 fields lie at other distances from each other; and both
+  folded 2x1x1 and 1x2x1 at 256^3 (a float thread folded along x moves a
+  double's bytes per access).
+
+* ``drain``: a copy 1024 wide (every thread works) in blocks of 64 to
+  1024 threads x 1 x 1, unpadded and padded to 1024 resident threads per
+  SM (:data:`DRAIN_BLOCKS`), every row profiled: what a block's size costs
+  at equal resident threads (MODEL.md §11, "Block drain").
+
 ``--list`` prints the series and their sizes without writing anything.
 Stencils without generated code (``lbm_fluidx3d``, ``convolution2d``: kernel
 descriptions written by hand) and the hand-written twin ``star3d_by_hand``
@@ -199,6 +212,37 @@ def merge_blocks(plans: Sequence[Plan]) -> list[Plan]:
     return list(merged.values())
 
 
+#: The lbm_sizes series: domains and blocks of lbmpy's D3Q19, each in both precisions.
+LBM_SIZES = ((256, 256, 256), (200, 200, 200), (320, 320, 160), (512, 256, 128))
+LBM_SIZE_BLOCKS = ((128, 2, 1), (64, 4, 1), (32, 8, 1), (16, 4, 4))
+
+
+def lbm_size_plans(info: dict[str, str]) -> list[Plan]:
+    """The lbm_sizes series (module docstring)."""
+    sizes = [plan_for("lbm_d3q19", {"precision": prec, "shape": shape}, F111,
+                      blocks=LBM_SIZE_BLOCKS, note=f"set lbm_sizes_f{prec}", info=info)
+             for prec in (64, 32) for shape in LBM_SIZES]
+    folded = [plan_for("lbm_d3q19", {"precision": prec, "shape": LBM_SIZES[0]}, fold,
+                       blocks=LBM_SIZE_BLOCKS, note=f"set lbm_folds_f{prec}", info=info)
+              for prec in (64, 32) for fold in ((2, 1, 1), F121)]
+    return sizes + folded
+
+
+#: The drain series: block widths of a copy 1024 wide, each padded to
+#: 1024 resident threads per SM and unpadded.
+DRAIN_BLOCKS, DRAIN_THREADS = (64, 128, 256, 512, 1024), 1024
+
+
+def drain_plans(info: dict[str, str]) -> list[Plan]:
+    """The drain series (module docstring)."""
+    out = []
+    for width in DRAIN_BLOCKS:
+        plan = plan_for("copy3d", {"shape": (1024, 512, 256)}, F111, blocks=((width, 1, 1),),
+                        note="set drain_copy", info=info)
+        out += [padded(plan, n, "set drain_copy") for n in (0, DRAIN_THREADS // width)]
+    return merge_blocks(out)
+
+
 def probe_plans(info: dict[str, str]) -> list[Plan]:
     """The probe series (:data:`PROBE`): every block profiled."""
     return [plan_for(stencil, params, fold, blocks=blocks, note=f"set {name}", info=info)
@@ -206,7 +250,7 @@ def probe_plans(info: dict[str, str]) -> list[Plan]:
 
 
 SERIES = {"check": check_plans, "probe": probe_plans, "new": new_plans, "dev": dev_plans,
-          "occupancy": occupancy_plans}
+          "occupancy": occupancy_plans, "lbm_sizes": lbm_size_plans, "drain": drain_plans}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
