@@ -32,7 +32,8 @@ V1_TABLES: dict[str, tuple[str, str]] = {
         "fp32_fma_per_sm_cycle", "dram_latency_ns", "l2_latency_ns", "dram_bw_read",
         "dram_bw_copy", "dram_bw_write", "memory_shape", "turnover_ns", "overlap_exponent",
         "fp_overlap_exponent", "launch_overhead_us", "fp64_cost", "fp32_cost",
-        "dram_scattered_fraction", "launch_latency_us", "tlb_page_bytes", "tlb_reach_pages",
+        "dram_scattered_fraction", "launch_latency_us", "block_launch_ns", "tlb_page_bytes",
+        "tlb_reach_pages",
         "tlb_penalty")},
     "atomics_per_clock": ("atomics", "per_clock"),
 }

@@ -319,3 +319,26 @@ def test_l1_rereads_miss_the_l2_at_its_capacity_miss_fraction():
     assert more.volumes.l2_load == v.l2_load and more.volumes.dram_store == v.dram_store
     # without the term, memLoadV4 is the paper's V3 + loadEvicts exactly
     assert v.dram_load_v4 == pytest.approx(v.dram_load + (v.l2_load - v.dram_load_v2) * m2)
+
+
+def test_small_blocks_of_a_copy_are_bound_by_launching_them():
+    # MODEL.md §11 "Block launch": the H200 launches one block per 80.8 ns and SM.
+    # A copy of 1024 x 512 x 256 doubles in blocks of 64 threads: 131072 x 64 blocks,
+    # each SM launches 63550 of them, 5.13 ms; the updates over it are 104 GLup/s
+    # (the project's H200 measured 105.5, fits/measurements/H200-drain.csv)
+    from stencils.copy3d import kernel as copy
+
+    m = ws.load_machine("H200")
+    k = copy(shape=(1024, 512, 256))
+    small = ws.predict(k, m, (64, 1, 1))
+    blocks = 1024 // 64 * 512 * 256
+    expected = 1024 * 512 * 256 / (80.8 * blocks / m.sms)
+    assert small.limiter == "block launch"
+    assert small.terms["t_block_launch_ns"] == pytest.approx(1 / expected)
+    assert small.glups == pytest.approx(expected, rel=0.01)  # plus the launch's microseconds
+    assert small.glups == pytest.approx(glups_from_terms(small.terms))
+    # blocks of 256 threads launch four times fewer blocks: the DRAM binds again
+    assert ws.predict(k, m, (256, 1, 1)).limiter == "dram"
+    # a machine file without the figure (V100: no small-kernels table held back) has no limit
+    v100 = ws.predict(k, "V100", (64, 1, 1))
+    assert v100.terms["t_block_launch_ns"] == 0 and v100.limiter != "block launch"

@@ -4,6 +4,7 @@ and by rebuilding the shipped files from the public tables."""
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import subprocess
@@ -180,6 +181,48 @@ def test_latency_plateaus_of_a_synthetic_table(tmp_path: Path) -> None:
     assert lat.dram_ns == 400.0
 
 
+def _small_kernels(path: Path, rows: list[tuple[int, int, float]]) -> None:
+    """A small-kernels table of (elements, block, GB/s), 16 B per element."""
+    lines = ["elements,bytes_moved,block,bandwidth_GBs,time_per_launch_us"]
+    lines += [f"{n},{16 * n},{b},{bw},{16 * n / bw / 1000:.3f}" for n, b, bw in rows]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_block_launch_is_read_from_the_small_blocks_of_the_large_launches(
+        tmp_path: Path) -> None:
+    # 100 SMs; at 8M elements blocks of 32 and 64 threads move 640 and 1280 GB/s,
+    # below 0.9 of the best (3000): 100 * 32 * 16 B / 640 GB/s = 80 ns, and
+    # 100 * 64 * 16 / 1280 = 80 ns; the 4M rows (half the largest) likewise at
+    # 100 ns; the small launch (1k elements) and the saturated blocks do not count
+    table = tmp_path / "small.csv"
+    _small_kernels(table, [(1024, 32, 5.0), (8 << 20, 32, 640.0), (8 << 20, 64, 1280.0),
+                           (8 << 20, 128, 2900.0), (8 << 20, 256, 3000.0),
+                           (4 << 20, 32, 512.0), (4 << 20, 256, 3000.0),
+                           (1 << 20, 32, 100.0), (1 << 20, 256, 2000.0)])
+    assert mb.block_launch_ns(table, 100) == (pytest.approx(80.0), 3)
+    _small_kernels(table, [(8 << 20, 32, 2950.0), (8 << 20, 256, 3000.0)])
+    assert mb.block_launch_ns(table, 100) is None  # no block size held back
+
+
+@needs_tables
+def test_block_launch_of_the_shipped_tables_is_one_time_per_block_and_sm() -> None:
+    """Independent of the calibrate code path: in the H200 and A100 tables
+    every block of 32 or 64 threads at the largest size moves one block's
+    bytes per 78-83 ns and SM, whatever its size."""
+    for gpu, sms in (("h200", 132), ("a100_80", 108)):
+        with (MICROBENCH / "small_kernels" / f"{gpu}.csv").open() as fh:
+            rows = list(csv.DictReader(fh))
+        top = max(int(r["elements"]) for r in rows)
+        times = [sms * int(r["block"]) * 16 / float(r["bandwidth_GBs"]) for r in rows
+                 if int(r["elements"]) == top and int(r["block"]) in (32, 64)]
+        assert len(times) == 2 and all(78 < t < 83 for t in times), gpu
+    assert parameter(ws.load_machine("H200"), "block_launch_ns") == 80.8
+    assert parameter(ws.load_machine("MI210"), "block_launch_ns") == 125.9
+    assert parameter(ws.load_machine("A40"), "block_launch_ns") is None  # never held back
+    # a file built on a related GPU's table carries none (read with its own SMs)
+    assert parameter(ws.load_machine("MI300X"), "block_launch_ns") is None
+
+
 def test_calibrate_writes_a_loadable_machine_with_every_source(tmp_path: Path) -> None:
     # plateaus below MI100's 1229 GB/s data-sheet peak (a file above it is refused)
     _synthetic_stream(tmp_path / "stream.csv", replace(TRUE, dram_bw_read=1150.0,
@@ -297,8 +340,11 @@ def test_shipped_file_is_rebuilt_from_its_tables(name: str, tmp_path: Path) -> N
     rebuilt, shipped = ws.load_machine(out), ws.load_machine(name)
     for key in ("dram_bandwidth", "dram_bw_read", "dram_bw_copy", "dram_bw_write",
                 "turnover_ns", "memory_shape", "dram_latency_ns", "l2_latency_ns",
-                "l2_bandwidth", "fp_overlap_exponent", "launch_overhead_us"):
+                "l2_bandwidth", "fp_overlap_exponent", "launch_overhead_us",
+                "block_launch_ns"):
         assert parameter(rebuilt, key) == parameter(shipped, key), key
+        if parameter(shipped, key) is None:  # optional and absent in both
+            continue
         src = f"latency.{key}" if key in LATENCY_TABLE.keys() else key
         assert rebuilt.source(src) == shipped.source(src), key
     assert rebuilt.grounding == shipped.grounding == CALIBRATED[name]

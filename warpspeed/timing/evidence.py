@@ -43,7 +43,8 @@ PHRASES = {"kernels": "kernel-validated", "micro-benchmarks": "micro-benchmarks"
            "datasheet": "data sheet"}
 #: Kernel class of each limiter.
 CLASSES = {"dram": "DRAM-bound", "l2": "L2-bound", "l1": "L1-bound", "fp": "FP-bound",
-           "atomics": "atomics-bound", "launch": "launch-bound", "partial wave": "launch-bound"}
+           "atomics": "atomics-bound", "launch": "launch-bound", "partial wave": "launch-bound",
+           "block launch": "launch-bound"}
 
 
 def kernel_class(limiter: str) -> str:

@@ -151,6 +151,20 @@ def block_drain(kernel: Kernel, launch: Launch, warp_size: int) -> float:
     return drain_share(warps) / drain_share(reference)
 
 
+def block_launch_time(m: Machine, launch: Launch, updates: float) -> float:
+    """Time per update that launching the grid's blocks takes (MODEL.md §11,
+    "Block launch"): each SM launches one block per ``block_launch_ns``
+    (the small-kernels micro-benchmark's small blocks), so ``blocks *
+    block_launch_ns / (SMs * updates)``; 0 where the machine file does not
+    measure it. A limit of its own (the launches overlap the blocks' work),
+    reached by small blocks of short threads: a copy in blocks of 64
+    threads runs at half the DRAM's plateau on A100 and H200."""
+    ns = require(m).block_launch_ns
+    if ns is None or updates <= 0:
+        return 0.0
+    return float(ns) * math.prod(launch.grid) / (m.sms * updates)
+
+
 def wave_efficiency(launch: Launch) -> float:
     """``w / ceil(w)`` with ``w`` the grid's blocks in waves: the share of
     the last wave's slots that do work, spread over all waves (reported as
@@ -225,15 +239,18 @@ def launch_us(m: Machine) -> float:
 
 
 #: The limiters of the whole kernel's time beside the four levels (MODEL.md §11).
-LAUNCH, PARTIAL_WAVE = "launch", "partial wave"
+LAUNCH, PARTIAL_WAVE, BLOCK_LAUNCH = "launch", "partial wave", "block launch"
 
 
 def launch_limits(terms: Mapping[str, float]) -> dict[str, float]:
-    """GLup/s that the launch overhead alone allows (the updates over it) and,
-    when one block's latency chain sets the last partial wave's time
+    """GLup/s that the launch overhead alone allows (the updates over it),
+    the launch of the blocks alone (:func:`block_launch_time`) and, when
+    one block's latency chain sets the last partial wave's time
     (:func:`kernel_time_ns`), the chain alone (MODEL.md §11, "Limiter")."""
     updates, n_waves = terms["updates"], terms["waves"]
     out = {LAUNCH: updates / (1000.0 * terms["launch_us"])} if terms["launch_us"] > 0 else {}
+    if terms.get("t_block_launch_ns", 0.0) > 0:
+        out[BLOCK_LAUNCH] = 1.0 / terms["t_block_launch_ns"]
     rest = n_waves - math.floor(n_waves)
     chain = 1000.0 * terms["block_chain_us"]
     if rest > 1e-12 and chain > rest * updates / n_waves * terms["t_update_ns"]:
@@ -256,8 +273,9 @@ def glups_from_terms(terms: Mapping[str, float], l1_exponent: float | None = Non
     so that fitting the exponent needs no new prediction
     (:mod:`warpspeed.timing.kernel_fit`)."""
     p_l1 = terms["l1_overlap_exponent"] if l1_exponent is None else l1_exponent
-    t_update = update_time(terms["t_fp_ns"], terms["t_l1_ns"], terms["t_memory_ns"],
-                           terms["fp_overlap_exponent"], p_l1)
+    t_update = max(update_time(terms["t_fp_ns"], terms["t_l1_ns"], terms["t_memory_ns"],
+                               terms["fp_overlap_exponent"], p_l1),
+                   terms.get("t_block_launch_ns", 0.0))
     updates = terms["updates"]
     total = kernel_time_ns(t_update, updates, terms["waves"], 1000.0 * terms["block_chain_us"],
                            1000.0 * terms["launch_us"])
@@ -317,10 +335,11 @@ def predict_time(
     times = {"fp": t_fp, "l1": t_l1, "l2": t_l2, "dram": t_dram}
     core, memory = max(t_fp, t_l1), max(t_l2, t_dram)
     p_fp, p_l1 = float(p.fp_overlap_exponent), float(p.overlap_exponent)
-    t_update = update_time(t_fp, t_l1, memory, p_fp, p_l1)
+    total_lups = math.prod(kernel.domain) * lups
+    t_blocks = block_launch_time(m, launch, total_lups)
+    t_update = max(update_time(t_fp, t_l1, memory, p_fp, p_l1), t_blocks)
     worst = max(times.values())
 
-    total_lups = math.prod(kernel.domain) * lups
     n_waves = waves(launch)
     chain = float(p.dram_latency_ns) + core * m.sms * block_lups(kernel, launch)
     launch_ns = 1000.0 * launch_us(m)
@@ -336,6 +355,7 @@ def predict_time(
         "t_core_ns": core,
         "t_memory_ns": memory,
         "t_update_ns": t_update,
+        "t_block_launch_ns": t_blocks,
         "fp_slots_per_lup": slots,
         "dram_bandwidth_achieved": dram_bw,
         "dram_streams": traits.dram_streams,
@@ -360,8 +380,9 @@ def predict_time(
                         limits=limits, terms=terms)
 
 
-__all__ = ["DRAIN_REFERENCE_THREADS", "DRAIN_SPREAD", "LAUNCH", "PARTIAL_WAVE",
-           "DefaultModelParameters", "binding_limiter", "block_drain", "drain_share", "fp_slots",
+__all__ = ["BLOCK_LAUNCH", "DRAIN_REFERENCE_THREADS", "DRAIN_SPREAD", "LAUNCH", "PARTIAL_WAVE",
+           "DefaultModelParameters", "binding_limiter", "block_drain", "block_launch_time",
+           "drain_share", "fp_slots",
            "glups_from_terms", "glups_with_efficiency", "guarded_l1_ns", "kernel_time_ns",
            "launch_limits", "launch_us", "memory_params", "overlap", "predict_time", "require",
            "resident_threads", "update_time", "wave_efficiency", "waves"]

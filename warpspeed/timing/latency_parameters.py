@@ -56,8 +56,8 @@ _COSTS = {"read": costs}
 class DefaultModelParameters:
     """The parameters of the default model (MODEL.md §11, §12): the FP32 rate,
     the memory's latencies, plateaus and shape, thread turnover, the two
-    overlap exponents, the launch costs, the FP cost tables and the
-    many-stream fraction; the plateaus as the model uses them (module
+    overlap exponents, the launch costs (of a kernel and of a block), the FP
+    cost tables and the many-stream fraction; the plateaus as the model uses them (module
     docstring)."""
 
     fp32_fma_per_sm_cycle: int
@@ -80,6 +80,10 @@ class DefaultModelParameters:
     #: One launch timed alone (MODEL.md §11, "Waves and launch"); None: the
     #: back-to-back ``launch_overhead_us``.
     launch_latency_us: float | None = None
+    #: Time an SM takes to launch one block (ns, MODEL.md §11, "Block launch");
+    #: None: not measured, no limit.
+    block_launch_ns: float | None = field(default=None, metadata=bounds(
+        1.0, 10000.0, "the small-kernels table's small blocks give 80 ns on A100 and H200"))
     #: The DRAM's bandwidth with many concurrent streams over the read plateau
     #: (MODEL.md §11, many streams); None: not measured, no correction.
     dram_scattered_fraction: float | None = field(default=None, metadata=bounds(

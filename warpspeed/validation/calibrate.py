@@ -20,7 +20,9 @@ table and how the number was derived:
   related GPU's ``l2_cache`` table when this GPU has none;
 * ``roofline``: ``fp_overlap_exponent`` (and ``overlap_exponent`` when the base
   has no kernel-fitted one);
-* ``small_kernels``: ``launch_overhead_us``;
+* ``small_kernels``: ``launch_overhead_us``, and ``block_launch_ns`` where
+  small blocks hold the large launches back (only from this GPU's own table:
+  the time per block and SM is read with this GPU's SM count);
 * ``l1``: confirms ``l1_bytes`` (the cliff must lie within a factor 2), noted in
   its source.
 
@@ -132,6 +134,8 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
     out.update(_fp_overlap(tables.roofline, tag))
     out.update(_l1_overlap(out, base))
     out.update(_launch_overhead(tables.small_kernels, tag))
+    if grounding != "datasheet":
+        out.update(_block_launch(tables.small_kernels, base, base_path, tag))
     out.update(_l1_size(out, base, base_path, tables.l1, tag))
     out.update(_grounding(out, grounding))
     _check_complete(out, base_path)
@@ -278,6 +282,22 @@ def _launch_overhead(table: Path | None, tag: str) -> dict:
     return {"launch_overhead_us": _entry(round(us, 2), (
         f"{_name(table)} {tag}: median wall time per launch of back-to-back "
         f"kernels of at most {mb.SMALL} elements"))}
+
+
+def _block_launch(table: Path | None, base: dict, base_path: Path, tag: str) -> dict:
+    """``block_launch_ns``: the launches of small blocks in the small-kernels
+    table (:func:`microbench.block_launch_ns`); nothing where none is held back."""
+    if table is None:
+        return {}
+    sms = _base_value(base, "sms", base_path, "the SM / CU count, from the data sheet")
+    found = mb.block_launch_ns(table, int(sms))
+    if found is None:
+        return {}
+    ns, rows = found
+    return {"block_launch_ns": _entry(round(ns, 1), (
+        f"{_name(table)} {tag}: the {rows} launches of at least half the largest size "
+        f"whose blocks move under {mb.BLOCK_BOUND:g} of the best block's bandwidth, "
+        f"{int(sms)} SMs times a block's bytes over the bandwidth, median"))}
 
 
 def _l1_size(out: dict, base: dict, base_path: Path, table: Path | None, tag: str) -> dict:

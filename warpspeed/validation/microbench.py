@@ -274,6 +274,33 @@ def launch_overhead_us(path: Path) -> float:
     return float(np.median(small))
 
 
+#: A block size whose bandwidth stays below this share of the best block size
+#: at the same size is taken as bound by the launch of its blocks.
+BLOCK_BOUND = 0.9
+
+
+def block_launch_ns(path: Path, sms: int) -> tuple[float, int] | None:
+    """Time per block launch on one SM (ns) of a ``small_kernels`` table
+    (MODEL.md §11, "Block launch"), and how many rows give it; None where
+    no block size is held back. Over the launches of at least half the
+    largest size, a block size moving under :data:`BLOCK_BOUND` of that
+    size's best bandwidth moves one block's bytes per launch:
+    ``sms * block * bytes per element / bandwidth``; the median of those."""
+    rows = read_table(path, ("elements", "bytes_moved", "block", "bandwidth_GBs"))
+    n = _floats(rows, "elements", path)
+    moved = _floats(rows, "bytes_moved", path)
+    block = _floats(rows, "block", path)
+    bw = _floats(rows, "bandwidth_GBs", path)
+    times = []
+    for size in np.unique(n[n >= 0.5 * n.max()]):
+        at = n == size
+        bound = at & (bw < BLOCK_BOUND * bw[at].max()) & (bw > 0)
+        times += list(sms * block[bound] * (moved[bound] / n[bound]) / bw[bound])
+    if not times:
+        return None
+    return float(np.median(times)), len(times)
+
+
 def l2_bandwidth(path: Path, l2_bytes: int) -> tuple[float, int]:
     """The L2 plateau of an ``l2_cache/<gpu>.csv`` table: the median bandwidth
     over the data sets of at most half the L2 (all blocks read one shared set,
