@@ -44,6 +44,11 @@ The series, in the order the device script runs them:
   SM (:data:`DRAIN_BLOCKS`), every row profiled: what a block's size costs
   at equal resident threads (MODEL.md §11, "Block drain").
 
+* ``heldout``: configurations no term was fitted on, predicted before they
+  were measured (:data:`HELDOUT`): stars and the box in blocks of 32-256
+  threads (where the block launch of MODEL.md §11 binds or not) and the
+  7-point star folded along x, every row profiled.
+
 ``--list`` prints the series and their sizes without writing anything.
 Stencils without generated code (``lbm_fluidx3d``, ``convolution2d``: kernel
 descriptions written by hand) and the hand-written twin ``star3d_by_hand``
@@ -243,6 +248,30 @@ def drain_plans(info: dict[str, str]) -> list[Plan]:
     return merge_blocks(out)
 
 
+#: The heldout series: (set name, stencil, parameters, fold, blocks).
+SMALL_BLOCKS = ((32, 1, 1), (64, 1, 1), (32, 2, 1), (16, 2, 2), (128, 1, 1), (64, 2, 1),
+                (32, 4, 1), (8, 4, 4), (256, 1, 1))
+XFOLD_BLOCKS = ((256, 1, 1), (128, 2, 1), (64, 4, 1), (32, 8, 1))
+HELDOUT: tuple[tuple[str, str, dict[str, Any], tuple[int, int, int],
+                     tuple[tuple[int, int, int], ...]], ...] = (
+    # the unfolded star's blocks include the x-folds' (one plan per kernel and fold)
+    ("heldout_small_r1", "star3d", {"radius": 1, "shape": (512, 512, 512)}, F111,
+     SMALL_BLOCKS + XFOLD_BLOCKS[1:]),
+    ("heldout_small_r4", "star3d", {"radius": 4, "shape": (640, 512, 512)}, F111,
+     ((64, 1, 1), (32, 2, 1), (128, 1, 1), (256, 1, 1))),
+    ("heldout_small_box", "box3d", {"shape": (640, 512, 512)}, F111,
+     ((64, 1, 1), (32, 2, 1), (128, 1, 1), (256, 1, 1))),
+    *(("heldout_xfold_r1", "star3d", {"radius": 1, "shape": (512, 512, 512)}, fold,
+       XFOLD_BLOCKS) for fold in ((2, 1, 1), (4, 1, 1))),
+)
+
+
+def heldout_plans(info: dict[str, str]) -> list[Plan]:
+    """The heldout series (:data:`HELDOUT`): every block profiled."""
+    return [plan_for(stencil, params, fold, blocks=blocks, note=f"set {name}", info=info)
+            for name, stencil, params, fold, blocks in HELDOUT]
+
+
 def probe_plans(info: dict[str, str]) -> list[Plan]:
     """The probe series (:data:`PROBE`): every block profiled."""
     return [plan_for(stencil, params, fold, blocks=blocks, note=f"set {name}", info=info)
@@ -250,7 +279,8 @@ def probe_plans(info: dict[str, str]) -> list[Plan]:
 
 
 SERIES = {"check": check_plans, "probe": probe_plans, "new": new_plans, "dev": dev_plans,
-          "occupancy": occupancy_plans, "lbm_sizes": lbm_size_plans, "drain": drain_plans}
+          "occupancy": occupancy_plans, "lbm_sizes": lbm_size_plans, "drain": drain_plans,
+          "heldout": heldout_plans}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
