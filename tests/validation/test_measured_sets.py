@@ -15,12 +15,13 @@ from warpspeed.validation.measured_sets import (
     H200_SECOND,
     H200_SECOND_SETS,
     H200_SETS,
+    H200_THIRD,
     RUNS_DIR,
     measured_rows,
     registers,
     set_of,
 )
-from warpspeed.validation.reference import dataset_dir, kernel_for
+from warpspeed.validation.reference import dataset_dir, kernel_for, measured_kernel
 
 HERE = dataset_dir("h200") / "measurements.csv"
 needs_h200 = pytest.mark.skipif(not HERE.is_file(), reason=f"no H200 measurements at {HERE}")
@@ -52,9 +53,24 @@ def test_the_second_run_is_its_sets_and_the_check_scores_both_models() -> None:
     assert sum(sizes.values()) == len(rows) == 1746
     assert {set_of(r) for r in rows} == set(H200_SECOND_SETS)
     scores = check_scores(lambda model, data, machine: [_Fixed(r.glups) for r in data])
-    assert [m for m, _ in scores] == ["latency", "paper"] * len(H200_SECOND_SETS)
+    third = sum(len(names) for _, names in H200_THIRD)
+    assert [m for m, _ in scores] == ["latency", "paper"] * (len(H200_SECOND_SETS) + third)
     assert all(s.median_ratio == pytest.approx(1.0) and s.mape == pytest.approx(0.0)
                for _, s in scores if s.rows > 1)
+
+
+def test_the_third_run_is_its_sets_and_its_padded_rows_keep_their_shared_memory() -> None:
+    # fits/measurements/README.md: every row of the three files in one set; a padded
+    # row's kernel carries the pad as shared memory, so its occupancy is the one measured
+    for run, names in H200_THIRD:
+        rows = wm.read_csv(RUNS_DIR / f"{run}.csv")
+        assert {set_of(r) for r in rows} == set(names), run
+        assert sum(len(measured_rows(n, run)) for n in names) == len(rows)
+    (row,) = [r for r in measured_rows("occ_copy", "H200-occupancy")
+              if dict(r.params).get("shared_pad") == 232448 and r.block == (256, 1, 1)]
+    kernel = measured_kernel(row)
+    assert kernel.shared_memory == 232448
+    assert ws.predict(kernel, "H200", row.block).blocks_per_sm == 1
 
 
 @dataclasses.dataclass(frozen=True)

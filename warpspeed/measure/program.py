@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +56,24 @@ def parse_params(items: Sequence[str], func: Callable[..., Any] | None = None) -
         raise MeasurementError(str(exc)) from exc
 
 
+#: A row parameter of the harness, not of the generator: the dynamic shared
+#: memory each block reserved at launch (``Program.shared_bytes``, the
+#: occupancy series of ``fits/device_prepare.py``).
+SHARED_PAD = "shared_pad"
+
+
 def generate_variant(spec: str, params: Mapping[str, Any], fold: Triple) -> tuple[Kernel, Any]:
     """The warpspeed and pystencils kernels of ``spec`` with ``params``
-    folded by ``fold``."""
+    folded by ``fold``; a :data:`SHARED_PAD` among the parameters becomes
+    the warpspeed kernel's shared memory per block (the pystencils kernel
+    never touches it)."""
     gen = load_generator(spec)
+    rest = dict(params)
+    pad = rest.pop(SHARED_PAD, 0)
+    if isinstance(pad, bool) or not isinstance(pad, int) or pad < 0:
+        raise MeasurementError(f"{spec}: {SHARED_PAD} must be a number of bytes, got {pad!r}")
     try:
-        kernel, kernel_function = gen(**dict(params), fold=tuple(fold))
+        kernel, kernel_function = gen(**rest, fold=tuple(fold))
     except WarpspeedError:
         raise
     except (TypeError, ValueError) as exc:
@@ -69,6 +82,8 @@ def generate_variant(spec: str, params: Mapping[str, Any], fold: Triple) -> tupl
         ) from exc
     if not isinstance(kernel, Kernel):
         raise MeasurementError(f"{spec}: generate() did not return a ws.Kernel first")
+    if pad:
+        kernel = replace(kernel, shared_memory=kernel.shared_memory + pad)
     return kernel, kernel_function
 
 

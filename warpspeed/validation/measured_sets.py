@@ -1,8 +1,9 @@
 """The project's own measurements as development sets (MODEL.md §9): the
 H200 run of the shipped stencils (``fits/data/h200``, read with
 :func:`warpspeed.measure.read_csv`), one set per ``set NAME`` of its ``note``
-column; and the project's second H200 run (``fits/measurements/H200-new.csv``:
-other stencils, float and folds), reported and never fitted.
+column; the project's second H200 run (``fits/measurements/H200-new.csv``:
+other stencils, float and folds) and its third (:data:`H200_THIRD`),
+reported and never fitted.
 
 A row's kernel is generated again from its stencil, parameters and fold, as
 the measurement harness generated it (:func:`warpspeed.measure.generate_variant`),
@@ -28,14 +29,29 @@ H200_SETS = ("star_r1_512", "star_r4", "lbm_d3q19_f64", "layer_r1_2048xNYx32", "
 H200_SECOND = "H200-new"
 #: Its sets: the stencils and variants the first run lacks.
 H200_SECOND_SETS = ("star_r2", "box3d", "star2d", "lbm_d3q19_f32", "allen_cahn", "copy_design")
+#: The project's third H200 run, three files of ``fits/measurements`` (a clone
+#: has them) and their sets: one kernel at several occupancies (blocks padded
+#: with shared memory they never touch), lbmpy's D3Q19 at other sizes and
+#: folds, copies in blocks of 64-1024 threads, and stars and the box in small
+#: blocks and x-folds predicted before they were measured
+#: (``fits/heldout_predictions.csv``).
+H200_THIRD: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("H200-occupancy", ("occ_lbm_f64", "occ_lbm_f32", "occ_copy", "occ_box", "occ_star_r2")),
+    ("H200-lbm_sizes", ("lbm_sizes_f64", "lbm_sizes_f32", "lbm_folds_f64", "lbm_folds_f32")),
+    ("H200-drain", ("drain_copy",)),
+    ("H200-heldout", ("heldout_small_r1", "heldout_small_r4", "heldout_small_box",
+                      "heldout_xfold_r1")),
+)
 #: The project's own measurement runs (``fits/measurements``, MODEL.md §9).
 RUNS_DIR = Path(__file__).resolve().parents[2] / "fits" / "measurements"
 
 
 def set_of(m: Measurement) -> str:
-    """The set a row belongs to: the ``NAME`` of its note's ``set NAME``."""
+    """The set a row belongs to: the ``NAME`` of its note's ``set NAME``
+    (one word; what follows it describes the row, as ``at most 2 blocks/SM``)."""
     head = m.note.split(";")[0].strip()
-    return head.removeprefix("set ").strip() if head.startswith("set ") else ""
+    words = head.removeprefix("set ").split() if head.startswith("set ") else []
+    return words[0] if words else ""
 
 
 @cache
@@ -80,5 +96,5 @@ def _frozen(value: object) -> object:
     return tuple(value) if isinstance(value, list) else value
 
 
-__all__ = ["H200", "H200_SECOND", "H200_SECOND_SETS", "H200_SETS", "RUNS_DIR", "measured_rows",
-           "registers", "set_of"]
+__all__ = ["H200", "H200_SECOND", "H200_SECOND_SETS", "H200_SETS", "H200_THIRD", "RUNS_DIR",
+           "measured_rows", "registers", "set_of"]

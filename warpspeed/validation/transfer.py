@@ -64,7 +64,14 @@ from ..timing.kernel_fit import (
     scores,
 )
 from ..timing.latency_parameters import given
-from .measured_sets import H200, H200_SECOND, H200_SECOND_SETS, H200_SETS, measured_rows
+from .measured_sets import (
+    H200,
+    H200_SECOND,
+    H200_SECOND_SETS,
+    H200_SETS,
+    H200_THIRD,
+    measured_rows,
+)
 from .reference import (
     LBM,
     Predict,
@@ -117,11 +124,14 @@ DEV_SETS: tuple[DevSet, ...] = (
 )
 
 
-#: The project's second H200 run (``fits/measurements/H200-new.csv``): scored
+#: The project's second and third H200 runs (``fits/measurements``): scored
 #: with both models as the machine file stands, never fitted (MODEL.md §9).
-CHECK_SETS: tuple[DevSet, ...] = tuple(
-    DevSet(f"h200_second_{name}", "H200", partial(measured_rows, name, H200_SECOND),
-           fitted=False) for name in H200_SECOND_SETS)
+CHECK_SETS: tuple[DevSet, ...] = (
+    *(DevSet(f"h200_second_{name}", "H200", partial(measured_rows, name, H200_SECOND),
+             fitted=False) for name in H200_SECOND_SETS),
+    *(DevSet(f"h200_third_{name}", "H200", partial(measured_rows, name, run), fitted=False)
+      for run, names in H200_THIRD for name in names),
+)
 
 
 def check_scores(predict: Predict = predictions) -> list[tuple[str, SetScore]]:
@@ -253,7 +263,7 @@ def format_transfer(rep: TransferReport) -> str:
 def reference_validation(as_json: bool = False) -> str:
     """What ``warpspeed validate --v100`` prints: both models on the public
     data sets (:func:`warpspeed.validation.reference.report`), the leave-one-set-out
-    table, the project's second H200 run (:func:`check_scores`) and the regression
+    table, the project's second and third H200 runs (:func:`check_scores`) and the regression
     kernels (:mod:`warpspeed.validation.regression`), as text or JSON."""
     import dataclasses
     import json
@@ -291,7 +301,7 @@ def reference_validation(as_json: bool = False) -> str:
         return json.dumps({
             "datasets": [dataclasses.asdict(s) for s in v100_scores],
             "leave_one_set_out": dataclasses.asdict(transfer),
-            "second_h200_run": [{"model": m, **dataclasses.asdict(c)} for m, c in second],
+            "h200_check_runs": [{"model": m, **dataclasses.asdict(c)} for m, c in second],
             "lattice_boltzmann": [{**dataclasses.asdict(r), "paper_over_measured": r.ratios[0],
                                    "default_over_measured": r.ratios[1]} for r in lbm],
             "memory_systems": {"joint_fit": memory_joint,
@@ -306,8 +316,8 @@ def reference_validation(as_json: bool = False) -> str:
         f"\nDefault model's L1 overlap exponent fitted jointly on every development set: "
         f"{transfer.exponent:.2f}; each set predicted with the exponent fitted on the others:",
         format_transfer(transfer),
-        "\nThe project's second H200 run (fits/measurements/H200-new.csv), both models, "
-        "never fitted:",
+        "\nThe project's second and third H200 runs (fits/measurements: H200-new.csv; "
+        "H200-occupancy.csv, H200-lbm_sizes.csv, H200-drain.csv), both models, never fitted:",
         _format_checks(second),
         "\nFluidX3D D3Q19 (shared/data/lbm), both models as the machine files stand, and "
         "the measured bytes per cell over the stream copy plateau:",
