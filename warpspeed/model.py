@@ -25,7 +25,7 @@ from .timing import DEFAULT_MODEL, MODELS, SHARED_LIMITERS, check_tables, timing
 from .timing.atomics import warp_note
 from .timing.base import with_limiters
 from .timing.evidence import Evidence, evidence
-from .timing.hierarchy import architecture_notes, one_row_note, with_mall
+from .timing.hierarchy import architecture_notes, one_row_note, with_mall, x_fold_note
 from .timing.paper import LIMITERS
 from .volumes.capacity import CapacityFits, curves_for
 from .volumes.footprint import Footprint, footprints_of
@@ -361,6 +361,7 @@ def finish(
         partial_wave(launch.block, m),  # MODEL.md §15: whole wavefronts issued
         occupancy_note(launch, m, kernel.registers),  # MODEL.md §15: AMD registers
         one_row_note(kernel, m, launch.block, t.limiter),  # MODEL.md §10: RDNA
+        x_fold_note(kernel, t.limiter),  # MODEL.md §10: the third H200 run
         warp_note(kernel, m),  # MODEL.md §8: the code's warp reduction
     )
     notes = (architecture_notes(kernel, m) + spec.notes(kernel, m) + stage.notes

@@ -342,3 +342,17 @@ def test_small_blocks_of_a_copy_are_bound_by_launching_them():
     # a machine file without the figure (V100: no small-kernels table held back) has no limit
     v100 = ws.predict(k, "V100", (64, 1, 1))
     assert v100.terms["t_block_launch_ns"] == 0 and v100.limiter != "block launch"
+
+
+def test_a_dram_bound_thread_folded_along_x_carries_the_measured_blind_spot():
+    # MODEL.md §10: lbmpy's D3Q19 folded 2x1x1 ran 20-40 % slower than unfolded on the
+    # H200, which the model does not see; the prediction says so, folds along y do not
+    from stencils.copy3d import kernel as copy
+
+    def notes(fold):
+        p = ws.predict(copy(shape=(512, 256, 256), fold=fold), "H200", (128, 2, 1))
+        return p.limiter, [n for n in p.notes if "folded along x" in n]
+
+    limiter, found = notes((2, 1, 1))
+    assert limiter == "dram" and len(found) == 1 and "2x1x1" in found[0]
+    assert notes((1, 2, 1))[1] == [] and notes((1, 1, 1))[1] == []

@@ -89,6 +89,22 @@ def architecture_notes(kernel: Kernel, machine: Machine) -> tuple[str, ...]:
     return tuple(notes)
 
 
+def x_fold_note(kernel: Kernel, limiter: str) -> str | None:
+    """A measured blind spot, or None (MODEL.md §10, "What the third H200 run
+    shows"): a thread folded along x whose time the DRAM sets. On the H200,
+    lbmpy's D3Q19 folded 2x1x1 ran 20-40 % slower than unfolded in the same
+    blocks and moved 13-33 % more DRAM bytes than the model counts (each
+    warp access covers every other element of its sectors), while the
+    model predicts it as fast; the evidence is one kernel on one GPU, so the
+    prediction says so instead of ranking it apart."""
+    if kernel.fold[0] <= 1 or limiter != "dram":
+        return None
+    return (f"a thread folded along x ({'x'.join(map(str, kernel.fold))}) is a known blind "
+            "spot: on the H200, lbmpy's D3Q19 folded 2x1x1 ran 20-40 % slower than unfolded and "
+            "moved 13-33 % more DRAM bytes than counted here (MODEL.md §10); compare with the "
+            "unfolded kernel or a fold along y or z before choosing this one")
+
+
 def one_row_note(kernel: Kernel, machine: Machine, block: tuple[int, int, int],
                  limiter: str) -> str | None:
     """A measured blind spot, or None (MODEL.md §10, "RDNA's L0 and one-row
