@@ -49,6 +49,11 @@ The series, in the order the device script runs them:
   threads (where the block launch of MODEL.md §11 binds or not) and the
   7-point star folded along x, every row profiled.
 
+* ``streams``: copies of 1-19 arrays at once (``stencils/streams3d.py``),
+  double and float, in four block shapes (:data:`STREAMS`), every row
+  profiled: what many concurrent streams cost the H200's DRAM without a
+  lattice Boltzmann kernel's neighbour offsets and arithmetic.
+
 ``--list`` prints the series and their sizes without writing anything.
 Stencils without generated code (``lbm_fluidx3d``, ``convolution2d``: kernel
 descriptions written by hand) and the hand-written twin ``star3d_by_hand``
@@ -272,6 +277,19 @@ def heldout_plans(info: dict[str, str]) -> list[Plan]:
             for name, stencil, params, fold, blocks in HELDOUT]
 
 
+#: The streams series: arrays copied at once, precisions, domain and blocks.
+STREAMS = ((1, 2, 4, 8, 19), (64, 32), (512, 256, 256),
+           ((256, 1, 1), (64, 4, 1), (32, 8, 1), (16, 4, 4)))
+
+
+def stream_plans(info: dict[str, str]) -> list[Plan]:
+    """The streams series (module docstring)."""
+    counts, precisions, shape, blocks = STREAMS
+    return [plan_for("streams3d", {"fields": n, "precision": prec, "shape": shape}, F111,
+                     blocks=blocks, note=f"set streams_f{prec}", info=info)
+            for prec in precisions for n in counts]
+
+
 def probe_plans(info: dict[str, str]) -> list[Plan]:
     """The probe series (:data:`PROBE`): every block profiled."""
     return [plan_for(stencil, params, fold, blocks=blocks, note=f"set {name}", info=info)
@@ -280,7 +298,7 @@ def probe_plans(info: dict[str, str]) -> list[Plan]:
 
 SERIES = {"check": check_plans, "probe": probe_plans, "new": new_plans, "dev": dev_plans,
           "occupancy": occupancy_plans, "lbm_sizes": lbm_size_plans, "drain": drain_plans,
-          "heldout": heldout_plans}
+          "heldout": heldout_plans, "streams": stream_plans}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
