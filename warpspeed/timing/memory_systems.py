@@ -22,7 +22,12 @@ the machine file describes by its vendor, ``memory`` (GDDR or HBM) and ``ecc``:
   wide, 5.6 with 4 wide, at the same DRAM volume. The gap is HBM's, one
   constant for both vendors: fitted on the AMD rows of FluidX3D alone
   (3.81 ns), it predicts the H200 rows left out (their own fit: 4.2 ns; blocks
-  1 and 2 wide run slower still, MODEL.md §10).
+  1 and 2 wide run slower still, MODEL.md §10). Phenomenological on NVIDIA:
+  a copy of 19 arrays at once (``stencils/streams3d.py``, the D3Q19's streams
+  without its offsets and arithmetic) runs at the copy plateau in blocks 16
+  to 256 wide on the H200 (``fits/measurements/H200-streams.csv``), which
+  the term calls 0.60-0.89 of it: the D3Q19's loss is real but not its
+  streams' (MODEL.md §10).
 * **ECC on GDDR** (NVIDIA data-centre boards run with it on): GDDR has no
   spare bits, so the check bits live in the DRAM itself (1/16 of it on NVIDIA's
   GDDR6 boards: a 16 GB T4 offers 15 GB with ECC on) and take reads and

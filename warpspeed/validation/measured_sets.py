@@ -34,13 +34,15 @@ H200_SECOND_SETS = ("star_r2", "box3d", "star2d", "lbm_d3q19_f32", "allen_cahn",
 #: with shared memory they never touch), lbmpy's D3Q19 at other sizes and
 #: folds, copies in blocks of 64-1024 threads, and stars and the box in small
 #: blocks and x-folds predicted before they were measured
-#: (``fits/heldout_predictions.csv``).
+#: (``fits/heldout_predictions.csv``), and copies of 1-19 arrays at once
+#: (``fits/streams_predictions.csv``).
 H200_THIRD: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("H200-occupancy", ("occ_lbm_f64", "occ_lbm_f32", "occ_copy", "occ_box", "occ_star_r2")),
     ("H200-lbm_sizes", ("lbm_sizes_f64", "lbm_sizes_f32", "lbm_folds_f64", "lbm_folds_f32")),
     ("H200-drain", ("drain_copy",)),
     ("H200-heldout", ("heldout_small_r1", "heldout_small_r4", "heldout_small_box",
                       "heldout_xfold_r1")),
+    ("H200-streams", ("streams_f64", "streams_f32")),
 )
 #: The project's own measurement runs (``fits/measurements``, MODEL.md §9).
 RUNS_DIR = Path(__file__).resolve().parents[2] / "fits" / "measurements"
