@@ -54,6 +54,11 @@ The series, in the order the device script runs them:
   profiled: what many concurrent streams cost the H200's DRAM without a
   lattice Boltzmann kernel's neighbour offsets and arithmetic.
 
+* ``lbm_parts``: lbmpy's D3Q19 whole and in its halves (``kernel_type``:
+  the collision alone, in place; the pull streaming alone), double and
+  float, six blocks (:data:`LBM_PARTS`), every row profiled: which half
+  carries the loss the copy of 19 arrays does not show.
+
 ``--list`` prints the series and their sizes without writing anything.
 Stencils without generated code (``lbm_fluidx3d``, ``convolution2d``: kernel
 descriptions written by hand) and the hand-written twin ``star3d_by_hand``
@@ -290,6 +295,20 @@ def stream_plans(info: dict[str, str]) -> list[Plan]:
             for prec in precisions for n in counts]
 
 
+#: The lbm_parts series: kernel types, precisions and blocks of lbmpy's D3Q19 (256^3).
+LBM_PARTS = (("stream_pull_collide", "collide_only", "stream_pull_only"), (64, 32),
+             ((256, 1, 1), (128, 2, 1), (64, 4, 1), (32, 8, 1), (16, 4, 4), (8, 8, 4)))
+
+
+def lbm_part_plans(info: dict[str, str]) -> list[Plan]:
+    """The lbm_parts series (module docstring)."""
+    types, precisions, blocks = LBM_PARTS
+    return [plan_for("lbm_d3q19", {"kernel_type": kt, "precision": prec,
+                                   "shape": (256, 256, 256)}, F111,
+                     blocks=blocks, note=f"set lbm_parts_f{prec}", info=info)
+            for prec in precisions for kt in types]
+
+
 def probe_plans(info: dict[str, str]) -> list[Plan]:
     """The probe series (:data:`PROBE`): every block profiled."""
     return [plan_for(stencil, params, fold, blocks=blocks, note=f"set {name}", info=info)
@@ -298,7 +317,7 @@ def probe_plans(info: dict[str, str]) -> list[Plan]:
 
 SERIES = {"check": check_plans, "probe": probe_plans, "new": new_plans, "dev": dev_plans,
           "occupancy": occupancy_plans, "lbm_sizes": lbm_size_plans, "drain": drain_plans,
-          "heldout": heldout_plans, "streams": stream_plans}
+          "heldout": heldout_plans, "streams": stream_plans, "lbm_parts": lbm_part_plans}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
