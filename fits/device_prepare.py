@@ -59,6 +59,12 @@ The series, in the order the device script runs them:
   float, six blocks (:data:`LBM_PARTS`), every row profiled: which half
   carries the loss the copy of 19 arrays does not show.
 
+* ``shifts``: the copy of 19 arrays with each read shifted one cell
+  (``streams3d``'s ``shift``: none, along x, y or z, or as D3Q19's pull),
+  double and float, three blocks (:data:`SHIFTS`), every row profiled:
+  which of the pull streaming's offsets costs what (``lbm_parts``: the
+  streaming alone is as slow as the whole step).
+
 ``--list`` prints the series and their sizes without writing anything.
 Stencils without generated code (``lbm_fluidx3d``, ``convolution2d``: kernel
 descriptions written by hand) and the hand-written twin ``star3d_by_hand``
@@ -309,6 +315,19 @@ def lbm_part_plans(info: dict[str, str]) -> list[Plan]:
             for prec in precisions for kt in types]
 
 
+#: The shifts series: shifts, precisions and blocks of a 19-array copy (256^3).
+SHIFTS = (("none", "x", "y", "z", "d3q19"), (64, 32), ((256, 1, 1), (32, 8, 1), (16, 4, 4)))
+
+
+def shift_plans(info: dict[str, str]) -> list[Plan]:
+    """The shifts series (module docstring)."""
+    shifts, precisions, blocks = SHIFTS
+    return [plan_for("streams3d", {"fields": 19, "shift": sh, "precision": prec,
+                                   "shape": (256, 256, 256)}, F111,
+                     blocks=blocks, note=f"set shifts_f{prec}", info=info)
+            for prec in precisions for sh in shifts]
+
+
 def probe_plans(info: dict[str, str]) -> list[Plan]:
     """The probe series (:data:`PROBE`): every block profiled."""
     return [plan_for(stencil, params, fold, blocks=blocks, note=f"set {name}", info=info)
@@ -317,7 +336,8 @@ def probe_plans(info: dict[str, str]) -> list[Plan]:
 
 SERIES = {"check": check_plans, "probe": probe_plans, "new": new_plans, "dev": dev_plans,
           "occupancy": occupancy_plans, "lbm_sizes": lbm_size_plans, "drain": drain_plans,
-          "heldout": heldout_plans, "streams": stream_plans, "lbm_parts": lbm_part_plans}
+          "heldout": heldout_plans, "streams": stream_plans, "lbm_parts": lbm_part_plans,
+          "shifts": shift_plans}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
