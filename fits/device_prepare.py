@@ -65,6 +65,12 @@ The series, in the order the device script runs them:
   which of the pull streaming's offsets costs what (``lbm_parts``: the
   streaming alone is as slow as the whole step).
 
+* ``pitch``: the same with one ghost layer and no shift, a shift along x
+  or y, at 256 and 254 cells along x (rows of 258 and 256 elements: every
+  row off the 128 B lines, or none), and lbmpy's D3Q19 at both
+  (:data:`PITCH`), every row profiled: whether the shifts' cost is the
+  rows' misalignment.
+
 ``--list`` prints the series and their sizes without writing anything.
 Stencils without generated code (``lbm_fluidx3d``, ``convolution2d``: kernel
 descriptions written by hand) and the hand-written twin ``star3d_by_hand``
@@ -328,6 +334,24 @@ def shift_plans(info: dict[str, str]) -> list[Plan]:
             for prec in precisions for sh in shifts]
 
 
+#: The pitch series: interiors, shifts, precisions and blocks.
+PITCH = (((256, 256, 256), (254, 256, 256)), ("ghost", "x", "y"), (64, 32),
+         ((128, 2, 1), (32, 8, 1)))
+
+
+def pitch_plans(info: dict[str, str]) -> list[Plan]:
+    """The pitch series (module docstring)."""
+    shapes, shifts, precisions, blocks = PITCH
+    copies = [plan_for("streams3d", {"fields": 19, "shift": sh, "precision": prec,
+                                     "shape": shape}, F111,
+                       blocks=blocks, note=f"set pitch_f{prec}", info=info)
+              for prec in precisions for shape in shapes for sh in shifts]
+    lbm = [plan_for("lbm_d3q19", {"precision": prec, "shape": shape}, F111, blocks=blocks,
+                    note=f"set pitch_lbm_f{prec}", info=info)
+           for prec in precisions for shape in shapes]
+    return copies + lbm
+
+
 def probe_plans(info: dict[str, str]) -> list[Plan]:
     """The probe series (:data:`PROBE`): every block profiled."""
     return [plan_for(stencil, params, fold, blocks=blocks, note=f"set {name}", info=info)
@@ -337,7 +361,7 @@ def probe_plans(info: dict[str, str]) -> list[Plan]:
 SERIES = {"check": check_plans, "probe": probe_plans, "new": new_plans, "dev": dev_plans,
           "occupancy": occupancy_plans, "lbm_sizes": lbm_size_plans, "drain": drain_plans,
           "heldout": heldout_plans, "streams": stream_plans, "lbm_parts": lbm_part_plans,
-          "shifts": shift_plans}
+          "shifts": shift_plans, "pitch": pitch_plans}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

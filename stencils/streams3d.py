@@ -6,7 +6,8 @@ components each, layout ``fzyx`` (x contiguous, the component index
 slowest), double or float. A micro-benchmark of what many concurrent DRAM
 streams cost (MODEL.md §11, "Memory systems").
 
-``shift`` moves each array's read by one cell (one ghost layer then): ``"x"``
+``shift`` moves each array's read by one cell (one ghost layer then; ``"ghost"``:
+the ghost layer without a shift): ``"x"``
 (every read one element off its warp's lines), ``"y"`` or ``"z"`` (one row or
 plane over, aligned), ``"d3q19"`` (array ``i`` read from the neighbour
 against D3Q19 direction ``i``, as lbmpy's pull streaming reads it; at most
@@ -29,7 +30,8 @@ D3Q19 = ((0, 0, 0), (0, 1, 0), (0, -1, 0), (-1, 0, 0), (1, 0, 0), (0, 0, 1), (0,
          (-1, 1, 0), (1, 1, 0), (-1, -1, 0), (1, -1, 0), (0, 1, 1), (0, -1, 1), (-1, 0, 1),
          (1, 0, 1), (0, 1, -1), (0, -1, -1), (-1, 0, -1), (1, 0, -1))
 #: The read offset of array ``i`` for each ``shift``.
-SHIFTS = {"none": lambda i: (0, 0, 0), "x": lambda i: (1, 0, 0), "y": lambda i: (0, 1, 0),
+SHIFTS = {"none": lambda i: (0, 0, 0), "ghost": lambda i: (0, 0, 0),
+          "x": lambda i: (1, 0, 0), "y": lambda i: (0, 1, 0),
           "z": lambda i: (0, 0, 1), "d3q19": lambda i: tuple(-c for c in D3Q19[i])}
 
 
