@@ -25,7 +25,13 @@ from .timing import DEFAULT_MODEL, MODELS, SHARED_LIMITERS, check_tables, timing
 from .timing.atomics import warp_note
 from .timing.base import with_limiters
 from .timing.evidence import Evidence, evidence
-from .timing.hierarchy import architecture_notes, one_row_note, with_mall, x_fold_note
+from .timing.hierarchy import (
+    architecture_notes,
+    one_row_note,
+    row_pitch_note,
+    with_mall,
+    x_fold_note,
+)
 from .timing.paper import LIMITERS
 from .volumes.capacity import CapacityFits, curves_for
 from .volumes.footprint import Footprint, footprints_of
@@ -362,6 +368,7 @@ def finish(
         occupancy_note(launch, m, kernel.registers),  # MODEL.md §15: AMD registers
         one_row_note(kernel, m, launch.block, t.limiter),  # MODEL.md §10: RDNA
         x_fold_note(kernel, t.limiter),  # MODEL.md §10: the third H200 run
+        row_pitch_note(kernel, m, t.limiter, traits.dram_streams),  # likewise
         warp_note(kernel, m),  # MODEL.md §8: the code's warp reduction
     )
     notes = (architecture_notes(kernel, m) + spec.notes(kernel, m) + stage.notes

@@ -356,3 +356,21 @@ def test_a_dram_bound_thread_folded_along_x_carries_the_measured_blind_spot():
     limiter, found = notes((2, 1, 1))
     assert limiter == "dram" and len(found) == 1 and "2x1x1" in found[0]
     assert notes((1, 2, 1))[1] == [] and notes((1, 1, 1))[1] == []
+
+
+def test_many_streams_stored_in_rows_that_are_not_whole_lines_carry_the_blind_spot():
+    # MODEL.md §10: on the H200 rows of 258 elements (one ghost layer around 256) ran
+    # lbmpy's D3Q19 1.46x slower in float than rows of 256 (254 + 2); the prediction
+    # says so for many streams on NVIDIA's HBM, not for aligned rows or one stream
+    from stencils.streams3d import kernel as streams
+
+    def notes(fields, x, machine="H200"):
+        k = streams(fields=fields, shape=(x, 64, 64), shift="ghost", precision=32)
+        p = ws.predict(k, machine, (128, 2, 1))
+        return [n for n in p.notes if "not whole 128 B lines" in n]
+
+    (found,) = notes(19, 256)
+    assert "1032 B apart" in found  # 258 floats
+    assert notes(19, 254) == []  # 256 floats a row: whole lines
+    assert notes(1, 256) == []  # two streams: not measured
+    assert notes(19, 256, "A40") == []  # GDDR: not measured

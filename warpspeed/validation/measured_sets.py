@@ -34,8 +34,9 @@ H200_SECOND_SETS = ("star_r2", "box3d", "star2d", "lbm_d3q19_f32", "allen_cahn",
 #: with shared memory they never touch), lbmpy's D3Q19 at other sizes and
 #: folds, copies in blocks of 64-1024 threads, and stars and the box in small
 #: blocks and x-folds predicted before they were measured
-#: (``fits/heldout_predictions.csv``), and copies of 1-19 arrays at once
-#: (``fits/streams_predictions.csv``).
+#: (``fits/heldout_predictions.csv``), copies of 1-19 arrays at once, the
+#: D3Q19's halves, shifted copies and rows of whole lines or not (each with
+#: the model's predictions committed before the run, ``fits/*_predictions.csv``).
 H200_THIRD: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("H200-occupancy", ("occ_lbm_f64", "occ_lbm_f32", "occ_copy", "occ_box", "occ_star_r2")),
     ("H200-lbm_sizes", ("lbm_sizes_f64", "lbm_sizes_f32", "lbm_folds_f64", "lbm_folds_f32")),
@@ -43,6 +44,9 @@ H200_THIRD: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("H200-heldout", ("heldout_small_r1", "heldout_small_r4", "heldout_small_box",
                       "heldout_xfold_r1")),
     ("H200-streams", ("streams_f64", "streams_f32")),
+    ("H200-lbm_parts", ("lbm_parts_f64", "lbm_parts_f32")),
+    ("H200-shifts", ("shifts_f64", "shifts_f32")),
+    ("H200-pitch", ("pitch_f64", "pitch_f32", "pitch_lbm_f64", "pitch_lbm_f32")),
 )
 #: The project's own measurement runs (``fits/measurements``, MODEL.md §9).
 RUNS_DIR = Path(__file__).resolve().parents[2] / "fits" / "measurements"
