@@ -71,6 +71,12 @@ The series, in the order the device script runs them:
   (:data:`PITCH`), every row profiled: whether the shifts' cost is the
   rows' misalignment.
 
+* ``pitch2``: copies of 2, 8 and 19 arrays with one ghost layer and lbmpy's
+  D3Q19 at 250-256 cells along x (rows of 252-258 elements), both
+  precisions, blocks 128x2x1 (:data:`PITCH2`), every row profiled: how the
+  cost of rows that are not whole lines grows with the streams and the
+  row's offset, for a term of its own.
+
 ``--list`` prints the series and their sizes without writing anything.
 Stencils without generated code (``lbm_fluidx3d``, ``convolution2d``: kernel
 descriptions written by hand) and the hand-written twin ``star3d_by_hand``
@@ -352,6 +358,23 @@ def pitch_plans(info: dict[str, str]) -> list[Plan]:
     return copies + lbm
 
 
+#: The pitch2 series: arrays, cells along x, precisions, the block.
+PITCH2 = ((2, 8, 19), (250, 252, 254, 256), (64, 32), (128, 2, 1))
+
+
+def pitch2_plans(info: dict[str, str]) -> list[Plan]:
+    """The pitch2 series (module docstring)."""
+    counts, widths, precisions, block = PITCH2
+    copies = [plan_for("streams3d", {"fields": n, "shift": "ghost", "precision": prec,
+                                     "shape": (x, 256, 256)}, F111, blocks=(block,),
+                       note=f"set pitch2_f{prec}", info=info)
+              for prec in precisions for n in counts for x in widths]
+    lbm = [plan_for("lbm_d3q19", {"precision": prec, "shape": (x, 256, 256)}, F111,
+                    blocks=(block,), note=f"set pitch2_lbm_f{prec}", info=info)
+           for prec in precisions for x in widths[:2]]
+    return copies + lbm
+
+
 def probe_plans(info: dict[str, str]) -> list[Plan]:
     """The probe series (:data:`PROBE`): every block profiled."""
     return [plan_for(stencil, params, fold, blocks=blocks, note=f"set {name}", info=info)
@@ -361,7 +384,7 @@ def probe_plans(info: dict[str, str]) -> list[Plan]:
 SERIES = {"check": check_plans, "probe": probe_plans, "new": new_plans, "dev": dev_plans,
           "occupancy": occupancy_plans, "lbm_sizes": lbm_size_plans, "drain": drain_plans,
           "heldout": heldout_plans, "streams": stream_plans, "lbm_parts": lbm_part_plans,
-          "shifts": shift_plans, "pitch": pitch_plans}
+          "shifts": shift_plans, "pitch": pitch_plans, "pitch2": pitch2_plans}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
