@@ -296,8 +296,7 @@ HELDOUT: tuple[tuple[str, str, dict[str, Any], tuple[int, int, int],
 
 def heldout_plans(info: dict[str, str]) -> list[Plan]:
     """The heldout series (:data:`HELDOUT`): every block profiled."""
-    return [plan_for(stencil, params, fold, blocks=blocks, note=f"set {name}", info=info)
-            for name, stencil, params, fold, blocks in HELDOUT]
+    return listed_plans(HELDOUT, info)
 
 
 #: The streams series: arrays copied at once, precisions, domain and blocks.
@@ -375,10 +374,18 @@ def pitch2_plans(info: dict[str, str]) -> list[Plan]:
     return copies + lbm
 
 
+def listed_plans(series: Sequence[tuple[str, str, dict[str, Any], tuple[int, int, int],
+                                         tuple[tuple[int, int, int], ...]]],
+                 info: dict[str, str]) -> list[Plan]:
+    """The plans of a series listed as (set name, stencil, parameters, fold,
+    blocks), one per entry."""
+    return [plan_for(stencil, params, fold, blocks=blocks, note=f"set {name}", info=info)
+            for name, stencil, params, fold, blocks in series]
+
+
 def probe_plans(info: dict[str, str]) -> list[Plan]:
     """The probe series (:data:`PROBE`): every block profiled."""
-    return [plan_for(stencil, params, fold, blocks=blocks, note=f"set {name}", info=info)
-            for name, stencil, params, fold, blocks in PROBE]
+    return listed_plans(PROBE, info)
 
 
 SERIES = {"check": check_plans, "probe": probe_plans, "new": new_plans, "dev": dev_plans,

@@ -16,3 +16,10 @@ def check_shape(shape: Sequence[int] | int, dims: int) -> tuple[int, ...]:
     if len(s) != dims or any(v < 1 for v in s):
         raise ws.KernelError(f"shape must be {dims} positive integers, got {shape!r}")
     return s
+
+
+def check_precision(precision: int) -> str:
+    """The NumPy dtype of ``precision`` bits (32: float, 64: double)."""
+    if precision not in (32, 64):
+        raise ws.KernelError(f"precision must be 32 or 64 (bits), got {precision!r}")
+    return f"float{precision}"

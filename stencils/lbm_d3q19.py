@@ -17,7 +17,7 @@ import sympy as sp
 
 import warpspeed as ws
 
-from ._checks import check_shape
+from ._checks import check_precision, check_shape
 from ._common import build, field, require_lbmpy
 
 #: lbmpy's kernel types this module generates: the whole step, and its two
@@ -52,12 +52,10 @@ def generate(
 ) -> tuple[ws.Kernel, Any]:
     """``(warpspeed kernel, pystencils kernel)``; see :func:`kernel`."""
     s = check_shape(shape, 3)
-    if precision not in (32, 64):
-        raise ws.KernelError(f"precision must be 32 or 64 (bits), got {precision!r}")
+    dtype = check_precision(precision)
     if kernel_type not in KERNEL_TYPES:
         raise ws.KernelError(f"kernel_type must be one of {sorted(KERNEL_TYPES)}, "
                              f"got {kernel_type!r}")
-    dtype = f"float{precision}"
     pdfs, pdfs_tmp = field("pdfs", s, 1, 19, dtype), field("pdfs_tmp", s, 1, 19, dtype)
     name = "lbm_d3q19" + KERNEL_TYPES[kernel_type] + ("" if precision == 64 else "_f32")
     # the collision alone updates pdfs in place: pdfs_tmp is not accessed

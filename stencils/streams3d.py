@@ -22,7 +22,7 @@ import pystencils as ps
 
 import warpspeed as ws
 
-from ._checks import check_shape
+from ._checks import check_precision, check_shape
 from ._common import build, field
 
 #: D3Q19's directions in lbmpy's order (rest, the six faces, the twelve edges).
@@ -48,12 +48,10 @@ def generate(
     s = check_shape(shape, 3)
     if isinstance(fields, bool) or not isinstance(fields, int) or not 1 <= fields <= 64:
         raise ws.KernelError(f"fields must be a whole number from 1 to 64, got {fields!r}")
-    if precision not in (32, 64):
-        raise ws.KernelError(f"precision must be 32 or 64 (bits), got {precision!r}")
+    dtype = check_precision(precision)
     if shift not in SHIFTS or (shift == "d3q19" and fields > len(D3Q19)):
         raise ws.KernelError(f"shift must be one of {sorted(SHIFTS)} (d3q19: at most 19 "
                              f"fields), got {shift!r} with {fields} fields")
-    dtype = f"float{precision}"
     ghost = 0 if shift == "none" else 1
     src, dst = field("src", s, ghost, fields, dtype), field("dst", s, ghost, fields, dtype)
     asm = [ps.Assignment(dst.center(i), src[SHIFTS[shift](i)](i)) for i in range(fields)]

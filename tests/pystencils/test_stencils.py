@@ -103,6 +103,23 @@ def test_lbm_stores_19_doubles_per_update_up_to_partial_sectors(lbm):
     assert 19 * 8 <= p.volumes.dram_store <= 19 * 8 * 9 / 8
 
 
+@pytest.mark.parametrize("module, kwargs, match", [
+    ("streams3d", {"fields": 0}, "fields must be a whole number from 1 to 64, got 0"),
+    ("streams3d", {"fields": True}, "fields must be a whole number"),
+    ("streams3d", {"precision": 16}, r"precision must be 32 or 64 \(bits\), got 16"),
+    ("streams3d", {"shift": "w"}, "shift must be one of .* got 'w'"),
+    ("streams3d", {"fields": 20, "shift": "d3q19"}, "d3q19: at most 19 fields"),
+    ("lbm_d3q19", {"precision": 16}, r"precision must be 32 or 64 \(bits\), got 16"),
+    ("lbm_d3q19", {"kernel_type": "push"}, "kernel_type must be one of .* got 'push'"),
+])
+def test_the_stream_and_lbm_variants_refuse_bad_parameters_by_name(module, kwargs, match):
+    # checked before anything is generated: no lbmpy rule is derived for these
+    import importlib
+
+    with pytest.raises(ws.KernelError, match=match):
+        importlib.import_module(f"stencils.{module}").kernel(shape=(8, 8, 8), **kwargs)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"radius": 0}, "radius must be at least 1"),
     ({"shape": (8, 8)}, "shape must be 3 positive integers"),

@@ -182,10 +182,12 @@ def overlap(core: float, memory: float, p: float) -> float:
     return worst * ((core / worst) ** p + (memory / worst) ** p) ** (1.0 / p)
 
 
-def update_time(t_fp: float, t_l1: float, memory: float, p_fp: float, p_l1: float) -> float:
+def update_time(t_fp: float, t_l1: float, memory: float, p_fp: float, p_l1: float,
+                t_blocks: float = 0.0) -> float:
     """Time per update: FP and L1 work each overlapping with the memory
-    stream, the larger of the two (module docstring, "Overlap")."""
-    return max(overlap(t_fp, memory, p_fp), overlap(t_l1, memory, p_l1))
+    stream, the larger of the two (module docstring, "Overlap"), and at
+    least the launch of the blocks, ``t_blocks`` (:func:`block_launch_time`)."""
+    return max(overlap(t_fp, memory, p_fp), overlap(t_l1, memory, p_l1), t_blocks)
 
 
 def kernel_time_ns(t_update: float, lups: float, n_waves: float, chain_ns: float,
@@ -273,9 +275,8 @@ def glups_from_terms(terms: Mapping[str, float], l1_exponent: float | None = Non
     so that fitting the exponent needs no new prediction
     (:mod:`warpspeed.timing.kernel_fit`)."""
     p_l1 = terms["l1_overlap_exponent"] if l1_exponent is None else l1_exponent
-    t_update = max(update_time(terms["t_fp_ns"], terms["t_l1_ns"], terms["t_memory_ns"],
-                               terms["fp_overlap_exponent"], p_l1),
-                   terms.get("t_block_launch_ns", 0.0))
+    t_update = update_time(terms["t_fp_ns"], terms["t_l1_ns"], terms["t_memory_ns"],
+                           terms["fp_overlap_exponent"], p_l1, terms.get("t_block_launch_ns", 0.0))
     updates = terms["updates"]
     total = kernel_time_ns(t_update, updates, terms["waves"], 1000.0 * terms["block_chain_us"],
                            1000.0 * terms["launch_us"])
@@ -337,7 +338,7 @@ def predict_time(
     p_fp, p_l1 = float(p.fp_overlap_exponent), float(p.overlap_exponent)
     total_lups = math.prod(kernel.domain) * lups
     t_blocks = block_launch_time(m, launch, total_lups)
-    t_update = max(update_time(t_fp, t_l1, memory, p_fp, p_l1), t_blocks)
+    t_update = update_time(t_fp, t_l1, memory, p_fp, p_l1, t_blocks)
     worst = max(times.values())
 
     n_waves = waves(launch)
