@@ -199,7 +199,8 @@ def lbm_log_error(rows: Sequence[Row], m: Machine, activate_ns: float) -> float:
     for r in rows:
         v = r.p.volumes
         a = r.p.traits
-        e = stream_efficiency(a.dram_streams, m, a.dram_access_bytes, c, run_bytes=a.dram_run_bytes)
+        e = stream_efficiency(a.dram_streams, m, a.dram_access_bytes, c, run_bytes=a.dram_run_bytes,
+                              split_share=a.dram_split_share)
         err += math.log(glups_with_efficiency(r.p.terms, m, v, e) / r.m.glups) ** 2
     return err / len(rows)
 

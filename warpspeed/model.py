@@ -28,7 +28,6 @@ from .timing.evidence import Evidence, evidence
 from .timing.hierarchy import (
     architecture_notes,
     one_row_note,
-    row_pitch_note,
     with_mall,
     x_fold_note,
 )
@@ -367,8 +366,7 @@ def finish(
         partial_wave(launch.block, m),  # MODEL.md §15: whole wavefronts issued
         occupancy_note(launch, m, kernel.registers),  # MODEL.md §15: AMD registers
         one_row_note(kernel, m, launch.block, t.limiter),  # MODEL.md §10: RDNA
-        x_fold_note(kernel, t.limiter),  # MODEL.md §10: the third H200 run
-        row_pitch_note(kernel, m, t.limiter, traits.dram_streams),  # likewise
+        x_fold_note(kernel, m, t.limiter),  # MODEL.md §10: the third H200 run
         warp_note(kernel, m),  # MODEL.md §8: the code's warp reduction
     )
     notes = (architecture_notes(kernel, m) + spec.notes(kernel, m) + stage.notes

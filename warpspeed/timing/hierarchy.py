@@ -90,50 +90,23 @@ def architecture_notes(kernel: Kernel, machine: Machine) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def x_fold_note(kernel: Kernel, limiter: str) -> str | None:
+def x_fold_note(kernel: Kernel, machine: Machine, limiter: str) -> str | None:
     """A measured blind spot, or None (MODEL.md §10, "What the third H200 run
-    shows"): a thread folded along x whose time the DRAM sets. On the H200,
-    lbmpy's D3Q19 folded 2x1x1 ran 20-40 % slower than unfolded in the same
-    blocks and moved 13-33 % more DRAM bytes than the model counts (each
-    warp access covers every other element of its sectors), while the
-    model predicts it as fast; the evidence is one kernel on one GPU, so the
+    shows"): a thread folded along x whose time the DRAM sets, on a memory
+    system that does not charge split stores. On the H200, lbmpy's D3Q19
+    folded 2x1x1 ran 20-40 % slower than unfolded in the same blocks (each
+    warp store covers every other element of its sectors); NVIDIA's HBM
+    charges those split store sectors as row visits (MODEL.md §11, "Memory
+    systems"), other memory systems have no measurement of it, so the
     prediction says so instead of ranking it apart."""
-    if kernel.fold[0] <= 1 or limiter != "dram":
+    kind = memory_system(machine)
+    if kernel.fold[0] <= 1 or limiter != "dram" or (kind is not None and kind.block_runs):
         return None
     return (f"a thread folded along x ({'x'.join(map(str, kernel.fold))}) is a known blind "
-            "spot: on the H200, lbmpy's D3Q19 folded 2x1x1 ran 20-40 % slower than unfolded and "
-            "moved 13-33 % more DRAM bytes than counted here (MODEL.md §10); compare with the "
-            "unfolded kernel or a fold along y or z before choosing this one")
-
-
-#: The stream count from which the H200's measurements show the cost of rows
-#: that are not whole lines (lbmpy's D3Q19 and a copy of 19 arrays: 38 streams).
-PITCH_STREAMS = 16
-
-
-def row_pitch_note(kernel: Kernel, machine: Machine, limiter: str,
-                   streams: float) -> str | None:
-    """A measured blind spot, or None (MODEL.md §10, "What the third H200 run
-    shows"): a DRAM-bound kernel of many streams on NVIDIA's HBM whose stored
-    rows are not whole 128 B lines (ghost layers: 258 elements a row), so that
-    each warp's stores straddle lines. On the H200, lbmpy's D3Q19 ran 1.46x
-    (float) and 1.06x (double) slower with rows of 258 elements than of 256,
-    and a copy of 19 arrays likewise; the model counts the same bytes for
-    both. The evidence is two kernels on one GPU, so the prediction says so
-    instead of charging it."""
-    kind = memory_system(machine)  # NVIDIA's HBM: the kind whose row visits are block runs
-    if limiter != "dram" or streams < PITCH_STREAMS or kind is None or not kind.block_runs:
-        return None
-    pitches = sorted({a.field.strides[1] * a.field.itemsize for a in kernel.stores
-                      if len(a.field.strides) > 1} - {0})
-    odd = [p for p in pitches if p % machine.l1_line_bytes]
-    if not odd:
-        return None
-    return (f"the stored rows are {odd[0]} B apart, not whole {machine.l1_line_bytes} B lines, "
-            "so each warp's stores straddle lines: a known blind spot on NVIDIA's HBM (the "
-            "H200 ran lbmpy's D3Q19 1.46x slower in float and 1.06x in double with rows of 258 "
-            "elements than of 256, MODEL.md §10); pad the rows to a multiple of "
-            f"{machine.l1_line_bytes} B if you can")
+            "spot: on the H200, lbmpy's D3Q19 folded 2x1x1 ran 20-40 % slower than unfolded "
+            "(its warps' stores write every other element of their sectors), which only "
+            "NVIDIA's HBM charges here (MODEL.md §10, §11); compare with the unfolded kernel or "
+            "a fold along y or z before choosing this one")
 
 
 def one_row_note(kernel: Kernel, machine: Machine, block: tuple[int, int, int],

@@ -307,7 +307,8 @@ def predict_time(
     docstring)."""
     p = require(m)
     efficiency = stream_efficiency(traits.dram_streams, m, traits.dram_access_bytes,
-                                   run_bytes=traits.dram_run_bytes)
+                                   run_bytes=traits.dram_run_bytes,
+                                   split_share=traits.dram_split_share)
     mem = memory_params(m, efficiency)
     lups = kernel.lups_per_thread
     drain = block_drain(kernel, launch, m.warp_size)
@@ -362,6 +363,7 @@ def predict_time(
         "dram_streams": traits.dram_streams,
         "dram_stream_efficiency": efficiency,
         "dram_run_bytes": traits.dram_run_bytes,
+        "dram_split_share": traits.dram_split_share,
         "dram_bytes_in_flight": dram_flight,
         "block_drain": drain,
         "l2_bandwidth_achieved": l2_bw,

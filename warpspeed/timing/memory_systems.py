@@ -22,12 +22,16 @@ the machine file describes by its vendor, ``memory`` (GDDR or HBM) and ``ecc``:
   wide, 5.6 with 4 wide, at the same DRAM volume. The gap is HBM's, one
   constant for both vendors: fitted on the AMD rows of FluidX3D alone
   (3.81 ns), it predicts the H200 rows left out (their own fit: 4.2 ns; blocks
-  1 and 2 wide run slower still, MODEL.md §10). Phenomenological on NVIDIA:
-  a copy of 19 arrays at once (``stencils/streams3d.py``, the D3Q19's streams
-  without its offsets and arithmetic) runs at the copy plateau in blocks 16
-  to 256 wide on the H200 (``fits/measurements/H200-streams.csv``), which
-  the term calls 0.60-0.89 of it: the D3Q19's loss is real but not its
-  streams' (MODEL.md §10).
+  1 and 2 wide run slower still, MODEL.md §10). A store sector that a warp
+  instruction writes in part (rows of 258 elements: a float warp's 128 B
+  straddle two lines) is a visit of its own, unless it is the sector the
+  block's run begins with (:func:`visits_per_byte`; no constant fitted): the
+  H200's D3Q19 and copies of 19 arrays ran 1.2-1.6x slower with such rows
+  (``fits/measurements/H200-pitch.csv``). Phenomenological in part: a copy
+  of 19 arrays in rows of whole lines (``stencils/streams3d.py``) runs at the
+  copy plateau in blocks 16 to 256 wide on the H200
+  (``fits/measurements/H200-streams.csv``), which the term calls 0.60-0.89
+  of it (MODEL.md §10).
 * **ECC on GDDR** (NVIDIA data-centre boards run with it on): GDDR has no
   spare bits, so the check bits live in the DRAM itself (1/16 of it on NVIDIA's
   GDDR6 boards: a 16 GB T4 offers 15 GB with ECC on) and take reads and
@@ -80,6 +84,8 @@ from .latency_parameters import given
 #: four bank groups per channel; HBM2 channels have 8 to 48 banks by die density and
 #: stack height, 16 on the common 8 Gb dies).
 DRAM_BANKS = 16
+#: Bytes of one L2 sector, the DRAM's unit of transfer on NVIDIA GPUs.
+SECTOR_BYTES = 32.0
 
 
 @dataclass(frozen=True)
@@ -185,12 +191,33 @@ def visit_bytes(kind: MemorySystem, warp_size: int, access_bytes: float,
     return run_bytes if kind.block_runs and run_bytes > 0 else wave
 
 
+def visits_per_byte(kind: MemorySystem, visit: float, split_share: float = 0.0) -> float:
+    """Row visits per DRAM byte (module docstring): one per ``visit`` bytes
+    (:func:`visit_bytes`); on NVIDIA's HBM a store sector that a warp
+    instruction writes in part (``split_share``: such sectors' bytes over the
+    DRAM bytes, :attr:`warpspeed.volumes.levels.AccessTraits.dram_split_share`)
+    is a visit of its own unless it is the sector its block's run begins with,
+    which the run's own visit writes (share ``SECTOR / visit`` of a run's
+    sectors: split sectors taken as spread evenly over the run); and a run
+    makes at most one visit per sector (:data:`SECTOR_BYTES`). No constant is
+    fitted. 0 without a visit size."""
+    if visit <= 0:
+        return 0.0
+    runs = 1.0 / visit
+    if not kind.block_runs or split_share <= 0:
+        return runs
+    split = split_share / SECTOR_BYTES * max(0.0, 1.0 - SECTOR_BYTES / visit)
+    return min(runs + split, max(runs, 1.0 / SECTOR_BYTES))
+
+
 def stream_efficiency(streams: float, m: Machine, access_bytes: float,
-                      c: Constants = FITTED, run_bytes: float = 0.0) -> float:
+                      c: Constants = FITTED, run_bytes: float = 0.0,
+                      split_share: float = 0.0) -> float:
     """The share of ``m``'s stream plateaus a kernel of ``streams`` concurrent
     streams, moving ``access_bytes`` per thread and access and ``run_bytes``
-    per block's row visit, reaches (module docstring), with the memory
-    systems' constants ``c``."""
+    per block's row visit, with ``split_share`` of its DRAM bytes in store
+    sectors that warps write in part (:func:`visits_per_byte`), reaches
+    (module docstring), with the memory systems' constants ``c``."""
     kind = memory_system(m, c)
     fraction = given(m).get("dram_scattered_fraction")
     if kind is None:
@@ -198,10 +225,10 @@ def stream_efficiency(streams: float, m: Machine, access_bytes: float,
     e = scattered_efficiency(streams, fraction) if kind.scattered else 1.0
     b = visit_bytes(kind, m.warp_size, access_bytes, run_bytes)
     gap = access_gap_bytes(m, kind)
-    extra = kind.per_byte + (gap / b if b > 0 else 0.0)
+    extra = kind.per_byte + gap * visits_per_byte(kind, b, split_share)
     return e / (1.0 + conflicts(streams) * extra)
 
 
 __all__ = ["DEFAULT_PIN_GBPS", "DRAM_BANKS", "FITTED", "Constants", "MemorySystem",
-           "access_gap_bytes", "conflicts", "kinds", "memory_system", "scattered_efficiency",
-           "stream_efficiency", "visit_bytes"]
+           "SECTOR_BYTES", "access_gap_bytes", "conflicts", "kinds", "memory_system",
+           "scattered_efficiency", "stream_efficiency", "visit_bytes", "visits_per_byte"]

@@ -74,7 +74,7 @@ class GpuRows:
             assert value is not None  # given with its name
             c = replace(FITTED, **{name: float(value)})
             e = stream_efficiency(a.dram_streams, self.machine, a.dram_access_bytes, c,
-                                  run_bytes=a.dram_run_bytes)
+                                  run_bytes=a.dram_run_bytes, split_share=a.dram_split_share)
             out.append(glups_with_efficiency(p.terms, self.machine, p.volumes, e) / meas)
         return np.array(out)
 

@@ -61,6 +61,11 @@ class AccessTraits:
     #: bytes of the distinct 128 B lines a block loads over the bytes of its
     #: distinct sectors: 1 for whole lines, 4 for one sector per line (MODEL.md §11)
     l2_line_ratio: float = 1.0
+    #: store sectors that warp instructions write in part: each instruction's
+    #: store sectors beyond the wave's stored sectors (``L2Store - memStoreV1``,
+    #: bytes per update) over the DRAM bytes per update (MODEL.md §11 "Memory
+    #: systems": each such sector a row visit of its own on NVIDIA's HBM)
+    dram_split_share: float = 0.0
 
 
 def access_traits(footprint: Footprint, volumes: Volumes, block_lups: float) -> AccessTraits:
@@ -70,6 +75,8 @@ def access_traits(footprint: Footprint, volumes: Volumes, block_lups: float) -> 
     the lattice updates of one block, for its lines per sector."""
     streams = footprint.streams
     sector_bytes = footprint.l2_load_v1 * block_lups
+    dram_bytes = volumes.dram_load + volumes.dram_store
+    split = max(0.0, footprint.l2_store - volumes.dram_store_v1)
     return AccessTraits(
         dram_streams=streams.dram_streams(volumes.dram_load, volumes.dram_store),
         dram_access_bytes=streams.access_bytes,
@@ -77,6 +84,7 @@ def access_traits(footprint: Footprint, volumes: Volumes, block_lups: float) -> 
         loads_per_lup=footprint.loads_per_lup,
         l2_line_ratio=(max(1.0, footprint.alloc_per_block / sector_bytes)
                        if sector_bytes > 0 else 1.0),
+        dram_split_share=split / dram_bytes if dram_bytes > 0 else 0.0,
     )
 
 
