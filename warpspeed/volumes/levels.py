@@ -147,7 +147,9 @@ def level_volumes(
     partial = fp.l2_store_v1 if merged_stores else fp.l2_store
     store_evicts = max(0.0, partial - store_v1) * s_frac
     load_evicts = (l2_load - load_v2) * m2
-    rereads = (l2_load - fp.l2_load_v1) * m2 if reread_evicts else 0.0
+    # a re-read's reuse distance is at most what all L1s fetch meanwhile
+    o_reread = min(o2, m.sms * m.l1_bytes / m.l2_bytes)
+    rereads = (l2_load - fp.l2_load_v1) * curves.m2(o_reread) if reread_evicts else 0.0
     # memLoadV4's evictions already hold the re-reads; never below memLoadV3.
     # The paper's V4 stays exactly V3 + loadEvicts (MODEL.md §6).
     v4_evicts = max(load_evicts, rereads) if reread_evicts else load_evicts
