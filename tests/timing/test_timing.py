@@ -404,3 +404,7 @@ def test_many_streams_stored_in_rows_that_are_not_whole_lines_pay_their_split_st
     assert 1.1 < whole / split < 1.35
     assert glups(1, 254)[0] / glups(1, 256)[0] == pytest.approx(1.0, abs=0.03)
     assert glups(19, 254, "A40")[0] / glups(19, 256, "A40")[0] == pytest.approx(1.0, abs=0.03)
+    # the terms (and `warpspeed explain`) show the share only where it is charged
+    k = streams(fields=19, shape=(256, 64, 64), shift="ghost", precision=32)
+    assert ws.predict(k, "H200", (128, 2, 1)).terms["dram_split_share"] == pytest.approx(s_split)
+    assert ws.predict(k, "A40", (128, 2, 1)).terms["dram_split_share"] == 0

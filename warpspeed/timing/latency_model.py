@@ -90,6 +90,10 @@ class Latency(Timing):
             f"with {t['dram_bytes_in_flight'] / 2**20:.1f} MiB in flight"
             + (f", {t['dram_streams']:.0f} concurrent streams: x{t['dram_stream_efficiency']:.2f} "
                "of the stream plateaus (MODEL.md §11)"
+               + (f", {100 * t['dram_split_share']:.0f} % of the DRAM bytes in store sectors "
+                  "that warps write in part, each a row visit of its own (rows that are no "
+                  "whole number of lines: pad them)" if t.get("dram_split_share", 0.0) >= 0.005
+                  else "")
                if t.get("dram_stream_efficiency", 1.0) < 0.995 else "")
             + (f"; the L2 serves whole 128 B lines: this block's misses use "
                f"{4 / t['l2_line_ratio']:.1f} of 4 sectors each, x{t['l2_line_ratio']:.2f} the "

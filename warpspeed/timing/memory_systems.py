@@ -192,7 +192,7 @@ def visit_bytes(kind: MemorySystem, warp_size: int, access_bytes: float,
 
 
 def visits_per_byte(kind: MemorySystem, visit: float, split_share: float = 0.0) -> float:
-    """Row visits per DRAM byte (module docstring): one per ``visit`` bytes
+    """Row visits per DRAM byte (MODEL.md §11, "Memory systems"): one per ``visit`` bytes
     (:func:`visit_bytes`); on NVIDIA's HBM a store sector that a warp
     instruction writes in part (``split_share``: such sectors' bytes over the
     DRAM bytes, :attr:`warpspeed.volumes.levels.AccessTraits.dram_split_share`)
