@@ -77,6 +77,13 @@ The series, in the order the device script runs them:
   cost of rows that are not whole lines grows with the streams and the
   row's offset, for a term of its own.
 
+* ``r4probe``: the radius-4 star folded 1x4x1 in the blocks the model ranks
+  first (DRAM-bound, predicted 1.1x fast) and the ones measured fastest
+  (16 wide and deep, predicted L2-bound at 0.85), and three unfolded
+  (:data:`R4PROBE`), every row profiled: whether the pick's error is the
+  DRAM volume of the folded blocks or the L2's whole-line charge of 16-wide
+  ones (MODEL.md §10; ``fits/data/h200`` has no counters for these rows).
+
 ``--list`` prints the series and their sizes without writing anything.
 Stencils without generated code (``lbm_fluidx3d``, ``convolution2d``: kernel
 descriptions written by hand) and the hand-written twin ``star3d_by_hand``
@@ -294,6 +301,22 @@ HELDOUT: tuple[tuple[str, str, dict[str, Any], tuple[int, int, int],
 )
 
 
+#: The r4probe series (module docstring): set, stencil, parameters, fold, blocks.
+R4PROBE: tuple[tuple[str, str, dict[str, Any], tuple[int, int, int],
+                     tuple[tuple[int, int, int], ...]], ...] = (
+    ("r4probe_fold", "star3d", {"radius": 4, "shape": (640, 512, 512)}, (1, 4, 1),
+     ((16, 1, 32), (16, 1, 16), (64, 1, 16), (32, 2, 16), (16, 4, 16), (32, 1, 32), (32, 8, 4),
+      (256, 1, 1))),
+    ("r4probe_flat", "star3d", {"radius": 4, "shape": (640, 512, 512)}, F111,
+     ((16, 1, 32), (64, 1, 16), (32, 8, 4))),
+)
+
+
+def r4probe_plans(info: dict[str, str]) -> list[Plan]:
+    """The r4probe series (:data:`R4PROBE`): every block profiled."""
+    return listed_plans(R4PROBE, info)
+
+
 def heldout_plans(info: dict[str, str]) -> list[Plan]:
     """The heldout series (:data:`HELDOUT`): every block profiled."""
     return listed_plans(HELDOUT, info)
@@ -391,7 +414,8 @@ def probe_plans(info: dict[str, str]) -> list[Plan]:
 SERIES = {"check": check_plans, "probe": probe_plans, "new": new_plans, "dev": dev_plans,
           "occupancy": occupancy_plans, "lbm_sizes": lbm_size_plans, "drain": drain_plans,
           "heldout": heldout_plans, "streams": stream_plans, "lbm_parts": lbm_part_plans,
-          "shifts": shift_plans, "pitch": pitch_plans, "pitch2": pitch2_plans}
+          "shifts": shift_plans, "pitch": pitch_plans, "pitch2": pitch2_plans,
+          "r4probe": r4probe_plans}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
