@@ -1,16 +1,19 @@
-"""The block drain's spread from the achieved occupancy of the project's two
-H200 runs (``python fits/block_drain.py``; MODEL.md §11 "Block drain",
+"""The block drain's stagger from the drain run's copies at equal resident
+threads (``python fits/block_drain.py``; MODEL.md §11 "Block drain",
 :func:`warpspeed.timing.latency.drain_share`).
 
-Every row of ``fits/data/h200`` and ``fits/measurements/H200-new.csv`` that
-has Nsight Compute's achieved occupancy (``sm__warps_active``) and runs at
-least two full waves gives achieved over theoretical occupancy, the
-theoretical one by the model's launch with the row's own register count.
-The law ``(1 + k) / (1 + k H_W)`` for blocks of ``W`` warps is fitted to them
-by least squares; the script prints ``k`` (the model's
-:data:`~warpspeed.timing.latency.DRAIN_SPREAD`) and the law beside the
-counters per block size. With ``--effect`` it also prints the default
-model's table of ``fits/h200_timing.py`` with and without the drain.
+The drain run (``fits/measurements/H200-drain.csv``) timed a copy in blocks
+of 128 to 1024 threads padded with shared memory to 1024 resident threads
+per SM: the same resident threads, so what each block size's bytes in flight
+are worth. The stagger ``a`` of the law ``1 / (1 + a (W - 1))`` for blocks of
+``W`` warps is the one at which the model's predictions over measured of
+these rows agree with the 256-thread block's (least squares of the logs of
+their ratios to it); the script prints it beside the model's
+:data:`~warpspeed.timing.latency.DRAIN_STAGGER`. As a check it prints the
+law beside Nsight Compute's achieved over theoretical occupancy of both H200
+runs per block size (rows of at least two full waves). With ``--effect`` it
+also prints the default model's table of ``fits/h200_timing.py`` with and
+without the drain.
 
 Not a test: it predicts every counter row (a minute on two cores).
 """
@@ -36,9 +39,41 @@ from warpspeed.timing import latency  # noqa: E402
 from warpspeed.validation.measured_sets import H200_SECOND, RUNS_DIR  # noqa: E402
 from warpspeed.volumes.launch import make_launch  # noqa: E402
 
-#: Rows with fewer full waves than this are left out: a partial wave's
-#: occupancy falls for another reason (its blocks end without successors).
+#: Rows with fewer full waves than this are left out of the occupancy check: a
+#: partial wave's occupancy falls for another reason (its blocks end without
+#: successors).
 MIN_WAVES = 2.0
+#: The smallest padded block of the fit: blocks of 64 threads are bound by
+#: their launch (MODEL.md §11, "Block launch").
+MIN_THREADS = 128
+
+
+def padded_rows() -> list[Measurement]:
+    """The drain run's copies at equal resident threads (padded), blocks of
+    :data:`MIN_THREADS` threads or more."""
+    rows = read_csv(RUNS_DIR / "H200-drain.csv")
+    return [r for r in rows if "shared_pad" in r.params and math.prod(r.block) >= MIN_THREADS]
+
+
+def stagger_error(m: Machine, rows: list[Measurement], stagger: float) -> float:
+    """Squared logs of each row's predicted over measured GLup/s relative to
+    the 256-thread block's, with the drain's stagger at ``stagger``."""
+    kernels = h.kernels(rows)
+    made = latency.DRAIN_STAGGER
+    latency.DRAIN_STAGGER = stagger
+    try:
+        ratios = {math.prod(r.m.block): r.ratio for r in h.predict_all(m, rows, kernels)}
+    finally:
+        latency.DRAIN_STAGGER = made
+    ref = ratios[latency.DRAIN_REFERENCE_THREADS]
+    return sum(math.log(v / ref) ** 2 for v in ratios.values())
+
+
+def fit_stagger(m: Machine, rows: list[Measurement]) -> float:
+    """``a`` minimising :func:`stagger_error`."""
+    res = minimize_scalar(lambda a: stagger_error(m, rows, a), bounds=(0.0, 0.2),
+                          method="bounded", options={"xatol": 1e-4})
+    return float(res.x)
 
 
 def counter_rows() -> list[Measurement]:
@@ -64,22 +99,14 @@ def occupancy_points(m: Machine, rows: list[Measurement]) -> list[tuple[int, flo
     return points
 
 
-def fit_spread(points: list[tuple[int, float]]) -> float:
-    """``k`` minimising the squared differences of the law to the points."""
-    res = minimize_scalar(
-        lambda k: sum((latency.drain_share(w, k) - y) ** 2 for w, y in points),
-        bounds=(0.0, 2.0), method="bounded", options={"xatol": 1e-4})
-    return float(res.x)
-
-
-def report(points: list[tuple[int, float]], k: float) -> str:
-    lines = [f"k = {k:.3f} from {len(points)} rows (the model uses "
-             f"{latency.DRAIN_SPREAD})",
+def report(points: list[tuple[int, float]], a: float) -> str:
+    lines = [f"a = {a:.4f} from the padded drain rows (the model uses {latency.DRAIN_STAGGER})",
+             f"check, achieved over theoretical occupancy ({len(points)} counter rows):",
              f"{'warps/block':>11s} {'rows':>5s} {'counted':>8s} {'law':>6s}"]
     for w in sorted({w for w, _ in points}):
         ys = [y for ww, y in points if ww == w]
         lines.append(f"{w:11d} {len(ys):5d} {statistics.mean(ys):8.3f} "
-                     f"{latency.drain_share(w, k):6.3f}")
+                     f"{latency.drain_share(w, a):6.3f}")
     return "\n".join(lines)
 
 
@@ -102,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--effect", action="store_true", help="the H200 table with and without")
     args = parser.parse_args(argv)
     m = load_machine("H200")
-    points = occupancy_points(m, counter_rows())
-    print(report(points, fit_spread(points)))
+    a = fit_stagger(m, padded_rows())
+    print(report(occupancy_points(m, counter_rows()), a))
     if args.effect:
         print()
         print(effect(dataclasses.replace(m)))

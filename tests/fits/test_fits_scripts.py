@@ -2,6 +2,7 @@
 that the figures they print keep describing the model they claim to."""
 
 import importlib.util
+import math
 import sys
 from pathlib import Path
 
@@ -250,16 +251,22 @@ def test_l2_requests_takes_out_each_hopper_term():
 
 
 @slow
-def test_block_drain_refits_the_models_spread_from_the_shipped_counters():
-    """The spread the default model uses is the least-squares fit to the
-    achieved occupancy of both shipped H200 runs (MODEL.md §11)."""
-    from warpspeed.timing.latency import DRAIN_SPREAD, drain_share
+def test_block_drain_refits_the_models_stagger_from_the_padded_copies():
+    """The stagger the default model uses is the one at which the drain run's
+    copies at equal resident threads agree with the 256-thread block
+    (MODEL.md §11); the occupancy counters fall less at 1024 threads, which
+    the script shows beside the law."""
+    from warpspeed.timing.latency import DRAIN_STAGGER, drain_share
 
     drain = script("block_drain")
-    points = drain.occupancy_points(ws.load_machine("H200"), drain.counter_rows())
+    m = ws.load_machine("H200")
+    rows = drain.padded_rows()
+    assert sorted(math.prod(r.block) for r in rows) == [128, 256, 512, 1024]
+    a = drain.fit_stagger(m, rows)
+    assert a == pytest.approx(DRAIN_STAGGER, abs=0.001)
+    assert drain.stagger_error(m, rows, a) < drain.stagger_error(m, rows, 0.0) / 10
+    points = drain.occupancy_points(m, drain.counter_rows())
     assert len(points) >= 100 and {w for w, _ in points} == {8, 16, 32}
-    k = drain.fit_spread(points)
-    assert k == pytest.approx(DRAIN_SPREAD, abs=0.001)
-    for w in (8, 16, 32):  # the law within 0.02 of the counted mean per block size
+    for w in (8, 16):  # the law within 0.05 of the counted mean; 1024 threads lose more
         counted = np.mean([y for ww, y in points if ww == w])
-        assert abs(drain_share(w, k) - counted) < 0.02, (w, counted)
+        assert abs(drain_share(w, a) - counted) < 0.05, (w, counted)

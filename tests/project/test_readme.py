@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+from warpspeed.timing.base import LEAD_SHARE
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -13,4 +15,6 @@ def test_readme_python_example_runs_and_ranks():
     p, r = namespace["p"], namespace["r"]
     assert p.limiter in ("fp", "l1", "l2", "dram") and p.glups > 0
     assert len(r.predictions) == 5
-    assert r.predictions[0].glups >= r.predictions[-1].glups
+    # best first, up to the leaders within 1 % that go by L2 headroom (MODEL.md §8, "Ties")
+    best = max(q.glups for q in r.predictions)
+    assert r.predictions[0].glups >= best * (1 - LEAD_SHARE)

@@ -7,21 +7,22 @@ import math
 import pytest
 
 import warpspeed as ws
-from warpspeed.timing.latency import DRAIN_SPREAD, block_drain, drain_share
+from warpspeed.timing.latency import DRAIN_STAGGER, block_drain, drain_share
 from warpspeed.volumes.launch import make_launch
 
 
 def test_the_law_by_hand():
-    # one warp keeps its slot for its whole life; k = 0.5: H_2 = 1.5, H_4 = 25/12
+    # one warp keeps its slot for its whole life; a = 0.5: 1 / (1 + 0.5 (W - 1))
     assert drain_share(1, 0.5) == 1.0
-    assert drain_share(2, 0.5) == pytest.approx(1.5 / 1.75)
-    assert drain_share(4, 0.5) == pytest.approx(1.5 / (1.0 + 25.0 / 24.0))
-    # no spread, no drain; the share falls with the block's warps
+    assert drain_share(2, 0.5) == pytest.approx(1 / 1.5)
+    assert drain_share(4, 0.5) == pytest.approx(1 / 2.5)
+    # no stagger, no drain; the share falls with the block's warps
     assert drain_share(32, 0.0) == 1.0
     shares = [drain_share(w) for w in (1, 2, 4, 8, 16, 32)]
     assert shares == sorted(shares, reverse=True)
-    # the model's spread: H_8 = 761/280
-    assert drain_share(8) == pytest.approx((1 + DRAIN_SPREAD) / (1 + DRAIN_SPREAD * 761 / 280))
+    # the model's stagger: 256-thread blocks (8 warps) against 1024-thread ones (32)
+    assert drain_share(8) == pytest.approx(1 / (1 + 7 * DRAIN_STAGGER))
+    assert drain_share(32) / drain_share(8) == pytest.approx(1.14 / 1.62)
 
 
 def _copy() -> ws.Kernel:

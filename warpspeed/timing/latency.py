@@ -117,28 +117,33 @@ def resident_threads(kernel: Kernel, launch: Launch) -> float:
     return math.prod(kernel.domain) * min(1.0, 1.0 / waves(launch))
 
 
-#: ``k`` of :func:`drain_share`: the spread of a warp's residence beyond its
-#: fixed part. Least squares of the law to the achieved over theoretical
-#: occupancy Nsight Compute counted on the project's two H200 runs (118 rows
-#: of 256, 512 and 1024 threads: 0.83, 0.77 and 0.72, the law 0.83, 0.77 and
-#: 0.73; ``python fits/block_drain.py``). Fitted to counters, not to times.
-DRAIN_SPREAD = 0.141
+#: ``a`` of :func:`drain_share`: how far apart the ends of a block's
+#: consecutive warps lie, over twice a warp's residence. Fitted through the
+#: model on the drain run's copies at equal resident threads (1024 per SM,
+#: blocks of 128 to 1024 threads padded with shared memory,
+#: ``fits/measurements/H200-drain.csv``: 161, 150, 136 and 115 GLup/s), so
+#: that their predictions over measured agree with the 256-thread block's
+#: (``python fits/block_drain.py``). Nsight Compute's achieved occupancy of
+#: the same blocks falls less (0.83, 0.77, 0.72 of theoretical for 256, 512
+#: and 1024 threads; the law 0.88, 0.77, 0.62): the bytes in flight of a large
+#: block fall faster than its resident warps.
+DRAIN_STAGGER = 0.02
 #: The block size of the stream plateaus and latencies the machine files
 #: carry (the H200 file's copy plateau is fitted on 256-thread blocks): the
 #: drain is counted relative to it.
 DRAIN_REFERENCE_THREADS = 256
 
 
-def drain_share(warps: int, spread: float = DRAIN_SPREAD) -> float:
+def drain_share(warps: int, stagger: float | None = None) -> float:
     """The share of a resident block's warp slots that hold a working warp
     (MODEL.md §11, "Block drain"): a block leaves the SM when its last warp
-    ends, so the slots of its finished warps stay empty until then. Warp
-    residences of a fixed part plus an exponential spread ``k`` times it:
-    the block lasts the longest of its ``W`` warps, ``1 + k H_W`` (``H_W``
-    the harmonic number), a warp ``1 + k``. Approximated: warps independent
-    and alike; the spread one constant for every kernel and GPU."""
-    harmonic = sum(1.0 / i for i in range(1, max(1, warps) + 1))
-    return (1.0 + spread) / (1.0 + spread * harmonic)
+    ends, and its warps, issued in order, end one after another, ``2 a``
+    residences apart, so a slot idles ``(W - 1) a`` residences on average:
+    ``1 / (1 + a (W - 1))`` for ``W`` warps (``a``: ``stagger``, by default
+    :data:`DRAIN_STAGGER`). Approximated: equal residences, evenly staggered
+    ends; one constant for every kernel and GPU."""
+    a = DRAIN_STAGGER if stagger is None else stagger
+    return 1.0 / (1.0 + a * (max(1, warps) - 1))
 
 
 def block_drain(kernel: Kernel, launch: Launch, warp_size: int) -> float:
@@ -390,7 +395,7 @@ def predict_time(
                         limits=limits, terms=terms)
 
 
-__all__ = ["BLOCK_LAUNCH", "DRAIN_REFERENCE_THREADS", "DRAIN_SPREAD", "LAUNCH", "PARTIAL_WAVE",
+__all__ = ["BLOCK_LAUNCH", "DRAIN_REFERENCE_THREADS", "DRAIN_STAGGER", "LAUNCH", "PARTIAL_WAVE",
            "DefaultModelParameters", "binding_limiter", "block_drain", "block_launch_time",
            "drain_share", "fp_slots",
            "glups_from_terms", "glups_with_efficiency", "guarded_l1_ns", "kernel_time_ns",
