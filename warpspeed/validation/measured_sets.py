@@ -3,7 +3,8 @@ H200 run of the shipped stencils (``fits/data/h200``, read with
 :func:`warpspeed.measure.read_csv`), one set per ``set NAME`` of its ``note``
 column; the project's second H200 run (``fits/measurements/H200-new.csv``:
 other stencils, float and folds) and its third (:data:`H200_THIRD`),
-reported and never fitted.
+reported and never fitted, except the drain set's four padded copies, which
+fix the block drain's stagger (MODEL.md §11).
 
 A row's kernel is generated again from its stencil, parameters and fold, as
 the measurement harness generated it (:func:`warpspeed.measure.generate_variant`),
