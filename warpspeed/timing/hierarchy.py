@@ -26,7 +26,7 @@ from ..input.kernel import Kernel, data_bytes
 from ..machine import Machine
 from ..volumes.launch import wgp_mode
 from ..volumes.levels import Volumes
-from .memory_systems import memory_system
+from .memory_systems import charges_split_stores
 
 
 def with_mall(kernel: Kernel, machine: Machine, past_l2: Volumes,
@@ -99,8 +99,7 @@ def x_fold_note(kernel: Kernel, machine: Machine, limiter: str) -> str | None:
     charges those split store sectors as row visits (MODEL.md §11, "Memory
     systems"), other memory systems have no measurement of it, so the
     prediction says so instead of ranking it apart."""
-    kind = memory_system(machine)
-    if kernel.fold[0] <= 1 or limiter != "dram" or (kind is not None and kind.block_runs):
+    if kernel.fold[0] <= 1 or limiter != "dram" or charges_split_stores(machine):
         return None
     return (f"a thread folded along x ({'x'.join(map(str, kernel.fold))}) is a known blind "
             "spot: on the H200, lbmpy's D3Q19 folded 2x1x1 ran 20-40 % slower than unfolded "

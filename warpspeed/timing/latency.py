@@ -74,7 +74,7 @@ from ..volumes.waves import WaveVolumes
 from .base import TimingResult
 from .latency_parameters import DefaultModelParameters, require
 from .memory import MemoryParams, achieved_bandwidth
-from .memory_systems import memory_system, stream_efficiency
+from .memory_systems import charges_split_stores, stream_efficiency
 
 
 def memory_params(m: Machine, efficiency: float = 1.0) -> MemoryParams:
@@ -304,13 +304,6 @@ def glups_with_efficiency(terms: Mapping[str, float], m: Machine, v: Volumes,
     return glups_from_terms({**terms, "t_memory_ns": memory})
 
 
-def split_share_charged(m: Machine, share: float) -> float:
-    """The share of split store sectors that ``m``'s memory system charges as
-    row visits (NVIDIA's HBM, MODEL.md §11 "Memory systems"); 0 elsewhere."""
-    kind = memory_system(m)
-    return share if kind is not None and kind.block_runs else 0.0
-
-
 def predict_time(
     kernel: Kernel, m: Machine, launch: Launch, l1_cycles: float, v: Volumes,
     traits: AccessTraits, wave: WaveVolumes,
@@ -375,7 +368,8 @@ def predict_time(
         "dram_streams": traits.dram_streams,
         "dram_stream_efficiency": efficiency,
         "dram_run_bytes": traits.dram_run_bytes,
-        "dram_split_share": split_share_charged(m, traits.dram_split_share),
+        # the share the memory system charges (MODEL.md §11); 0 elsewhere
+        "dram_split_share": traits.dram_split_share if charges_split_stores(m) else 0.0,
         "dram_bytes_in_flight": dram_flight,
         "block_drain": drain,
         "l2_bandwidth_achieved": l2_bw,

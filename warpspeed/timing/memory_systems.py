@@ -191,6 +191,14 @@ def visit_bytes(kind: MemorySystem, warp_size: int, access_bytes: float,
     return run_bytes if kind.block_runs and run_bytes > 0 else wave
 
 
+def charges_split_stores(m: Machine) -> bool:
+    """Whether ``m``'s memory system charges the store sectors that warps
+    write in part as row visits of their own (NVIDIA's HBM, whose row visits
+    are block runs; :func:`visits_per_byte`, MODEL.md §11)."""
+    kind = memory_system(m)
+    return kind is not None and kind.block_runs
+
+
 def visits_per_byte(kind: MemorySystem, visit: float, split_share: float = 0.0) -> float:
     """Row visits per DRAM byte (MODEL.md §11, "Memory systems"): one per ``visit`` bytes
     (:func:`visit_bytes`); on NVIDIA's HBM a store sector that a warp
@@ -230,5 +238,6 @@ def stream_efficiency(streams: float, m: Machine, access_bytes: float,
 
 
 __all__ = ["DEFAULT_PIN_GBPS", "DRAM_BANKS", "FITTED", "Constants", "MemorySystem",
-           "SECTOR_BYTES", "access_gap_bytes", "conflicts", "kinds", "memory_system",
-           "scattered_efficiency", "stream_efficiency", "visit_bytes", "visits_per_byte"]
+           "SECTOR_BYTES", "access_gap_bytes", "charges_split_stores", "conflicts", "kinds",
+           "memory_system", "scattered_efficiency", "stream_efficiency", "visit_bytes",
+           "visits_per_byte"]
