@@ -82,7 +82,18 @@ The series, in the order the device script runs them:
   (16 wide and deep, predicted L2-bound at 0.85), and three unfolded
   (:data:`R4PROBE`), every row profiled: whether the pick's error is the
   DRAM volume of the folded blocks or the L2's whole-line charge of 16-wide
-  ones (MODEL.md §10; ``fits/data/h200`` has no counters for these rows).
+  ones (MODEL.md §10; ``fits/data/h200`` has no counters for these rows);
+  and six narrow blocks folded 1x2x1, the largest share of the set's error
+  (predicted L2-bound at 0.5-0.8 of the measured GLup/s, which follow the
+  L1 time): whether their L2 volume holds the L1 capacity misses the
+  paper's ``m1`` curve charges them (up to 0.72 of the redundant loads;
+  the counters of 1-wide unfolded 7-point stars show 0.01 where ``m1``
+  gives 0.15, MODEL.md §10).
+
+``--predictions FILE`` writes the default model's predictions on the H200
+for every configuration of the chosen series (``--machine`` for another),
+with the commit they were made at, so that a series is predicted before
+it is measured (``fits/*_predictions.csv``).
 
 ``--list`` prints the series and their sizes without writing anything.
 Stencils without generated code (``lbm_fluidx3d``, ``convolution2d``: kernel
@@ -93,16 +104,25 @@ cannot be measured by the harness and are not in the list.
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from warpspeed.measure import Plan, params_from_json, plan_for, read_csv, write_plans
+from warpspeed.measure import (
+    Plan,
+    generate_variant,
+    params_from_json,
+    plan_for,
+    read_csv,
+    write_plans,
+)
 from warpspeed.measure.program import versions
 from warpspeed.measure.programs import plan_name
 from warpspeed.measure.schema import params_json
+from warpspeed.model import load_machine, predict
 from warpspeed.validation.measured_sets import set_of
 from warpspeed.validation.reference import dataset_dir
 
@@ -309,6 +329,8 @@ R4PROBE: tuple[tuple[str, str, dict[str, Any], tuple[int, int, int],
       (256, 1, 1))),
     ("r4probe_flat", "star3d", {"radius": 4, "shape": (640, 512, 512)}, F111,
      ((16, 1, 32), (64, 1, 16), (32, 8, 4))),
+    ("r4probe_narrow", "star3d", {"radius": 4, "shape": (640, 512, 512)}, F121,
+     ((1, 256, 1), (2, 128, 1), (8, 32, 1), (1, 4, 64), (8, 1, 32), (4, 4, 16))),
 )
 
 
@@ -418,13 +440,63 @@ SERIES = {"check": check_plans, "probe": probe_plans, "new": new_plans, "dev": d
           "r4probe": r4probe_plans}
 
 
+#: The columns of ``--predictions``: the configuration, then what the model says.
+PREDICTION_COLUMNS = ("set", "stencil", "params", "fold", "block", "predicted_glups", "limiter",
+                      "dram_load", "dram_store", "l2_load", "l2_store", "l2_line_ratio",
+                      "l1_miss_share")
+
+
+def triple(t: tuple[int, int, int]) -> str:
+    return "x".join(map(str, t))
+
+
+def prediction_rows(plans: Sequence[Plan], machine: str) -> list[dict[str, str]]:
+    """The default model's prediction of every configuration of ``plans`` on
+    ``machine`` (:data:`PREDICTION_COLUMNS`), registers the kernel's own count."""
+    m = load_machine(machine)
+    out = []
+    for plan in plans:
+        kernel = generate_variant(plan.stencil, params_from_json(plan.params), plan.fold)[0]
+        for block in plan.blocks:
+            p = predict(kernel, m, block)
+            v = p.volumes
+            values = (plan.note.removeprefix("set "), plan.stencil, plan.params,
+                      triple(plan.fold), triple(block), f"{p.glups:.2f}", p.limiter,
+                      f"{v.dram_load:.2f}", f"{v.dram_store:.2f}", f"{v.l2_load:.2f}",
+                      f"{v.l2_store:.2f}", f"{p.traits.l2_line_ratio:.3f}",
+                      f"{p.hit_fractions['m1']:.3f}")
+            out.append(dict(zip(PREDICTION_COLUMNS, values, strict=True)))
+    return out
+
+
+def write_predictions(path: Path, rows: Sequence[dict[str, str]], machine: str,
+                      series: Sequence[str], commit: str) -> None:
+    """``rows`` as CSV under a comment naming the machine, series and commit."""
+    with path.open("w", newline="") as f:
+        f.write(f"# predicted by the default model on {machine} before the series "
+                f"{', '.join(series)} were measured (warpspeed {commit}; registers: the "
+                "kernel's own count): python fits/device_prepare.py --predictions\n")
+        writer = csv.DictWriter(f, fieldnames=PREDICTION_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", nargs="?", default=".measure_programs", type=Path)
     parser.add_argument("--series", nargs="+", choices=tuple(SERIES), default=list(SERIES))
     parser.add_argument("--list", action="store_true", help="print the series, write nothing")
+    parser.add_argument("--predictions", type=Path,
+                        help="write the default model's predictions of the series to this CSV")
+    parser.add_argument("--machine", default="H200", help="the machine of --predictions")
     args = parser.parse_args(argv)
     info = versions()
+    if args.predictions:
+        plans = [p for name in args.series for p in SERIES[name](info)]
+        write_predictions(args.predictions, prediction_rows(plans, args.machine), args.machine,
+                          args.series, info.get("warpspeed", "unknown"))
+        print(f"{sum(len(p.blocks) for p in plans)} predictions written to {args.predictions}")
+        return 0
     for name in args.series:
         plans = SERIES[name](info)
         configs = sum(len(p.blocks) for p in plans)

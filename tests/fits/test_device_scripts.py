@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import warpspeed as ws
 import warpspeed.measure as wm
 from tests.fits.test_fits_scripts import script
 from tests.measure.test_measure_gpu import FAKE_NCU, fake_environment, make_plan
@@ -111,3 +112,23 @@ def test_two_runs_are_compared_configuration_by_configuration(tmp_path, capsys):
     empty = wm.write_csv(tmp_path / "other.csv", [dataclasses.replace(old[2], stencil="box3d")])
     assert cmp.main([str(a), str(empty)]) == 2
     assert "share no configuration" in capsys.readouterr().err
+
+
+def test_a_series_is_predicted_before_it_is_measured(tmp_path):
+    """``device_prepare.py --predictions``: one row per configuration, the
+    model's own prediction of the generated kernel, under a comment naming
+    the machine and the commit."""
+    prep = script("device_prepare")
+    (narrow,) = [e for e in prep.R4PROBE if e[0] == "r4probe_narrow"]
+    plans = prep.listed_plans([narrow], {"pystencils": "2.1", "warpspeed": "x"})
+    rows = prep.prediction_rows(plans, "H200")
+    assert [r["block"] for r in rows] == [prep.triple(b) for b in narrow[4]]
+    kernel = wm.generate_variant("star3d", narrow[2], narrow[3])[0]
+    direct = ws.predict(kernel, "H200", narrow[4][0])
+    assert float(rows[0]["predicted_glups"]) == pytest.approx(direct.glups, abs=0.006)
+    assert rows[0]["limiter"] == direct.limiter and rows[0]["fold"] == "1x2x1"
+    out = tmp_path / "p.csv"
+    prep.write_predictions(out, rows, "H200", ["r4probe"], "abc123")
+    first, *rest = out.read_text().splitlines()
+    assert first.startswith("# predicted by the default model on H200") and "abc123" in first
+    assert rest[0] == ",".join(prep.PREDICTION_COLUMNS) and len(rest) == 1 + len(rows)
