@@ -111,6 +111,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from warpspeed.errors import WarpspeedError
 from warpspeed.measure import (
     Plan,
     generate_variant,
@@ -493,8 +494,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     info = versions()
     if args.predictions:
         plans = [p for name in args.series for p in SERIES[name](info)]
-        write_predictions(args.predictions, prediction_rows(plans, args.machine), args.machine,
-                          args.series, info.get("warpspeed", "unknown"))
+        try:
+            rows = prediction_rows(plans, args.machine)
+        except WarpspeedError as exc:
+            print(f"device_prepare: {exc}", file=sys.stderr)
+            return 2
+        write_predictions(args.predictions, rows, args.machine, args.series,
+                          info.get("warpspeed", "unknown"))
         print(f"{sum(len(p.blocks) for p in plans)} predictions written to {args.predictions}")
         return 0
     for name in args.series:

@@ -132,3 +132,5 @@ def test_a_series_is_predicted_before_it_is_measured(tmp_path):
     first, *rest = out.read_text().splitlines()
     assert first.startswith("# predicted by the default model on H200") and "abc123" in first
     assert rest[0] == ",".join(prep.PREDICTION_COLUMNS) and len(rest) == 1 + len(rows)
+    bad = ["--series", "r4probe", "--predictions", str(tmp_path / "q.csv"), "--machine", "NOPE"]
+    assert prep.main(bad) == 2 and not (tmp_path / "q.csv").exists()
