@@ -27,6 +27,11 @@ fold; the same binary ran on its other rows). Options:
 * ``--split``: a free factor on the split store sectors of NVIDIA's HBM
   (MODEL.md §11), fitted on the third run's lattice Boltzmann and copy rows
   (:data:`SPLIT_SETS`, shipped in ``fits/measurements``); the model counts 1.
+* ``--exponent``: the rms log error of predicted over measured GLup/s with
+  other L1 overlap exponents (:data:`EXPONENTS`), on the development half and
+  on the second run (``fits/measurements/H200-new.csv``): the check of the
+  roofline micro-benchmark's exponent that the H200 file carries for L1
+  work (MODEL.md §11, "Overlap").
 
 Not a test: it takes about a minute per table on two cores.
 """
@@ -55,9 +60,18 @@ from warpspeed.measure.program import SHARED_PAD  # noqa: E402
 from warpspeed.model import Prediction, predict  # noqa: E402
 from warpspeed.search.ties import first_choice  # noqa: E402
 from warpspeed.timing import with_values  # noqa: E402
-from warpspeed.timing.latency import glups_with_efficiency  # noqa: E402
+from warpspeed.timing.latency import (  # noqa: E402
+    glups_from_terms,
+    glups_with_efficiency,
+    require,
+)
 from warpspeed.timing.memory_systems import FITTED, stream_efficiency  # noqa: E402
-from warpspeed.validation.measured_sets import H200_THIRD, RUNS_DIR, set_of  # noqa: E402
+from warpspeed.validation.measured_sets import (  # noqa: E402
+    H200_SECOND,
+    H200_THIRD,
+    RUNS_DIR,
+    set_of,
+)
 from warpspeed.validation.reference import ReferenceDataError, dataset_dir  # noqa: E402
 from warpspeed.validation.validate import spearman  # noqa: E402
 
@@ -262,6 +276,29 @@ def fit_split_factor(m: Machine, rows: Sequence[Row]) -> float:
     return float(res.x)
 
 
+#: The L1 overlap exponents ``--exponent`` scores.
+EXPONENTS = (1.5, 1.7, 1.92, 2.2, 2.5, 3.0)
+
+
+def rms_log_error(rows: Sequence[Row], l1_exponent: float | None = None) -> float:
+    """Root mean square of log(predicted / measured GLup/s), the predictions
+    recombined with another L1 overlap exponent where one is given."""
+    return math.sqrt(statistics.mean(
+        math.log(glups_from_terms(r.p.terms, l1_exponent) / r.m.glups) ** 2 for r in rows))
+
+
+def exponent_report(m: Machine, dev: Sequence[Row]) -> str:
+    """``--exponent``: the rms log error per half and exponent."""
+    second = read_csv(RUNS_DIR / f"{H200_SECOND}.csv")
+    new = predict_all(m, second, kernels(second))
+    lines = [f"L1 overlap exponent: rms log error of predicted / measured GLup/s "
+             f"(the H200 file carries {require(m).overlap_exponent})",
+             f"{'exponent':>8s} {'development':>12s} {'second run':>11s}"]
+    for p in EXPONENTS:
+        lines.append(f"{p:8.2f} {rms_log_error(dev, p):12.3f} {rms_log_error(new, p):11.3f}")
+    return "\n".join(lines)
+
+
 #: Mechanisms of MODEL.md §11 that ``--ablate`` takes out one at a time: the
 #: machine as the model would see it without each.
 ABLATIONS: dict[str, Callable[[Machine], Machine]] = {
@@ -280,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit", action="store_true", help="fit the H200's kernel figures")
     ap.add_argument("--ablate", action="store_true", help="take each mechanism out in turn")
     ap.add_argument("--json", help="write the per-set figures to this file")
+    ap.add_argument("--exponent", action="store_true",
+                    help="score other L1 overlap exponents on both H200 runs")
     ap.add_argument("--split", action="store_true",
                     help="fit a free factor on the split store sectors (third run)")
     args = ap.parse_args(argv)
@@ -302,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(pairs, "H200, default model (predicted / measured GLup/s)"))
     if args.fit:
         print(activate_report(m, pairs))
+    if args.exponent:
+        print(exponent_report(m, pairs))
     if args.ablate:
         for name, change in ABLATIONS.items():
             print()
