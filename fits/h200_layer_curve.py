@@ -33,10 +33,8 @@ import dataclasses
 import math
 import statistics
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import h200_timing as h  # fits/ is the script's folder
 from scipy.optimize import least_squares
@@ -44,10 +42,12 @@ from scipy.optimize import least_squares
 from warpspeed.machine import Machine, load_machine
 from warpspeed.measure import Measurement, read_csv
 from warpspeed.validation.measured_sets import H200_SECOND, RUNS_DIR, set_of
+from warpspeed.volumes.capacity import CapacityFits, Gompertz, load_fits
 
-FITS = Path(__file__).resolve().parent
-#: The paper's ``h_z`` (``fits/paper.toml``): ``b`` and ``c`` of ``exp(-b exp(c O))``.
-PAPER = (0.0036, 3.97)
+#: The paper's curves (``fits/paper.toml``), which every H200 prediction uses.
+PAPER_FITS = load_fits("paper")
+#: The paper's ``h_z`` as ``b`` and ``c`` of ``exp(-b exp(c O))`` (``a = 1``, no ``x0``).
+PAPER = (PAPER_FITS.h_z.b, -PAPER_FITS.h_z.c)
 #: A steeper curve, ``b`` refitted with ``c`` held here: how steep the H200's fall is.
 STEEP_C = 7.0
 
@@ -112,15 +112,11 @@ def agreement(pts: Sequence[Point], b: float, c: float) -> tuple[float, int]:
     return 100.0 * statistics.mean(errors), sum(e <= 0.10 for e in errors)
 
 
-def with_curve(m: Machine, b: float, c: float, folder: Path) -> Machine:
-    """``m`` with the paper's curves but ``h_z``'s ``b`` and ``c``."""
-    text = (FITS / "paper.toml").read_text()
-    text = text.replace(f"b = {PAPER[0]}\n", f"b = {b:.6g}\n").replace(
-        f"c = -{PAPER[1]}\n", f"c = -{c:.6g}\n")
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "h200_hz.toml"
-    path.write_text(text)
-    return dataclasses.replace(m, fits=str(path))
+def with_curve(b: float, c: float) -> CapacityFits:
+    """The paper's curves with ``h_z``'s ``b`` and ``c`` (``predict``'s ``fits``)."""
+    return dataclasses.replace(PAPER_FITS, h_z=Gompertz(a=1.0, b=b, c=-c),
+                               source=f"the paper's curves, h_z refitted on H200 counters "
+                                      f"(b = {b:.3g}, c = {c:.3g})")
 
 
 def report(m: Machine) -> str:
@@ -145,21 +141,18 @@ def report(m: Machine) -> str:
     es, ns = agreement(pts, bs, STEEP_C)
     lines.append(f"steeper, c = {STEEP_C} and b = {bs:.3g}: {es:.1f} % ({ns} within 10 %); "
                  "hit fraction " + " ".join(f"{hz(o, bs, STEEP_C):5.2f}" for o in grid))
-    with tempfile.TemporaryDirectory() as tmp:
-        curves = {"refit": with_curve(m, b, c, Path(tmp) / "refit"),
-                  "steeper": with_curve(m, bs, STEEP_C, Path(tmp) / "steep")}
-        lines += timing_lines(m, curves)
+    lines += timing_lines(m, {"refit": with_curve(b, c), "steeper": with_curve(bs, STEEP_C)})
     return "\n".join(lines)
 
 
-def timing_lines(m: Machine, curves: dict[str, Machine]) -> list[str]:
+def timing_lines(m: Machine, curves: dict[str, CapacityFits]) -> list[str]:
     """Median, MAPE and best/best per set of both H200 runs, with the paper's
     ``h_z`` and with each of ``curves``."""
     lines = []
     for title, rows in (("development half", h.measurements()),
                         ("second run", read_csv(RUNS_DIR / f"{H200_SECOND}.csv"))):
         ks = h.kernels(rows)
-        groups = [h.groups(h.predict_all(mm, rows, ks)) for mm in (m, *curves.values())]
+        groups = [h.groups(h.predict_all(m, rows, ks, fits)) for fits in (None, *curves.values())]
         lines.append(f"{title}: median, MAPE, best/best; paper's h_z -> " + " -> ".join(curves))
         for name in (k for k in groups[0] if " " not in k):
             scores = [h.score(g[name]) for g in groups]

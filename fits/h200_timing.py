@@ -74,6 +74,7 @@ from warpspeed.validation.measured_sets import (  # noqa: E402
 )
 from warpspeed.validation.reference import ReferenceDataError, dataset_dir  # noqa: E402
 from warpspeed.validation.validate import spearman  # noqa: E402
+from warpspeed.volumes.capacity import CapacityFits  # noqa: E402
 
 #: Launches that move at least this many bytes give the copy plateau.
 LARGE = 2e9
@@ -128,8 +129,11 @@ def kernels(rows: Sequence[Measurement]) -> dict[tuple[str, str, tuple[int, int,
 
 
 def predict_all(m: Machine, rows: Sequence[Measurement],
-                ks: dict[tuple[str, str, tuple[int, int, int]], Kernel]) -> list[Row]:
-    return [Row(r, predict(ks[(r.stencil, r.params, r.fold)], m, r.block)) for r in rows]
+                ks: dict[tuple[str, str, tuple[int, int, int]], Kernel],
+                fits: CapacityFits | None = None) -> list[Row]:
+    """Each row's prediction, with other capacity curves where ``fits`` is given."""
+    return [Row(r, predict(ks[(r.stencil, r.params, r.fold)], m, r.block, fits=fits))
+            for r in rows]
 
 
 @dataclass(frozen=True)
@@ -323,9 +327,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="fit a free factor on the split store sectors (third run)")
     args = ap.parse_args(argv)
     if args.split:
-        rows3 = split_rows(load_machine("H200"))
+        m = load_machine("H200")
+        rows3 = split_rows(m)
         print(f"free factor on the split store sectors, fitted on {len(rows3)} rows of the third "
-              f"run: {fit_split_factor(load_machine('H200'), rows3):.2f} (the model counts 1)")
+              f"run: {fit_split_factor(m, rows3):.2f} (the model counts 1)")
         return 0
     try:
         rows = measurements()
