@@ -217,3 +217,22 @@ def test_the_recorded_validation_is_strict_json():
 
     path = Path(ws.__file__).with_name("ACCURACY.json")
     json.loads(path.read_text(), parse_constant=refuse)
+
+
+def test_worst_domain_best_by_hand():
+    """Two domains of two rows each: the model picks the slower row in the
+    second one (3 of 4), the right one in the first; across the set it picks
+    the overall best (10 of 10). A set of one domain has no worst domain."""
+    import numpy as np
+
+    from warpspeed.timing.kernel_fit import scores
+
+    pred = np.array([9.0, 5.0, 8.0, 7.0])
+    meas = np.array([10.0, 6.0, 3.0, 4.0])
+    s = scores("two", None, pred, meas, domains=["a", "a", "b", "b"])
+    assert s.best_fraction == pytest.approx(1.0)
+    assert s.worst_domain_best == pytest.approx(0.75)
+    assert scores("one", None, pred, meas, domains=["a"] * 4).worst_domain_best is None
+    # a domain of one row is no choice: left out
+    assert scores("lone", None, pred, meas, domains=["a", "a", "b", "c"]).worst_domain_best is None
+    assert scores("none", None, pred, meas).worst_domain_best is None

@@ -42,6 +42,10 @@ class FitRow:
     #: The ranking's order among equal predictions (occupancy, fold, block
     #: shape: :func:`warpspeed.search.ties.ranking_key` after the GLup/s).
     tie: tuple[int, ...] = ()
+    #: The domain the row solves: the kernel with its parameters (the domain's
+    #: shape among them); only rows of one domain are alternatives a ranking
+    #: chooses among (:attr:`SetScore.worst_domain_best`, MODEL.md §9).
+    domain: str = ""
 
 
 def row_glups(rows: Sequence[FitRow], p: float) -> np.ndarray:
@@ -82,6 +86,10 @@ class SetScore:
     median_ratio: float
     spearman: float | None
     best_fraction: float
+    #: The lowest best/best within one domain of the set, over its domains of
+    #: two rows or more: what a user who ranks the blocks of one problem size
+    #: gets at worst (MODEL.md §9). None where the set holds one such domain.
+    worst_domain_best: float | None = None
 
 
 def rank_correlation(predicted: Sequence[float] | np.ndarray,
@@ -98,21 +106,48 @@ def rank_correlation(predicted: Sequence[float] | np.ndarray,
 
 def scores(name: str, exponent: float | None, predicted: np.ndarray, measured: np.ndarray,
            l2_times: Sequence[float] | None = None,
-           ties: Sequence[tuple[int, ...]] | None = None) -> SetScore:
+           ties: Sequence[tuple[int, ...]] | None = None,
+           domains: Sequence[str] | None = None) -> SetScore:
     """MAPE, median predicted/measured, Spearman and the measured GLup/s of
     the predicted best over the measured best of one set's GLup/s: the
     best a ranking names first (:func:`warpspeed.timing.base.first_named`,
     MODEL.md §8 "Ties"), equal predictions in the order ``ties`` gives and
-    the leaders by ``l2_times`` (the L2 limit the inverse of its time)."""
+    the leaders by ``l2_times`` (the L2 limit the inverse of its time);
+    with ``domains`` (one per row), also the worst of the same within each
+    domain (:attr:`SetScore.worst_domain_best`)."""
     ratio = predicted / measured
     n = len(predicted)
     limits = ([1.0 / t if t > 0 else math.inf for t in l2_times] if l2_times is not None
               else [math.inf] * n)  # without L2 times no leader moves
-    first = first_named([float(g) for g in predicted], ties if ties is not None else [()] * n,
-                        limits)
+    order = list(ties) if ties is not None else [()] * n
     return SetScore(name, exponent, len(measured), float(np.mean(np.abs(ratio - 1))),
                     float(np.median(ratio)), rank_correlation(predicted, measured),
-                    float(measured[first] / measured.max()))
+                    _best_of(range(n), predicted, measured, order, limits),
+                    _worst_domain_best(domains, predicted, measured, order, limits))
+
+
+def _best_of(idx: Sequence[int] | range, predicted: np.ndarray, measured: np.ndarray,
+             ties: Sequence[tuple[int, ...]], limits: Sequence[float]) -> float:
+    """Measured GLup/s of the row a ranking of rows ``idx`` names first over
+    their measured best."""
+    rows = list(idx)
+    first = first_named([float(predicted[i]) for i in rows], [ties[i] for i in rows],
+                        [limits[i] for i in rows])
+    return float(measured[rows[first]] / max(measured[i] for i in rows))
+
+
+def _worst_domain_best(domains: Sequence[str] | None, predicted: np.ndarray,
+                       measured: np.ndarray, ties: Sequence[tuple[int, ...]],
+                       limits: Sequence[float]) -> float | None:
+    """The lowest :func:`_best_of` over the domains of two rows or more;
+    None with fewer than two such domains (the set's own best/best says it)."""
+    groups: dict[str, list[int]] = {}
+    for i, d in enumerate(domains or ()):
+        groups.setdefault(d, []).append(i)
+    ranked = [g for g in groups.values() if len(g) >= 2]
+    if len(ranked) < 2:
+        return None
+    return min(_best_of(g, predicted, measured, ties, limits) for g in ranked)
 
 
 def score_set(name: str, rows: Sequence[FitRow], p: float) -> SetScore:
@@ -120,7 +155,7 @@ def score_set(name: str, rows: Sequence[FitRow], p: float) -> SetScore:
     l2 = ([r.terms["t_l2_ns"] for r in rows] if all("t_l2_ns" in r.terms for r in rows)
           else None)
     return scores(name, p, row_glups(rows, p), np.array([r.measured for r in rows]), l2,
-                  [r.tie for r in rows])
+                  [r.tie for r in rows], [r.domain for r in rows])
 
 
 def leave_one_set_out(sets: Mapping[str, Sequence[FitRow]],

@@ -155,8 +155,14 @@ def check_scores(predict: Predict = predictions) -> list[tuple[str, SetScore]]:
 def fit_rows(data: Sequence[Row], preds: Sequence[Prediction]) -> list[FitRow]:
     """The default model's terms (``preds``) and the measured GLup/s of
     every row."""
-    return [FitRow(p.terms, float(r.timed_glups()), tie_order(p))
+    return [FitRow(p.terms, float(r.timed_glups()), tie_order(p), domain_of(r))
             for p, r in zip(preds, data)]
+
+
+def domain_of(r: Row) -> str:
+    """The problem a row solves: its kernel and parameters (the domain's
+    shape among them); rows of one domain differ in fold and block only."""
+    return f"{r.kernel} {r.params}"
 
 
 def fit_weight(rows: Sequence[FitRow]) -> bool:
@@ -192,7 +198,7 @@ def paper_scores(name: str, data: Sequence[Row], preds: Sequence[Prediction]) ->
     l2 = [1.0 / l2_headroom(p) for p in preds]  # 0 without L2 traffic
     return scores(name, None, np.array([p.glups for p in preds]),
                   np.array([r.glups for r in data], dtype=float), l2,
-                  ties=[tie_order(p) for p in preds])
+                  ties=[tie_order(p) for p in preds], domains=[domain_of(r) for r in data])
 
 
 def transfer_report(sets: Sequence[DevSet] = DEV_SETS, predict: Predict = predictions
@@ -238,7 +244,7 @@ def format_transfer(rep: TransferReport) -> str:
         return f"{100 * v:.1f} %" if pct else f"{v:.3f}"
 
     head = ("data set", "rows", "fit on", "L1 exponent", "GLup/s MAPE", "median p/m",
-            "Spearman", "best/best")
+            "Spearman", "best/best", "worst domain")
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
     groups = (("machine file", rep.shipped), ("all sets (in sample)", rep.joint),
               ("the other sets (left out)", rep.left_out))
@@ -246,11 +252,11 @@ def format_transfer(rep: TransferReport) -> str:
         for s in group:
             lines.append(" | ".join((s.dataset, str(s.rows), label, f(s.exponent),
                                      f(s.mape, True), f(s.median_ratio), f(s.spearman),
-                                     f(s.best_fraction, True))))
+                                     f(s.best_fraction, True), f(s.worst_domain_best, True))))
     for s in rep.paper:
         lines.append(" | ".join((s.dataset, str(s.rows), "paper model (no fit)", "-",
                                  f(s.mape, True), f(s.median_ratio), f(s.spearman),
-                                 f(s.best_fraction, True))))
+                                 f(s.best_fraction, True), f(s.worst_domain_best, True))))
     if rep.not_fitted:
         lines.append("")
         lines.append(f"not used for fitting (median predicted/measured outside "
@@ -350,12 +356,13 @@ def _left_record(r: LeftOut) -> dict[str, object]:
 
 
 def _format_checks(found: Sequence[tuple[str, SetScore]]) -> str:
-    lines = ["data set | model | rows | GLup/s MAPE | median p/m | Spearman | best/best",
-             "--- | --- | --- | --- | --- | --- | ---"]
+    lines = ["data set | model | rows | GLup/s MAPE | median p/m | Spearman | best/best | "
+             "worst domain", "--- | --- | --- | --- | --- | --- | --- | ---"]
     for model, c in found:
         rho = "-" if c.spearman is None else f"{c.spearman:.3f}"
+        worst = "-" if c.worst_domain_best is None else f"{100 * c.worst_domain_best:.1f} %"
         lines.append(f"{c.dataset} | {model} | {c.rows} | {100 * c.mape:.1f} % | "
-                     f"{c.median_ratio:.3f} | {rho} | {100 * c.best_fraction:.1f} %")
+                     f"{c.median_ratio:.3f} | {rho} | {100 * c.best_fraction:.1f} % | {worst}")
     return "\n".join(lines) if found else "(not in this checkout)"
 
 
