@@ -36,7 +36,7 @@ BUDGET_S=${BUDGET_S:-330}
 export PYTHONUNBUFFERED=1
 
 counter_blocks() {  # blocks profiled per plan, by series
-  case "$1" in check) echo 12 ;; probe) echo 8 ;; occupancy|lbm_sizes|drain|heldout|streams|lbm_parts|shifts|pitch|pitch2|r4probe) echo 99 ;; new) echo 3 ;; *) echo 1 ;; esac
+  case "$1" in check) echo 12 ;; probe) echo 8 ;; occupancy|lbm_sizes|drain|heldout|streams|lbm_parts|shifts|pitch|pitch2|r4probe|capacity) echo 99 ;; new) echo 3 ;; *) echo 1 ;; esac
 }
 
 if [ ! -d "$PROGRAMS" ]; then
@@ -44,9 +44,9 @@ if [ ! -d "$PROGRAMS" ]; then
   exit 2
 fi
 SERIES=()
-for s in check probe occupancy lbm_sizes drain heldout streams lbm_parts shifts pitch pitch2 r4probe new dev; do [ -d "$PROGRAMS/$s" ] && SERIES+=("$s"); done
+for s in check probe occupancy lbm_sizes drain heldout streams lbm_parts shifts pitch pitch2 r4probe capacity new dev; do [ -d "$PROGRAMS/$s" ] && SERIES+=("$s"); done
 if [ ${#SERIES[@]} -eq 0 ]; then
-  echo "device_measure: $PROGRAMS holds none of the series check, probe, occupancy, lbm_sizes, drain, heldout, streams, lbm_parts, shifts, pitch, pitch2, r4probe, new, dev" >&2
+  echo "device_measure: $PROGRAMS holds none of the series check, probe, occupancy, lbm_sizes, drain, heldout, streams, lbm_parts, shifts, pitch, pitch2, r4probe, capacity, new, dev" >&2
   exit 2
 fi
 

@@ -90,6 +90,22 @@ The series, in the order the device script runs them:
   the counters of 1-wide unfolded 7-point stars show 0.01 where ``m1``
   gives 0.15, MODEL.md §10).
 
+* ``capacity``: what decides the L2's capacity misses (MODEL.md §10), every
+  row profiled (:data:`device_series.CAPACITY`): the 7-point star on 2048 x
+  NY x 32 at NY = 640, 768, 896 (``O_z`` 1.3-1.9) in 256x1x1 blocks unfolded
+  and folded 1x2x1 and 1x4x1, and unfolded in 128x2x1 and 64x4x1 at 768
+  (at 768 the counters show the unfolded block missing its z reuse and the
+  folded one keeping half of it at the same ``O_z``: the fold, or the
+  wave's depth in y?); the radius-4 star on 640 x NY x 512 at NY = 384-640
+  in 256x1x1 blocks (``O_z`` 0.6-1.1, where the paper's curve and the
+  counters part); and lbmpy's D3Q19 in float folded 2x1x1 in 16x4x4 blocks
+  at 1 and 3 blocks per SM and unpadded (:data:`device_series.SPLIT_PADS`):
+  whether the DRAM reads and writes its half-written sectors add
+  (1.2-1.3x the wave's) fall with the L2's load, as the unfolded kernel's
+  do when padded.
+
+The series' lists are in ``fits/device_series.py``.
+
 ``--predictions FILE`` writes the default model's predictions on the H200
 for every configuration of the chosen series (``--machine`` for another),
 with the commit they were made at, so that a series is predicted before
@@ -107,9 +123,27 @@ import argparse
 import csv
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from device_series import (  # fits/ is the script's folder
+    F111,
+    F112,
+    F121,
+    F141,
+    capacity_plans,
+    drain_plans,
+    heldout_plans,
+    lbm_part_plans,
+    lbm_size_plans,
+    occupancy_plans,
+    pitch2_plans,
+    pitch_plans,
+    probe_plans,
+    r4probe_plans,
+    shift_plans,
+    stream_plans,
+)
 
 from warpspeed.errors import WarpspeedError
 from warpspeed.measure import (
@@ -121,14 +155,11 @@ from warpspeed.measure import (
     write_plans,
 )
 from warpspeed.measure.program import versions
-from warpspeed.measure.programs import plan_name
-from warpspeed.measure.schema import params_json
 from warpspeed.model import load_machine, predict
 from warpspeed.validation.measured_sets import set_of
 from warpspeed.validation.reference import dataset_dir
 
 THREADS = (256, 512, 1024)
-F111, F121, F112, F141 = (1, 1, 1), (1, 2, 1), (1, 1, 2), (1, 4, 1)
 
 #: The new series: (set name, stencil, parameters, folds).
 NEW: tuple[tuple[str, str, dict[str, Any], tuple[tuple[int, int, int], ...]], ...] = (
@@ -182,263 +213,11 @@ def dev_plans(info: dict[str, str]) -> list[Plan]:
     return out
 
 
-#: The probe series: (set name, stencil, parameters, fold, blocks), each block profiled
-#: with Nsight Compute (MODEL.md §10: what the H200 run still shows).
-PROBE: tuple[tuple[str, str, dict[str, Any], tuple[int, int, int],
-                   tuple[tuple[int, int, int], ...]], ...] = (
-    # the lattice Boltzmann kernel's narrow blocks: DRAM and L2 volume at each width
-    ("probe_lbm_width", "lbm_d3q19", {"precision": 64, "shape": (256, 256, 256)}, F111,
-     ((1, 4, 64), (2, 4, 32), (4, 4, 16), (8, 4, 8), (16, 4, 4), (32, 4, 2), (256, 1, 1))),
-    # narrow folded stars: predicted 1.3-1.6x too fast
-    ("probe_star_narrow", "star3d", {"radius": 1, "shape": (512, 512, 512)}, (1, 8, 1),
-     ((1, 8, 32), (2, 8, 16), (8, 4, 8), (64, 4, 1))),
-    # 1024-thread blocks of short threads: 20 % slower than 256-thread ones
-    ("probe_blocks", "copy3d", {"shape": (512, 512, 512)}, F111,
-     ((256, 1, 1), (128, 2, 1), (1024, 1, 1), (64, 4, 4))),
-    # small launches: the GPU's own duration beside the time of one launch timed alone
-    ("probe_small", "copy3d", {"shape": (64, 64, 64)}, F111, ((32, 4, 2), (128, 2, 1))),
-)
-
-
-#: Shared memory of one SM of the H200 (and every compute capability 9.0
-#: GPU), what the driver reserves per block (CUDA programming guide), and
-#: the granule a pad is rounded down to (at least the allocation unit).
-SM_SHARED, BLOCK_RESERVE, PAD_GRANULE = 233472, 1024, 256
-
-#: The occupancy series: (set name, stencil, parameters, block, most blocks
-#: per SM to allow, 0 for none: the unpadded block).
-OCCUPANCY: tuple[tuple[str, str, dict[str, Any], tuple[int, int, int],
-                       tuple[int, ...]], ...] = (
-    ("occ_lbm_f64", "lbm_d3q19", {"precision": 64, "shape": (256, 256, 256)},
-     (256, 1, 1), (0, 1, 2, 3)),
-    ("occ_lbm_f64", "lbm_d3q19", {"precision": 64, "shape": (256, 256, 256)},
-     (128, 1, 1), (0, 1, 2, 3, 4, 5, 6)),
-    ("occ_lbm_f64", "lbm_d3q19", {"precision": 64, "shape": (256, 256, 256)},
-     (16, 4, 4), (0, 1, 2, 3)),
-    ("occ_lbm_f32", "lbm_d3q19", {"precision": 32, "shape": (256, 256, 256)},
-     (256, 1, 1), (0, 1, 2, 3, 4, 5, 6)),
-    ("occ_lbm_f32", "lbm_d3q19", {"precision": 32, "shape": (256, 256, 256)},
-     (16, 4, 4), (0, 1, 2, 3, 6)),
-    ("occ_copy", "copy3d", {"shape": (512, 512, 512)}, (256, 1, 1),
-     (0, 1, 2, 3, 4, 5, 6, 8)),
-    ("occ_copy", "copy3d", {"shape": (512, 512, 512)}, (1024, 1, 1), (0, 1, 2)),
-    ("occ_box", "box3d", {"shape": (640, 512, 512)}, (256, 1, 1), (0, 1, 2, 4)),
-    ("occ_box", "box3d", {"shape": (640, 512, 512)}, (1024, 1, 1), (0, 1)),
-    ("occ_star_r2", "star3d", {"radius": 2, "shape": (640, 512, 512)}, (256, 1, 1),
-     (0, 1, 2, 4)),
-    ("occ_star_r2", "star3d", {"radius": 2, "shape": (640, 512, 512)}, (1024, 1, 1),
-     (0, 1)),
-)
-
-
-def shared_pad(blocks_per_sm: int) -> int:
-    """Dynamic shared memory per block that lets at most ``blocks_per_sm``
-    blocks onto an SM (:data:`SM_SHARED`, :data:`BLOCK_RESERVE`); 0 for 0."""
-    if blocks_per_sm <= 0:
-        return 0
-    return (SM_SHARED // blocks_per_sm - BLOCK_RESERVE) // PAD_GRANULE * PAD_GRANULE
-
-
-def padded(plan: Plan, blocks_per_sm: int, note: str) -> Plan:
-    """``plan`` with each block reserving :func:`shared_pad` bytes; the pad
-    joins the row's parameters (``shared_pad``), so each pad is its own
-    configuration."""
-    pad = shared_pad(blocks_per_sm)
-    if not pad:
-        return replace(plan, note=f"{note} unpadded")
-    params = params_json({**params_from_json(plan.params), "shared_pad": pad})
-    return replace(plan, params=params, note=f"{note} at most {blocks_per_sm} blocks/SM",
-                   name=plan_name(plan.program.function, plan.stencil, params, pad),
-                   program=replace(plan.program, shared_bytes=pad))
-
-
-def occupancy_plans(info: dict[str, str]) -> list[Plan]:
-    """The occupancy series (:data:`OCCUPANCY`): every block profiled."""
-    out = []
-    for name, stencil, params, block, counts in OCCUPANCY:
-        plan = plan_for(stencil, params, F111, blocks=(block,), note=f"set {name}", info=info)
-        out += [padded(plan, n, f"set {name}") for n in counts]
-    return merge_blocks(out)
-
-
-def merge_blocks(plans: Sequence[Plan]) -> list[Plan]:
-    """Plans of one name (one kernel and pad) joined: their blocks timed
-    in one plan, in order."""
-    merged: dict[str, Plan] = {}
-    for p in plans:
-        if p.name in merged:
-            q = merged[p.name]
-            p = replace(q, blocks=q.blocks + tuple(b for b in p.blocks if b not in q.blocks))
-        merged[p.name] = p
-    return list(merged.values())
-
-
-#: The lbm_sizes series: domains and blocks of lbmpy's D3Q19, each in both precisions.
-LBM_SIZES = ((256, 256, 256), (200, 200, 200), (320, 320, 160), (512, 256, 128))
-LBM_SIZE_BLOCKS = ((128, 2, 1), (64, 4, 1), (32, 8, 1), (16, 4, 4))
-
-
-def lbm_size_plans(info: dict[str, str]) -> list[Plan]:
-    """The lbm_sizes series (module docstring)."""
-    sizes = [plan_for("lbm_d3q19", {"precision": prec, "shape": shape}, F111,
-                      blocks=LBM_SIZE_BLOCKS, note=f"set lbm_sizes_f{prec}", info=info)
-             for prec in (64, 32) for shape in LBM_SIZES]
-    folded = [plan_for("lbm_d3q19", {"precision": prec, "shape": LBM_SIZES[0]}, fold,
-                       blocks=LBM_SIZE_BLOCKS, note=f"set lbm_folds_f{prec}", info=info)
-              for prec in (64, 32) for fold in ((2, 1, 1), F121)]
-    return sizes + folded
-
-
-#: The drain series: block widths of a copy 1024 wide, each padded to
-#: 1024 resident threads per SM and unpadded.
-DRAIN_BLOCKS, DRAIN_THREADS = (64, 128, 256, 512, 1024), 1024
-
-
-def drain_plans(info: dict[str, str]) -> list[Plan]:
-    """The drain series (module docstring)."""
-    out = []
-    for width in DRAIN_BLOCKS:
-        plan = plan_for("copy3d", {"shape": (1024, 512, 256)}, F111, blocks=((width, 1, 1),),
-                        note="set drain_copy", info=info)
-        out += [padded(plan, n, "set drain_copy") for n in (0, DRAIN_THREADS // width)]
-    return merge_blocks(out)
-
-
-#: The heldout series: (set name, stencil, parameters, fold, blocks).
-SMALL_BLOCKS = ((32, 1, 1), (64, 1, 1), (32, 2, 1), (16, 2, 2), (128, 1, 1), (64, 2, 1),
-                (32, 4, 1), (8, 4, 4), (256, 1, 1))
-XFOLD_BLOCKS = ((256, 1, 1), (128, 2, 1), (64, 4, 1), (32, 8, 1))
-HELDOUT: tuple[tuple[str, str, dict[str, Any], tuple[int, int, int],
-                     tuple[tuple[int, int, int], ...]], ...] = (
-    # the unfolded star's blocks include the x-folds' (one plan per kernel and fold)
-    ("heldout_small_r1", "star3d", {"radius": 1, "shape": (512, 512, 512)}, F111,
-     SMALL_BLOCKS + XFOLD_BLOCKS[1:]),
-    ("heldout_small_r4", "star3d", {"radius": 4, "shape": (640, 512, 512)}, F111,
-     ((64, 1, 1), (32, 2, 1), (128, 1, 1), (256, 1, 1))),
-    ("heldout_small_box", "box3d", {"shape": (640, 512, 512)}, F111,
-     ((64, 1, 1), (32, 2, 1), (128, 1, 1), (256, 1, 1))),
-    *(("heldout_xfold_r1", "star3d", {"radius": 1, "shape": (512, 512, 512)}, fold,
-       XFOLD_BLOCKS) for fold in ((2, 1, 1), (4, 1, 1))),
-)
-
-
-#: The r4probe series (module docstring): set, stencil, parameters, fold, blocks.
-R4PROBE: tuple[tuple[str, str, dict[str, Any], tuple[int, int, int],
-                     tuple[tuple[int, int, int], ...]], ...] = (
-    ("r4probe_fold", "star3d", {"radius": 4, "shape": (640, 512, 512)}, (1, 4, 1),
-     ((16, 1, 32), (16, 1, 16), (64, 1, 16), (32, 2, 16), (16, 4, 16), (32, 1, 32), (32, 8, 4),
-      (256, 1, 1))),
-    ("r4probe_flat", "star3d", {"radius": 4, "shape": (640, 512, 512)}, F111,
-     ((16, 1, 32), (64, 1, 16), (32, 8, 4))),
-    ("r4probe_narrow", "star3d", {"radius": 4, "shape": (640, 512, 512)}, F121,
-     ((1, 256, 1), (2, 128, 1), (8, 32, 1), (1, 4, 64), (8, 1, 32), (4, 4, 16))),
-)
-
-
-def r4probe_plans(info: dict[str, str]) -> list[Plan]:
-    """The r4probe series (:data:`R4PROBE`): every block profiled."""
-    return listed_plans(R4PROBE, info)
-
-
-def heldout_plans(info: dict[str, str]) -> list[Plan]:
-    """The heldout series (:data:`HELDOUT`): every block profiled."""
-    return listed_plans(HELDOUT, info)
-
-
-#: The streams series: arrays copied at once, precisions, domain and blocks.
-STREAMS = ((1, 2, 4, 8, 19), (64, 32), (512, 256, 256),
-           ((256, 1, 1), (64, 4, 1), (32, 8, 1), (16, 4, 4)))
-
-
-def stream_plans(info: dict[str, str]) -> list[Plan]:
-    """The streams series (module docstring)."""
-    counts, precisions, shape, blocks = STREAMS
-    return [plan_for("streams3d", {"fields": n, "precision": prec, "shape": shape}, F111,
-                     blocks=blocks, note=f"set streams_f{prec}", info=info)
-            for prec in precisions for n in counts]
-
-
-#: The lbm_parts series: kernel types, precisions and blocks of lbmpy's D3Q19 (256^3).
-LBM_PARTS = (("stream_pull_collide", "collide_only", "stream_pull_only"), (64, 32),
-             ((256, 1, 1), (128, 2, 1), (64, 4, 1), (32, 8, 1), (16, 4, 4), (8, 8, 4)))
-
-
-def lbm_part_plans(info: dict[str, str]) -> list[Plan]:
-    """The lbm_parts series (module docstring)."""
-    types, precisions, blocks = LBM_PARTS
-    return [plan_for("lbm_d3q19", {"kernel_type": kt, "precision": prec,
-                                   "shape": (256, 256, 256)}, F111,
-                     blocks=blocks, note=f"set lbm_parts_f{prec}", info=info)
-            for prec in precisions for kt in types]
-
-
-#: The shifts series: shifts, precisions and blocks of a 19-array copy (256^3).
-SHIFTS = (("none", "x", "y", "z", "d3q19"), (64, 32), ((256, 1, 1), (32, 8, 1), (16, 4, 4)))
-
-
-def shift_plans(info: dict[str, str]) -> list[Plan]:
-    """The shifts series (module docstring)."""
-    shifts, precisions, blocks = SHIFTS
-    return [plan_for("streams3d", {"fields": 19, "shift": sh, "precision": prec,
-                                   "shape": (256, 256, 256)}, F111,
-                     blocks=blocks, note=f"set shifts_f{prec}", info=info)
-            for prec in precisions for sh in shifts]
-
-
-#: The pitch series: interiors, shifts, precisions and blocks.
-PITCH = (((256, 256, 256), (254, 256, 256)), ("ghost", "x", "y"), (64, 32),
-         ((128, 2, 1), (32, 8, 1)))
-
-
-def pitch_plans(info: dict[str, str]) -> list[Plan]:
-    """The pitch series (module docstring)."""
-    shapes, shifts, precisions, blocks = PITCH
-    copies = [plan_for("streams3d", {"fields": 19, "shift": sh, "precision": prec,
-                                     "shape": shape}, F111,
-                       blocks=blocks, note=f"set pitch_f{prec}", info=info)
-              for prec in precisions for shape in shapes for sh in shifts]
-    lbm = [plan_for("lbm_d3q19", {"precision": prec, "shape": shape}, F111, blocks=blocks,
-                    note=f"set pitch_lbm_f{prec}", info=info)
-           for prec in precisions for shape in shapes]
-    return copies + lbm
-
-
-#: The pitch2 series: arrays, cells along x, precisions, the block.
-PITCH2 = ((2, 8, 19), (250, 252, 254, 256), (64, 32), (128, 2, 1))
-
-
-def pitch2_plans(info: dict[str, str]) -> list[Plan]:
-    """The pitch2 series (module docstring)."""
-    counts, widths, precisions, block = PITCH2
-    copies = [plan_for("streams3d", {"fields": n, "shift": "ghost", "precision": prec,
-                                     "shape": (x, 256, 256)}, F111, blocks=(block,),
-                       note=f"set pitch2_f{prec}", info=info)
-              for prec in precisions for n in counts for x in widths]
-    lbm = [plan_for("lbm_d3q19", {"precision": prec, "shape": (x, 256, 256)}, F111,
-                    blocks=(block,), note=f"set pitch2_lbm_f{prec}", info=info)
-           for prec in precisions for x in widths[:2]]
-    return copies + lbm
-
-
-def listed_plans(series: Sequence[tuple[str, str, dict[str, Any], tuple[int, int, int],
-                                         tuple[tuple[int, int, int], ...]]],
-                 info: dict[str, str]) -> list[Plan]:
-    """The plans of a series listed as (set name, stencil, parameters, fold,
-    blocks), one per entry."""
-    return [plan_for(stencil, params, fold, blocks=blocks, note=f"set {name}", info=info)
-            for name, stencil, params, fold, blocks in series]
-
-
-def probe_plans(info: dict[str, str]) -> list[Plan]:
-    """The probe series (:data:`PROBE`): every block profiled."""
-    return listed_plans(PROBE, info)
-
-
 SERIES = {"check": check_plans, "probe": probe_plans, "new": new_plans, "dev": dev_plans,
           "occupancy": occupancy_plans, "lbm_sizes": lbm_size_plans, "drain": drain_plans,
           "heldout": heldout_plans, "streams": stream_plans, "lbm_parts": lbm_part_plans,
           "shifts": shift_plans, "pitch": pitch_plans, "pitch2": pitch2_plans,
-          "r4probe": r4probe_plans}
+          "r4probe": r4probe_plans, "capacity": capacity_plans}
 
 
 #: The columns of ``--predictions``: the configuration, then what the model says.

@@ -118,9 +118,9 @@ def test_a_series_is_predicted_before_it_is_measured(tmp_path):
     """``device_prepare.py --predictions``: one row per configuration, the
     model's own prediction of the generated kernel, under a comment naming
     the machine and the commit."""
-    prep = script("device_prepare")
-    (narrow,) = [e for e in prep.R4PROBE if e[0] == "r4probe_narrow"]
-    plans = prep.listed_plans([narrow], {"pystencils": "2.1", "warpspeed": "x"})
+    prep, series = script("device_prepare"), script("device_series")
+    (narrow,) = [e for e in series.R4PROBE if e[0] == "r4probe_narrow"]
+    plans = series.listed_plans([narrow], {"pystencils": "2.1", "warpspeed": "x"})
     rows = prep.prediction_rows(plans, "H200")
     assert [r["block"] for r in rows] == [prep.triple(b) for b in narrow[4]]
     kernel = wm.generate_variant("star3d", narrow[2], narrow[3])[0]
@@ -134,3 +134,19 @@ def test_a_series_is_predicted_before_it_is_measured(tmp_path):
     assert rest[0] == ",".join(prep.PREDICTION_COLUMNS) and len(rest) == 1 + len(rows)
     bad = ["--series", "r4probe", "--predictions", str(tmp_path / "q.csv"), "--machine", "NOPE"]
     assert prep.main(bad) == 2 and not (tmp_path / "q.csv").exists()
+
+
+def test_the_capacity_series_lists_each_kernel_once_with_all_its_blocks():
+    """``capacity``: one plan per kernel (the unfolded 2048 x 768 x 32 star's
+    blocks joined, each pad of the folded D3Q19 its own program), every
+    configuration of :data:`CAPACITY` and :data:`SPLIT_PADS` in it once."""
+    series = script("device_series")
+    plans = series.capacity_plans({"pystencils": "2.1", "warpspeed": "x"})
+    assert len({p.name for p in plans}) == len(plans)
+    configs = sum(len(p.blocks) for p in plans)
+    assert configs == sum(len(e[4]) for e in series.CAPACITY) + len(series.SPLIT_PADS)
+    (joined,) = [p for p in plans if p.fold == (1, 1, 1) and '"shape":[2048,768,32]' in p.params]
+    assert joined.blocks == ((256, 1, 1), (128, 2, 1), (64, 4, 1))
+    split = [p for p in plans if p.stencil == "lbm_d3q19"]
+    assert sorted(p.program.shared_bytes for p in split) == sorted(
+        series.shared_pad(n) for n in series.SPLIT_PADS)
