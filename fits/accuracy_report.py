@@ -362,7 +362,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT, help="the markdown file to write")
     ap.add_argument("--from-json", type=Path,
-                    help="render this saved output of 'warpspeed validate --v100 --json'")
+                    help="render this saved output of 'warpspeed validate --v100 --json' "
+                         "(or a saved ACCURACY.json)")
     ap.add_argument("--check", action="store_true",
                     help="check the files instead of writing them (exit 1 if stale)")
     ap.add_argument("--rerun", action="store_true", help="with --check: rerun the validation")
@@ -378,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         return code
     if args.from_json:
         data, error = json.loads(args.from_json.read_text()), ""
+        if isinstance(data, dict) and set(data) == {"command", "inputs", "validation"}:
+            data = data["validation"]  # a saved ACCURACY.json: its validation alone
     else:
         data, error = collect()
     if data is None:

@@ -92,6 +92,9 @@ class Family:
     whole_wavefront_note: bool
     #: Whether guarded loads form a latency chain of their own (MODEL.md §11).
     guarded_loads_serialise: bool
+    #: Whether a thread's loads go out in rounds of what its registers hold,
+    #: each further round an L2 latency (MODEL.md §11, "Load rounds").
+    load_rounds: bool
     #: Whether the paper's capacity curves (MODEL.md §7) were fitted on it.
     paper_curves_fitted: bool
     #: The memory-system kind (MODEL.md §11, "Memory systems").
@@ -140,6 +143,7 @@ _CAPABILITIES: dict[str, tuple[Any, str]] = {
     "wgp_mode": (lambda v: isinstance(v, bool), "true or false"),
     "whole_wavefront_note": (lambda v: isinstance(v, bool), "true or false"),
     "guarded_loads_serialise": (lambda v: isinstance(v, bool), "true or false"),
+    "load_rounds": (lambda v: isinstance(v, bool), "true or false"),
     "paper_curves_fitted": (lambda v: isinstance(v, bool), "true or false"),
     "memory_system": (lambda v: v in MEMORY_SYSTEMS, f"one of {list(MEMORY_SYSTEMS)}"),
     "alloc_unit_scales": (lambda v: isinstance(v, bool), "true or false"),
@@ -147,10 +151,10 @@ _CAPABILITIES: dict[str, tuple[Any, str]] = {
               "a table of sm, warp and wave"),
 }
 #: Capabilities a family may leave out: a table of compiler targets, one of
-#: the two grid limits, the tag cost of an L1 count that has none, and the L2's
-#: requests (false: the L2 serves sectors).
+#: the two grid limits, the tag cost of an L1 count that has none, the L2's
+#: requests (false: the L2 serves sectors) and the load rounds (false: none).
 _OPTIONAL = ("compiler_targets", "grid_blocks", "grid_threads", "l1_tag_cycles_per_line",
-             "l2_line_requests")
+             "l2_line_requests", "load_rounds")
 _PLAIN = ("format_version", "name", "vendor", "description", "architectures")
 
 
@@ -191,6 +195,7 @@ def load_family(path: Path) -> Family:
         register_budget_files=values["register_budget_files"],
         wgp_mode=values["wgp_mode"], whole_wavefront_note=values["whole_wavefront_note"],
         guarded_loads_serialise=values["guarded_loads_serialise"],
+        load_rounds=bool(values.get("load_rounds", False)),
         paper_curves_fitted=values["paper_curves_fitted"],
         memory_system=values["memory_system"], alloc_unit_scales=values["alloc_unit_scales"],
         words=Words(**values["words"]), sources=tuple(sources), path=str(path))

@@ -2,6 +2,8 @@
 addresses evaluated by hand, hand-counted FP work, and clear errors for what
 it cannot model (MODEL.md §1)."""
 
+import dataclasses
+
 import pystencils as ps
 import pytest
 import sympy as sp
@@ -54,8 +56,13 @@ def paper_star():
 @pytest.mark.parametrize("machine", ["A100", "V100"])
 @pytest.mark.parametrize("block", [(256, 1, 4), (32, 8, 4), (1024, 1, 1), (64, 4, 2)])
 def test_pystencils_25_point_star_predicts_like_the_hand_written_star(paper_star, machine, block):
+    """Given the generated kernel's register count (its load rounds, MODEL.md
+    §11, need a count of the compiled code, which the description lacks)."""
     generated, by_hand = paper_star
-    p, q = ws.predict(generated, machine, block), ws.predict(by_hand, machine, block)
+    p = ws.predict(generated, machine, block)
+    counted = dataclasses.replace(by_hand, registers=p.registers,
+                                  registers_source=p.registers_source)
+    q = ws.predict(counted, machine, block)
     assert p.glups == pytest.approx(q.glups, rel=1e-12)
     assert p.limiter == q.limiter
     for key, value in p.to_dict()["volumes"].items():

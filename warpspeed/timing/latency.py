@@ -77,19 +77,61 @@ from .memory import MemoryParams, achieved_bandwidth
 from .memory_systems import charges_split_stores, stream_efficiency
 
 
-def memory_params(m: Machine, efficiency: float = 1.0) -> MemoryParams:
+def memory_params(m: Machine, efficiency: float = 1.0, rounds_ns: float = 0.0) -> MemoryParams:
     """The machine's calibrated memory parameters, the saturated plateaus
-    scaled by ``efficiency`` (:func:`warpspeed.timing.memory_systems.stream_efficiency`)."""
+    scaled by ``efficiency`` (:func:`warpspeed.timing.memory_systems.stream_efficiency`)
+    and the turnover lengthened by ``rounds_ns`` (:func:`load_rounds_ns`)."""
     p = require(m)
     return MemoryParams(
         dram_latency_ns=float(p.dram_latency_ns),
         l2_latency_ns=float(p.l2_latency_ns),
-        turnover_ns=float(p.turnover_ns),
+        turnover_ns=float(p.turnover_ns) + rounds_ns,
         dram_bw_read=efficiency * float(p.dram_bw_read),
         dram_bw_copy=efficiency * float(p.dram_bw_copy),
         dram_bw_write=efficiency * float(p.dram_bw_write),
         shape=float(p.memory_shape),
     )
+
+
+#: Registers of a thread that hold no loaded value (indices, addresses, the
+#: sum): read off the SASS of pystencils' kernels for sm_90 (nvcc 13.0), which
+#: issue 11 of their double loads before the first FMA with 32 registers (the
+#: 27-point box, the radius-2 and radius-4 stars) and 23 with 56 (the box
+#: folded 1x1x2): ``(registers - 10) / 2`` (MODEL.md §11, "Load rounds").
+OTHER_REGISTERS = 10
+
+
+def load_rounds(kernel: Kernel, loads_per_thread: float) -> int:
+    """The rounds in which a thread's loads are issued (MODEL.md §11, "Load
+    rounds"): as many loads as its registers hold besides
+    :data:`OTHER_REGISTERS` (one per 4 bytes of the kernel's precision) go
+    out together; each further load waits until an earlier one is consumed.
+    One round for a hand-written kernel description (``registers_source``
+    ``"kernel"``): its count (the paper's 32 unless it says otherwise) is not
+    the compiled code's."""
+    if kernel.registers_source == "kernel":
+        return 1
+    per_value = 2 if kernel.precision == 64 else 1
+    window = max(1, (kernel.registers - OTHER_REGISTERS) // per_value)
+    return max(1, math.ceil(loads_per_thread / window - 1e-9))
+
+
+def load_rounds_ns(m: Machine, kernel: Kernel, loads_per_thread: float) -> float:
+    """How much longer a thread resides for its load rounds beyond the first
+    (:func:`load_rounds`): one L2 latency each, the machine's
+    ``l2_latency_ns``, since a later round's loads hit the lines the block
+    fetched (MODEL.md §11, "Load rounds").
+
+    Approximated: the window is the registers' count, not the compiled
+    schedule; a round waits the L2's unloaded latency whatever its loads hit;
+    the dependent FP chain that consumes the loads is not counted. Only on
+    a family whose record says ``load_rounds`` (NVIDIA's: the window is read
+    off NVIDIA's compiler; AMD's guarded bodies have their own term,
+    :func:`guarded_l1_ns`)."""
+    if not m.family.load_rounds:
+        return 0.0
+    rounds = load_rounds(kernel, loads_per_thread)
+    return (rounds - 1) * float(require(m).l2_latency_ns)
 
 
 def fp_slots(kernel: Kernel, m: Machine) -> float:
@@ -298,7 +340,8 @@ def glups_with_efficiency(terms: Mapping[str, float], m: Machine, v: Volumes,
     dram_bytes = v.dram_load + v.dram_store
     if dram_bytes <= 0:
         return glups_from_terms(terms)
-    bw = achieved_bandwidth(memory_params(m, efficiency), terms["dram_bytes_in_flight"],
+    bw = achieved_bandwidth(memory_params(m, efficiency, terms.get("load_rounds_ns", 0.0)),
+                            terms["dram_bytes_in_flight"],
                             v.dram_load / dram_bytes)
     memory = max(terms["t_l2_ns"], dram_bytes / bw)
     return glups_from_terms({**terms, "t_memory_ns": memory})
@@ -314,8 +357,9 @@ def predict_time(
     efficiency = stream_efficiency(traits.dram_streams, m, traits.dram_access_bytes,
                                    run_bytes=traits.dram_run_bytes,
                                    split_share=traits.dram_split_share)
-    mem = memory_params(m, efficiency)
     lups = kernel.lups_per_thread
+    rounds_ns = load_rounds_ns(m, kernel, traits.loads_per_lup * lups)
+    mem = memory_params(m, efficiency, rounds_ns)
     drain = block_drain(kernel, launch, m.warp_size)
     threads = resident_threads(kernel, launch) * drain
 
@@ -371,6 +415,7 @@ def predict_time(
         # the share the memory system charges (MODEL.md §11); 0 elsewhere
         "dram_split_share": traits.dram_split_share if charges_split_stores(m) else 0.0,
         "dram_bytes_in_flight": dram_flight,
+        "load_rounds_ns": rounds_ns,
         "block_drain": drain,
         "l2_bandwidth_achieved": l2_bw,
         "l2_line_ratio": line_ratio,
@@ -393,5 +438,6 @@ __all__ = ["BLOCK_LAUNCH", "DRAIN_REFERENCE_THREADS", "DRAIN_STAGGER", "LAUNCH",
            "DefaultModelParameters", "binding_limiter", "block_drain", "block_launch_time",
            "drain_share", "fp_slots",
            "glups_from_terms", "glups_with_efficiency", "guarded_l1_ns", "kernel_time_ns",
-           "launch_limits", "launch_us", "memory_params", "overlap", "predict_time", "require",
+           "launch_limits", "launch_us", "load_rounds", "load_rounds_ns", "memory_params",
+           "overlap", "predict_time", "require",
            "resident_threads", "update_time", "wave_efficiency", "waves"]

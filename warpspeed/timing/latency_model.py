@@ -88,6 +88,9 @@ class Latency(Timing):
             f"{1000 * t['t_update_ns']:.1f} ps (x{t['overlap_factor']:.2f}); "
             f"DRAM at {t['dram_bandwidth_achieved']:.0f} GB/s{_of_peak(t, r.dram_peak)} "
             f"with {t['dram_bytes_in_flight'] / 2**20:.1f} MiB in flight"
+            + (f", each thread resident {t['load_rounds_ns']:.0f} ns longer for its loads in "
+               "rounds of what its registers hold (MODEL.md §11, Load rounds)"
+               if t.get("load_rounds_ns", 0.0) > 0 else "")
             + (f", {t['dram_streams']:.0f} concurrent streams: x{t['dram_stream_efficiency']:.2f} "
                "of the stream plateaus (MODEL.md §11)"
                + (f", {100 * t['dram_split_share']:.0f} % of the DRAM bytes in store sectors "
