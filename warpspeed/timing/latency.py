@@ -94,11 +94,14 @@ def memory_params(m: Machine, efficiency: float = 1.0, rounds_ns: float = 0.0) -
 
 
 #: Registers of a thread that hold no loaded value (indices, addresses, the
-#: sum): read off the SASS of pystencils' kernels for sm_90 (nvcc 13.0), which
-#: issue 11 of their double loads before the first FMA with 32 registers (the
-#: 27-point box, the radius-2 and radius-4 stars) and 23 with 56 (the box
-#: folded 1x1x2): ``(registers - 10) / 2`` (MODEL.md §11, "Load rounds").
-OTHER_REGISTERS = 10
+#: sum), read off the SASS of pystencils' kernels for sm_90 (nvcc 13.0): the
+#: 7-point and 2D stars issue all their loads at once with 22 and 17
+#: registers (7 and 5 doubles), the 27-point box and the radius-2 and radius-4
+#: stars 11 of them before the first FMA with 32, the box folded 1x1x2 23 of
+#: 36 with 56. With 7 the window gives the SASS's rounds in 10 of 12 kernels;
+#: the 7-point star folded 1x4x1 on a 2048-wide plane and the box folded
+#: 1x2x1 take one round more than counted (MODEL.md §11, "Load rounds").
+OTHER_REGISTERS = 7
 
 
 def load_rounds(kernel: Kernel, loads_per_thread: float) -> int:
