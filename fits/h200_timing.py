@@ -313,6 +313,8 @@ ABLATIONS: dict[str, Callable[[Machine], Machine]] = {
                                   "dram_bw_write": 3891.0}),
     "launch latency (back-to-back launch overhead instead)":
         lambda m: with_values(m, {"launch_latency_us": None}),
+    "load rounds (every thread's loads in one round)":
+        lambda m: dataclasses.replace(m, family=dataclasses.replace(m.family, load_rounds=False)),
 }
 
 
