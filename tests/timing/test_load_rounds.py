@@ -16,6 +16,10 @@ import warpspeed as ws
 from stencils.star3d_by_hand import kernel as star
 from warpspeed.measure import generate_variant
 from warpspeed.timing.latency import load_rounds, load_rounds_ns
+from warpspeed.timing.latency_parameters import require
+
+#: The H200 file's L2 latency: one round's wait.
+L2_NS = float(require(ws.load_machine("H200")).l2_latency_ns)
 
 R1 = {"radius": 1, "shape": (512, 512, 512)}
 #: (stencil, parameters, fold, registers, loads per thread, loads before the first FMA)
@@ -50,7 +54,7 @@ def test_rounds_follow_the_compiled_windows(stencil, params, fold, registers, lo
     assert p.traits.loads_per_lup * k.lups_per_thread == pytest.approx(loads)
     rounds = math.ceil(loads / window)
     assert load_rounds(k, loads) == rounds
-    assert p.terms["load_rounds_ns"] == pytest.approx((rounds - 1) * 151.3)
+    assert p.terms["load_rounds_ns"] == pytest.approx((rounds - 1) * L2_NS)
 
 
 @pytest.mark.parametrize(("stencil", "params", "fold", "registers", "loads", "window"), ONE_MORE)
@@ -66,7 +70,7 @@ def test_a_hand_written_description_and_an_amd_gpu_wait_no_rounds():
     box = compiled(*SASS[3][:4])
     assert load_rounds(box, 27) == 3
     assert load_rounds_ns(ws.load_machine("MI210"), box, 27) == 0.0
-    assert load_rounds_ns(ws.load_machine("H200"), box, 27) == pytest.approx(2 * 151.3)
+    assert load_rounds_ns(ws.load_machine("H200"), box, 27) == pytest.approx(2 * L2_NS)
 
 
 def test_rounds_lengthen_the_residence_only_where_the_bytes_in_flight_bind():
