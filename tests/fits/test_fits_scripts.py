@@ -323,3 +323,30 @@ def test_the_h200_refit_of_h_z_is_measured_and_why_it_is_not_adopted():
     assert curve.h.best_fraction_of(curve.h.predict_all(m, layer, ks)) > 0.95
     refit = curve.h.predict_all(m, layer, ks, curve.with_curve(b, c))
     assert curve.h.best_fraction_of(refit) < 0.95
+
+
+def test_h200_residuals_recombines_the_models_own_time():
+    """fits/h200_residuals.py (MODEL.md §10, "Terms tried on the H200's
+    residuals"): with nothing changed, or with the L1-L2 exponent equal to
+    the file's (FP and L1 share 1.92 on the H200), the recombination is the
+    model's GLup/s; one-sector requests at 1.12x the line rate charge a
+    block its sectors' time up to a line ratio of 1.12 and the line time
+    over 1.12 beyond; fills only add L2 time."""
+    from warpspeed.measure import generate_variant
+
+    resid = script("h200_residuals")
+    m = ws.load_machine("H200")
+    for block, fold in (((256, 1, 1), (1, 1, 1)), ((1, 4, 64), (1, 1, 1)), ((32, 4, 2), (1, 4, 1))):
+        k = generate_variant("star3d", {"radius": 1, "shape": [256, 256, 256]}, fold)[0]
+        p = ws.predict(k, m, block)
+        same = resid.recombine(p, l1_l2=p.terms["l1_overlap_exponent"])
+        assert resid.recombine(p) == pytest.approx(p.glups, rel=1e-12)
+        assert same == pytest.approx(p.glups, rel=1e-12)
+        ratio = p.terms["l2_line_ratio"]
+        t_l2 = resid.request_rate_l2(p)
+        if ratio <= resid.REQUEST_RATE:  # the sectors' time: no line charged
+            assert t_l2 == pytest.approx(p.terms["t_l2_ns"] / ratio)
+        else:
+            assert t_l2 == pytest.approx(p.terms["t_l2_ns"] / resid.REQUEST_RATE)
+        assert resid.fills_l2(p) > p.terms["t_l2_ns"]
+        assert block != (1, 4, 64) or ratio > resid.REQUEST_RATE  # a narrow block's lines
