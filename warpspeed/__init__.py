@@ -21,7 +21,8 @@ __version__ = "0.1.0"
 #: Where each public name lives (module relative to this package).
 _PUBLIC = {
     ".errors": ("EmptyRankingError", "FitError", "KernelError", "LaunchError", "MachineError",
-                "NonAffineError", "OutOfBoundsError", "WarpspeedError", "WorkerError"),
+                "MissingAxisError", "NonAffineError", "OutOfBoundsError", "WarpspeedError",
+                "WorkerError"),
     ".input.atomics": ("Atomics",),
     ".input.expr": ("blockDim", "blockIdx", "threadIdx", "tidx", "tidy", "tidz"),
     ".input.gathers": ("Gather",),
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
         KernelError,
         LaunchError,
         MachineError,
+        MissingAxisError,
         NonAffineError,
         OutOfBoundsError,
         WarpspeedError,
@@ -97,6 +99,7 @@ __all__ = [
     "LaunchError",
     "Machine",
     "MachineError",
+    "MissingAxisError",
     "NonAffineError",
     "OutOfBoundsError",
     "Prediction",

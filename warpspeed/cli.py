@@ -178,12 +178,13 @@ def _threads(text: str) -> int:
 
 def cmd_rank(args: argparse.Namespace) -> int:
     m = load_machine(args.machine)
-    variants, threads = ranked_variants(args, m)
+    chosen = ranked_variants(args, m)
+    variants = chosen.kernels
     bar = _ProgressBar() if sys.stderr.isatty() else None
     t0 = time.monotonic()
     try:
         r = rank(
-            variants, m, threads=threads, all_shapes=args.all_shapes,
+            variants, m, threads=chosen.threads, all_shapes=args.all_shapes,
             top=args.top, jobs=args.jobs, progress=bar, model=args.model,
         )
     finally:
@@ -205,6 +206,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
         _print(prediction_table(list(r.predictions), title=title, vendor=m.vendor))
         _print(_rank_summary(r, elapsed))
         _print(registers_line(list(variants.items())))
+        for line in chosen.left_out:
+            _print(line)
         if r.predictions:  # the best's grounding and error band, MODEL.md §14
             _print(f"{r.machine}: {r.predictions[0].evidence.phrase}")
         for note in list(r.notes) + list(r.predictions[0].notes if r.predictions else ()):

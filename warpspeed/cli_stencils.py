@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .errors import WarpspeedError
+from .errors import MissingAxisError, WarpspeedError
 from .input.kernel import Kernel
 from .input.stencil_spec import Stencil, UsageError, parse_params, stencil
 from .input.triples import parse_triple
@@ -31,6 +31,7 @@ def build_variants(
     folds: Sequence[tuple[int, int, int]],
     target: str | None = None,
     declared: bool = False,
+    left_out: list[str] | None = None,
 ) -> dict[tuple[int, int, int], Kernel]:
     """The kernels of the stencil ``st`` (read once by
     :func:`~warpspeed.input.stencil_spec.stencil`, or its name) for each fold,
@@ -47,7 +48,10 @@ def build_variants(
     "hip") is passed to a stencil whose ``kernel()`` takes one (the shipped
     pystencils stencils); a ``declared`` target (``--target``) is recorded as
     ``Kernel.target`` of a stencil that takes none, which otherwise keeps
-    its own (unknown for a hand-written kernel; MODEL.md §15)."""
+    its own (unknown for a hand-written kernel; MODEL.md §15). With
+    ``left_out`` (the default folds of a ranking), a fold along an axis the
+    kernel does not have (a 2-D stencil folded in z) is left out, and why is
+    appended to the list, instead of ending the command."""
     st = stencil(st) if isinstance(st, str) else st
     params = parse_params(st.kernel, items)
     if "fold" in params:
@@ -58,7 +62,13 @@ def build_variants(
     kernels: dict[tuple[int, int, int], Kernel] = {}
     sources: dict[tuple[int, int, int], object] = {}
     for fold in folds:
-        kernel, source = _one_variant(st, params, fold, target, generate)
+        try:
+            kernel, source = _one_variant(st, params, fold, target, generate)
+        except MissingAxisError as exc:
+            if left_out is None or fold == (1, 1, 1):
+                raise
+            left_out.append(f"fold {','.join(map(str, fold))} left out: {exc}")
+            continue
         if source is not None:
             sources[fold] = source
         if registers is not None:
@@ -133,19 +143,34 @@ def code_target(args: Any, m: Machine) -> str:
     return args.target or m.family.target.lower()
 
 
-def ranked_variants(args: Any, m: Machine
-                    ) -> tuple[dict[tuple[int, int, int], Kernel], tuple[int, ...] | None]:
+@dataclasses.dataclass(frozen=True)
+class RankedVariants:
+    """What a ``rank`` or ``tune`` command ranks: the kernel of each fold,
+    the thread counts (None: every count) and the default folds left out
+    (one line each, why)."""
+
+    kernels: dict[tuple[int, int, int], Kernel]
+    threads: tuple[int, ...] | None
+    left_out: tuple[str, ...] = ()
+
+
+def ranked_variants(args: Any, m: Machine) -> RankedVariants:
     """The folding variants and thread counts a ``rank`` or ``tune`` command
     asks for (``--fold``, else the module's ``FOLDS``, else the default
-    folds when the stencil folds; ``--threads``, else every count)."""
+    folds when the stencil folds, less those along an axis the kernel does
+    not have; ``--threads``, else every count)."""
     st = stencil(args.stencil)  # read once for the whole command
+    left_out: list[str] | None = None
     if args.fold:
         folds = list(dict.fromkeys(parse_triple(f, "--fold", error=UsageError) for f in args.fold))
+    elif not st.takes_fold:
+        folds = [(1, 1, 1)]
     else:
         # a stencil module may name its own foldings (FOLDS), e.g. a 2-D kernel
-        folds = [(1, 1, 1)] if not st.takes_fold else list(st.folds or DEFAULT_FOLDS)
+        folds = list(st.folds or DEFAULT_FOLDS)
+        left_out = [] if st.folds is None else None
     threads = thread_counts(args.threads, m, "--threads " + " ".join(map(str, args.threads))
                             ) if args.threads else None
     variants = build_variants(st, args.set, args.registers, m.arch, folds,
-                              code_target(args, m), args.target is not None)
-    return variants, threads
+                              code_target(args, m), args.target is not None, left_out)
+    return RankedVariants(variants, threads, tuple(left_out or ()))

@@ -81,8 +81,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise MeasurementError(f"--measure takes a positive number of configurations, got "
                                f"{args.measure}")
     m = load_machine(args.machine)
-    variants, threads = ranked_variants(args, m)
-    r = rank(variants, m, threads=threads, jobs=args.jobs, model=args.model)
+    chosen = ranked_variants(args, m)
+    r = rank(chosen.kernels, m, threads=chosen.threads, jobs=args.jobs, model=args.model)
     ranking = list(r.predictions)
     backend = backend_for(args, ranking)
     tuned: Tuned = (untimed(ranking, backend) if isinstance(backend, str)
@@ -94,5 +94,5 @@ def cmd_tune(args: argparse.Namespace) -> int:
     timed = f"the best {args.measure} timed" if tuned.timed else "none timed"
     print(f"{r.kernel} on {r.machine} ({r.model} model): {r.configurations} configurations "
           f"ranked, {timed}")
-    print("\n".join(tuned.lines()))
+    print("\n".join([*tuned.lines(), *chosen.left_out]))
     return 0

@@ -25,6 +25,11 @@ class FitError(WarpspeedError, ValueError):
     """A capacity-curve file is unknown or malformed, or a fit failed."""
 
 
+class MissingAxisError(KernelError):
+    """A fold along an axis the kernel's fields do not have (a 2-D kernel
+    folded in z); a ranking's default folds leave such a fold out."""
+
+
 class OutOfBoundsError(KernelError):
     """An access reaches outside its field's extent (ghost layers included)
     for some thread of the kernel's domain."""

@@ -65,6 +65,14 @@ def test_predict_json_equals_the_library_with_fold_and_registers():
     # the text form of predict: tests/reports/test_output_width.py
 
 
+def test_rank_of_a_2d_stencil_leaves_the_z_fold_out_and_says_so():
+    res = run("rank", "star2d", "--set", "shape=512,512", "--machine", "H200", "--threads",
+              "256", "--top", "1")
+    assert "fold 1,1,2 left out: fold (1, 1, 2) folds an axis that 2-dimensional" in res.stdout
+    one_line_error(run("rank", "star2d", "--set", "shape=512,512", "--machine", "H200",
+                       "--fold", "1,1,2", ok=False), "fold only the first 2")
+
+
 @slow
 def test_rank_json_is_sorted_best_first_over_all_folds_and_thread_counts():
     res = run("rank", "star3d_by_hand", *SMALL, "--machine", "V100", "--threads", "256",

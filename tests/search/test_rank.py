@@ -302,3 +302,26 @@ def test_no_collection_pauses_the_collector_and_restores_its_state():
         assert not gc.isenabled()  # a caller's disabled collector stays disabled
     finally:
         gc.enable()
+
+
+def _copy2d(fold: tuple[int, int, int]) -> ws.Kernel:
+    """A 2-D copy (256 x 256 doubles) folded along x and y; a fold along z,
+    an axis it does not have, is refused as the pystencils front end
+    refuses it (``MissingAxisError``)."""
+    if fold[2] != 1:
+        raise ws.MissingAxisError(f"fold {fold} folds an axis that 2-dimensional fields do "
+                                  "not have")
+    a, b = ws.Field("a", shape=(256, 256)), ws.Field("b", shape=(256, 256))
+    fx, fy = fold[0], fold[1]
+    loads = [a[ws.tidx * fx + i, ws.tidy * fy + j] for i in range(fx) for j in range(fy)]
+    stores = [b[ws.tidx * fx + i, ws.tidy * fy + j] for i in range(fx) for j in range(fy)]
+    return ws.Kernel(loads=loads, stores=stores, domain=(256 // fx, 256 // fy), fold=fold,
+                     name="copy2d")
+
+
+def test_default_folds_leave_out_an_axis_the_kernel_does_not_have():
+    r = ws.rank(_copy2d, "A100", threads=256, top=3)
+    assert {p.fold for p in r.predictions} <= {(1, 1, 1), (1, 2, 1)}
+    assert r.notes[0].startswith("fold (1, 1, 2) left out of the default folds")
+    with pytest.raises(ws.MissingAxisError, match="2-dimensional"):
+        ws.rank(_copy2d, "A100", threads=256, folds=[(1, 1, 1), (1, 1, 2)])

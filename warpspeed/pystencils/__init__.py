@@ -30,7 +30,7 @@ input, §8 ranking).
 """
 
 from .extract import MAX_GRID_POINTS, Extraction, extract, kernel_from_pystencils
-from .fold import FoldError, fold_assignments, folded_config, generate
+from .fold import FoldAxisError, FoldError, fold_assignments, folded_config, generate
 from .hook import DEFAULT_FOLDS, Ranked, blocks, create_kernel, predict, rank
 from .indexlists import IndexListLengthError
 from .layouts import split_offset
@@ -60,6 +60,7 @@ __all__ = [
     "GpuTargetError",
     "ExtractOptions",
     "Extraction",
+    "FoldAxisError",
     "FoldError",
     "GridStridedLoopError",
     "MAX_GRID_POINTS",

@@ -32,7 +32,7 @@ from pystencils.grids.staggered_field import StaggeredFieldAccess
 from pystencils.grids.tensor_field import TensorFieldAccess
 from pystencils.sympyextensions import TypedSymbol
 
-from ..errors import KernelError
+from ..errors import KernelError, MissingAxisError
 from ..input.triples import as_triple, triple_of
 from .layouts import ShapeSpec, field_shape
 
@@ -44,6 +44,11 @@ class FoldError(KernelError):
     divide the interior, the kernel already has an iteration slice, the
     fields differ in shape or have unknown sizes (MODEL.md §1, work per
     thread)."""
+
+
+class FoldAxisError(FoldError, MissingAxisError):
+    """The fold folds an axis the fields do not have (a 2-D kernel folded
+    in z)."""
 
 
 def _fold3(fold: Sequence[int]) -> Fold:
@@ -123,7 +128,8 @@ def fold_assignments(assignments: Any, fold: Sequence[int]) -> Any:
     ac = _collection(assignments)
     dim = _spatial_dims(ac)
     if any(v != 1 for v in f[dim:]):
-        raise FoldError(f"fold {f} folds an axis that {dim}-dimensional fields do not have")
+        raise FoldAxisError(f"fold {f} folds an axis that {dim}-dimensional fields do not have; "
+                            f"fold only the first {dim} (1 elsewhere)")
     new_style = set().union(*(a.atoms(StaggeredFieldAccess, TensorFieldAccess)
                               for a in ac.all_assignments))
     if new_style:
@@ -262,4 +268,4 @@ def generate(
     return ps.create_kernel(fold_assignments(assignments, fold), cfg)
 
 
-__all__ = ["Fold", "FoldError", "fold_assignments", "folded_config", "generate"]
+__all__ = ["Fold", "FoldAxisError", "FoldError", "fold_assignments", "folded_config", "generate"]

@@ -75,7 +75,7 @@ from .pruning import (
     wave_key,
 )
 from .ties import leaders_note
-from .variants import KernelSource, empty_ranking, thread_counts, variants
+from .variants import KernelSource, empty_ranking, fold_variants, thread_counts
 from .workers import WorkerPool, alone_note, start_problem
 
 
@@ -196,7 +196,8 @@ def rank(
     curves = curves_for(m, fits)
     _check_top(top)
     # a pystencils kernel's registers counted for this GPU (Kernel.register_counter)
-    kernel_variants = [(f, counted_for(k, m.arch)) for f, k in variants(kernels, folds)]
+    made, left_out = fold_variants(kernels, folds)
+    kernel_variants = [(f, counted_for(k, m.arch)) for f, k in made]
     shapes = _asked_shapes(threads, blocks, all_shapes, m)
     candidates, excluded, notes = _launchable(kernel_variants, shapes, m, trim=blocks is None)
     classes, rep_variant = _equivalence_classes(candidates, kernel_variants)
@@ -207,7 +208,7 @@ def rank(
     if not ev.predictions:  # every class failed its block stage
         raise empty_ranking(_reasons(excluded), m, kernel_variants)
     return _ranking(m, kernel_variants, classes, excluded, ev, top, model,
-                    notes + worker_notes, tuple(worker_notes))
+                    [*left_out, *notes, *worker_notes], tuple(worker_notes))
 
 
 # --------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import cast
 
-from ..errors import EmptyRankingError, LaunchError
+from ..errors import EmptyRankingError, LaunchError, MissingAxisError
 from ..input.kernel import Kernel
 from ..input.triples import as_triple
 from ..machine import Machine
@@ -78,15 +78,36 @@ def thread_counts(threads: int | Iterable[int] | None, machine: Machine | None,
     return tuple(dict.fromkeys(thread_count(t, label, machine) for t in items))
 
 
-def variants(kernels: KernelSource, folds: Sequence[Fold] | None) -> list[tuple[Fold, Kernel]]:
-    """``(fold, kernel)`` pairs of a kernel, a mapping or a factory."""
+def _default_folds(factory: Callable[[Fold], Kernel]
+                   ) -> tuple[list[tuple[tuple[int, ...], Kernel]], tuple[str, ...]]:
+    """The factory's kernels of :data:`DEFAULT_FOLDS`, less the folds along an
+    axis the kernel does not have (a 2-D kernel folded in z), and a line on
+    each fold left out."""
+    given: list[tuple[tuple[int, ...], Kernel]] = []
+    left_out: list[str] = []
+    for f in DEFAULT_FOLDS:
+        try:
+            given.append((f, factory(f)))
+        except MissingAxisError as exc:
+            if f == (1, 1, 1):
+                raise
+            left_out.append(f"fold {f} left out of the default folds: {exc}")
+    return given, tuple(left_out)
+
+
+def fold_variants(kernels: KernelSource, folds: Sequence[Fold] | None
+                  ) -> tuple[list[tuple[Fold, Kernel]], tuple[str, ...]]:
+    """``(fold, kernel)`` pairs of a kernel, a mapping or a factory, and a
+    line on each default fold left out (MODEL.md §8: a factory ranked
+    without ``folds`` gets the default folds its kernel has axes for)."""
+    left_out: tuple[str, ...] = ()
     if isinstance(kernels, Kernel):
         if folds is not None and any(tuple(f) != kernels.fold for f in folds):
             raise LaunchError(
                 "folding variants need a kernel factory fold -> Kernel or a mapping "
                 "fold -> Kernel, not a single kernel"
             )
-        return [(kernels.fold, kernels)]
+        return [(kernels.fold, kernels)], ()
     if isinstance(kernels, Mapping):
         if folds is not None:
             raise LaunchError("give folds either as the mapping's keys or as folds=, not both")
@@ -94,7 +115,10 @@ def variants(kernels: KernelSource, folds: Sequence[Fold] | None) -> list[tuple[
     elif callable(kernels):
         # a fold given as a list reaches the factory as a tuple (three factors as
         # typed; any other length is refused below)
-        given = [(tuple(f), kernels(cast(Fold, tuple(f)))) for f in (folds or DEFAULT_FOLDS)]
+        if folds:
+            given = [(tuple(f), kernels(cast(Fold, tuple(f)))) for f in folds]
+        else:
+            given, left_out = _default_folds(kernels)
     else:
         raise TypeError(
             f"rank() needs a Kernel, a mapping fold -> Kernel or a factory, got "
@@ -107,7 +131,7 @@ def variants(kernels: KernelSource, folds: Sequence[Fold] | None) -> list[tuple[
         if len(f) != 3:
             raise LaunchError(f"folds are three factors (x, y, z), got {f}")
         out.append((as_triple(f), k))
-    return out
+    return out, left_out
 
 
 def empty_ranking(
@@ -138,7 +162,7 @@ __all__ = [
     "KernelSource",
     "default_threads",
     "empty_ranking",
+    "fold_variants",
     "thread_count",
     "thread_counts",
-    "variants",
 ]
