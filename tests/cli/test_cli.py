@@ -73,6 +73,18 @@ def test_rank_of_a_2d_stencil_leaves_the_z_fold_out_and_says_so():
                        "--fold", "1,1,2", ok=False), "fold only the first 2")
 
 
+SHIPPED = sorted(p.stem for p in (Path(__file__).parents[2] / "stencils").glob("[!_]*.py"))
+
+
+@slow
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_shipped_stencil_ranks_with_its_default_folds(name):
+    # 'rank star2d' once failed on the default z fold of a 2-D stencil
+    res = run("rank", name, "--machine", "MI210", "--threads", "256", "--top", "1", "--json")
+    rows = json.loads(res.stdout)
+    assert len(rows) == 1 and rows[0]["glups"] > 0 and "Traceback" not in res.stderr
+
+
 @slow
 def test_rank_json_is_sorted_best_first_over_all_folds_and_thread_counts():
     res = run("rank", "star3d_by_hand", *SMALL, "--machine", "V100", "--threads", "256",
