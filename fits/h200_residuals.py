@@ -49,7 +49,12 @@ from scipy.optimize import least_squares  # noqa: E402
 from warpspeed.measure import Measurement, read_csv  # noqa: E402
 from warpspeed.model import Prediction, load_machine, predict  # noqa: E402
 from warpspeed.search.ties import first_choice  # noqa: E402
-from warpspeed.timing.latency import kernel_time_ns, overlap, require  # noqa: E402
+from warpspeed.timing.latency import (  # noqa: E402
+    glups_from_terms,
+    kernel_time_ns,
+    overlap,
+    require,
+)
 from warpspeed.validation.measured_sets import H200_SECOND, RUNS_DIR, set_of  # noqa: E402
 from warpspeed.validation.reference import ReferenceDataError  # noqa: E402
 
@@ -61,8 +66,6 @@ REQUEST_RATE = 1.12
 #: DRAM latency of a loaded sector for ``--inflight`` (ns).
 LOADED_DRAM_NS = 500.0
 
-Terms = dict[str, float]
-
 
 def recombine(p: Prediction, t_l2: float | None = None, l1_l2: float | None = None,
               drain_power: float = 0.0) -> float:
@@ -70,18 +73,17 @@ def recombine(p: Prediction, t_l2: float | None = None, l1_l2: float | None = No
     power; with none given, the model's own GLup/s (MODEL.md §11)."""
     t = p.terms
     tl2 = t["t_l2_ns"] if t_l2 is None else t_l2
-    tf, tl1, td = t["t_fp_ns"], t["t_l1_ns"], t["t_dram_ns"]
-    pf, pl = t["fp_overlap_exponent"], t["l1_overlap_exponent"]
-    if l1_l2 is None:
-        memory = max(tl2, td)
-        tu = max(overlap(tf, memory, pf), overlap(tl1, memory, pl))
+    if l1_l2 is None:  # the model's own overlap: glups_from_terms
+        glups = glups_from_terms({**t, "t_memory_ns": max(tl2, t["t_dram_ns"])})
     else:
+        tf, tl1, td = t["t_fp_ns"], t["t_l1_ns"], t["t_dram_ns"]
+        pf, pl = t["fp_overlap_exponent"], t["l1_overlap_exponent"]
         tu = max(overlap(tf, td, pf), overlap(tl1, td, pl), overlap(tf, tl2, l1_l2),
-                 overlap(tl1, tl2, l1_l2))
-    tu = max(tu, t.get("t_block_launch_ns", 0.0))
-    total = kernel_time_ns(tu, t["updates"], t["waves"], 1000.0 * t["block_chain_us"],
-                           1000.0 * t["launch_us"])
-    return t["updates"] / total * t["block_drain"] ** drain_power
+                 overlap(tl1, tl2, l1_l2), t.get("t_block_launch_ns", 0.0))
+        glups = t["updates"] / kernel_time_ns(tu, t["updates"], t["waves"],
+                                              1000.0 * t["block_chain_us"],
+                                              1000.0 * t["launch_us"])
+    return glups * t["block_drain"] ** drain_power
 
 
 def request_rate_l2(p: Prediction, q: float = REQUEST_RATE) -> float:
