@@ -23,9 +23,16 @@ rows. ``--regression`` fits ``t = (S + a S (r - 1) + phi D) / B`` (L2 sector
 bytes ``S``, DRAM bytes ``D``, line ratio ``r``) on the counter rows that move
 at least 6 TB/s through the L2 or are L2-bound by the model;
 ``--inflight`` prints Little's law over the load line requests per SM
-(latency ``l2_latency_ns``, and 500 ns for the DRAM share of the sectors).
+(latency ``l2_latency_ns``, and 500 ns for the DRAM share of the sectors);
+``--wavefronts`` compares the model's L1 cycles with Nsight Compute's L1
+wavefronts on the counter rows, and on the L2-bound ones the counted L1
+time and the model's L2 time with the measured time; ``--across-gpus``
+scores the L1-L2 exponent as a ratio ``k`` of the L1-DRAM one on the
+validation's development sets of every GPU (V100, A100, RTX A4000, W7800,
+H200), with the joint mean MAPE and each GPU left out in turn.
 
-Not a test: it predicts about 3800 rows (a minute or two on two cores).
+Not a test: it predicts about 3800 rows (a minute or two on two cores;
+``--across-gpus`` adds the other GPUs' 2400 rows).
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import os
 import statistics
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 os.environ.setdefault("PYSTENCILS_CACHE_DIR", tempfile.mkdtemp(prefix="ws-resid-"))
 
@@ -46,9 +53,11 @@ import h200_timing as h  # noqa: E402  (fits/ is the script's folder)
 import numpy as np  # noqa: E402
 from scipy.optimize import least_squares  # noqa: E402
 
+from warpspeed.machine import Machine  # noqa: E402
 from warpspeed.measure import Measurement, read_csv  # noqa: E402
 from warpspeed.model import Prediction, load_machine, predict  # noqa: E402
 from warpspeed.search.ties import first_choice  # noqa: E402
+from warpspeed.timing.kernel_fit import FitRow, rank_correlation  # noqa: E402
 from warpspeed.timing.latency import (  # noqa: E402
     glups_from_terms,
     kernel_time_ns,
@@ -56,7 +65,12 @@ from warpspeed.timing.latency import (  # noqa: E402
     require,
 )
 from warpspeed.validation.measured_sets import H200_SECOND, RUNS_DIR, set_of  # noqa: E402
-from warpspeed.validation.reference import ReferenceDataError  # noqa: E402
+from warpspeed.validation.reference import (  # noqa: E402
+    LBM,
+    ReferenceDataError,
+    predictions,
+)
+from warpspeed.validation.transfer import DEV_SETS, FIT_BAND, fit_rows  # noqa: E402
 
 #: The third run's files whose sets are scored (the check sets of ACCURACY.md
 #: that time whole kernels on unpadded and padded blocks).
@@ -71,7 +85,12 @@ def recombine(p: Prediction, t_l2: float | None = None, l1_l2: float | None = No
               drain_power: float = 0.0) -> float:
     """GLup/s of ``p`` with another L2 time, L1-L2 overlap exponent or drain
     power; with none given, the model's own GLup/s (MODEL.md §11)."""
-    t = p.terms
+    return recombine_terms(p.terms, t_l2, l1_l2, drain_power)
+
+
+def recombine_terms(t: Mapping[str, float], t_l2: float | None = None,
+                    l1_l2: float | None = None, drain_power: float = 0.0) -> float:
+    """:func:`recombine` on a prediction's ``terms`` alone."""
     tl2 = t["t_l2_ns"] if t_l2 is None else t_l2
     if l1_l2 is None:  # the model's own overlap: glups_from_terms
         glups = glups_from_terms({**t, "t_memory_ns": max(tl2, t["t_dram_ns"])})
@@ -196,10 +215,92 @@ def inflight(rows: Sequence[h.Row], l2_ns: float, sms: int) -> str:
     return "\n".join(line for _, line in sorted(out, reverse=True)[:40])
 
 
+#: The L1-L2 overlap exponent over the L1-DRAM one, tried on every GPU's
+#: sets (``--across-gpus``; 1.0 is the model as shipped).
+RATIOS = (1.0, 1.15, 1.3, 1.5)
+
+
+def gpu_sets() -> dict[str, tuple[str, list[FitRow]]]:
+    """The validation's development sets but the lattice Boltzmann pairs
+    (two DRAM-bound rows per GPU): name -> (GPU, the default model's terms
+    and the measured GLup/s of every row)."""
+    out = {}
+    for s in DEV_SETS:
+        if not s.name.startswith(LBM):
+            data = s.load()
+            out[s.name] = (s.machine, fit_rows(data, predictions("latency", data, s.machine)))
+    return out
+
+
+def ratio_scores(rows: Sequence[FitRow], k: float) -> tuple[float, float, float | None]:
+    """MAPE, median predicted/measured and Spearman of ``rows`` with L1 work
+    overlapping the L2 at ``k`` times its L1-DRAM exponent."""
+    pred = np.array([recombine_terms(r.terms, l1_l2=k * r.terms["l1_overlap_exponent"])
+                     for r in rows])
+    meas = np.array([r.measured for r in rows])
+    ratio = pred / meas
+    mape = float(np.mean(np.abs(ratio - 1.0)))
+    return mape, float(np.median(ratio)), rank_correlation(pred, meas)
+
+
+def across_gpus(sets: dict[str, tuple[str, list[FitRow]]]) -> str:
+    """Each set's scores per ratio; the joint mean MAPE over the sets whose
+    median lies in the fit's band (:data:`FIT_BAND`) and, leaving each GPU
+    out, the ratio the other GPUs' sets choose and the left-out GPU's MAPE
+    with it and as shipped."""
+    table = {name: {k: ratio_scores(rows, k) for k in RATIOS} for name, (_, rows) in sets.items()}
+    lines = ["set".ljust(30) + "".join(f"{'k = ' + str(k):>22s}" for k in RATIOS)]
+    for name, by_k in table.items():
+        cells = "".join(f"{100 * a:7.1f}% {b:5.2f} {'-' if c is None else f'{c:5.2f}':>6s}"
+                        for a, b, c in by_k.values())
+        lines.append(f"{name[:29]:30s}{cells}")
+    fitted = [n for n, by_k in table.items() if FIT_BAND[0] <= by_k[1.0][1] <= FIT_BAND[1]]
+
+    def mean_mape(names: Sequence[str], k: float) -> float:
+        return statistics.mean(table[n][k][0] for n in names)
+
+    lines.append("joint mean MAPE (" + ", ".join(fitted) + "): " + ", ".join(
+        f"k {k}: {100 * mean_mape(fitted, k):.2f} %" for k in RATIOS))
+    for gpu in sorted({sets[n][0] for n in fitted}):
+        out = [n for n in fitted if sets[n][0] == gpu]
+        rest = [n for n in fitted if sets[n][0] != gpu]
+        k = min(RATIOS, key=lambda x: mean_mape(rest, x))
+        lines.append(f"{gpu} left out: the others choose k = {k}; {gpu}'s mean MAPE "
+                     f"{100 * mean_mape(out, k):.1f} % (shipped {100 * mean_mape(out, 1.0):.1f} %)")
+    return "\n".join(lines)
+
+
+def wavefronts(groups: dict[tuple[str, str], list[h.Row]], m: Machine) -> str:
+    """Per set, on its counter rows: the model's L1 cycles per update over
+    Nsight Compute's L1 wavefronts per update (median); and on the rows the
+    model calls L2-bound the counted wavefronts' time (one per SM and
+    cycle) and the model's L2 time as shares of the measured time."""
+    lines = []
+    per_lup = m.sms * m.clock_ghz  # SM cycles per ns on the whole GPU
+    for (run, name), g in sorted(groups.items()):
+        rows = [(r, r.m.l1_wavefronts) for r in g if r.m.l1_wavefronts]
+        if not rows:
+            continue
+        model = statistics.median(r.p.l1_cycles / m.warp_size / wf for r, wf in rows)
+        line = f"{name[:22]:22s} {run:7s} {len(rows):3d} rows: model / counted {model:4.2f}"
+        bound = [(r, wf) for r, wf in rows if r.p.limiter == "l2"]
+        if bound:
+            l1 = statistics.median(wf / per_lup * r.m.glups for r, wf in bound)
+            l2 = statistics.median(r.p.terms["t_l2_ns"] * r.m.glups for r, _ in bound)
+            line += (f"; {len(bound)} L2-bound: counted L1 {l1:4.2f}, model L2 {l2:4.2f} "
+                     "of the measured time")
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--regression", action="store_true", help="the fill regression")
     ap.add_argument("--inflight", action="store_true", help="line requests in flight")
+    ap.add_argument("--across-gpus", action="store_true",
+                    help="the L1-L2 exponent ratio on every GPU's development sets")
+    ap.add_argument("--wavefronts", action="store_true",
+                    help="the model's L1 cycles against the counted L1 wavefronts")
     args = ap.parse_args(argv)
     try:
         groups = predicted(runs())
@@ -214,6 +315,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.inflight:
         m = load_machine("H200")
         print(inflight(rows, float(require(m).l2_latency_ns), m.sms))
+    if args.wavefronts:
+        print(wavefronts(groups, load_machine("H200")))
+    if args.across_gpus:
+        print(across_gpus(gpu_sets()))
     return 0
 
 

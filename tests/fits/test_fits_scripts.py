@@ -350,3 +350,31 @@ def test_h200_residuals_recombines_the_models_own_time():
             assert t_l2 == pytest.approx(p.terms["t_l2_ns"] / resid.REQUEST_RATE)
         assert resid.fills_l2(p) > p.terms["t_l2_ns"]
         assert block != (1, 4, 64) or ratio > resid.REQUEST_RATE  # a narrow block's lines
+
+
+def test_h200_residuals_ratio_scores_the_models_own_glups():
+    """fits/h200_residuals.py --across-gpus: at ``k = 1`` a set's MAPE and
+    median are those of the model's own GLup/s against the measured ones
+    (computed here from ``predict``); a larger ``k`` overlaps L1 work and
+    the L2 more, so no row gets slower."""
+    from warpspeed.measure import generate_variant
+    from warpspeed.timing.kernel_fit import FitRow
+
+    resid = script("h200_residuals")
+    m = ws.load_machine("H200")
+    k = generate_variant("star3d", {"radius": 4, "shape": [256, 256, 256]}, (1, 1, 1))[0]
+    preds = [ws.predict(k, m, b) for b in ((256, 1, 1), (1, 4, 64), (32, 4, 2), (8, 8, 4))]
+    measured = [f * p.glups for f, p in zip((0.8, 1.1, 1.0, 0.9), preds)]
+    rows = [FitRow(p.terms, g) for p, g in zip(preds, measured)]
+    mape, median, rho = resid.ratio_scores(rows, 1.0)
+    ratios = [p.glups / g for p, g in zip(preds, measured)]
+    assert mape == pytest.approx(sum(abs(r - 1) for r in ratios) / 4, rel=1e-9)
+    middle = sorted(ratios)[1:3]
+    assert median == pytest.approx((middle[0] + middle[1]) / 2)
+    assert rho is not None
+    base = [resid.recombine_terms(r.terms, l1_l2=r.terms["l1_overlap_exponent"]) for r in rows]
+    more = [resid.recombine_terms(r.terms, l1_l2=1.5 * r.terms["l1_overlap_exponent"])
+            for r in rows]
+    assert all(b == pytest.approx(p.glups, rel=1e-12) for b, p in zip(base, preds))
+    assert all(x >= b * (1 - 1e-12) for x, b in zip(more, base))
+    assert any(x > b * 1.001 for x, b in zip(more, base))  # an L2-bound block gains
