@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypedDict
@@ -400,25 +401,56 @@ def load_machine(name_or_path: str | Path | Machine) -> Machine:
     """A built-in machine by name (case-insensitive) or a machine file by path,
     its GPU facts checked; its timing tables are the timing models' to check
     (:func:`warpspeed.load_machine` does both, and every prediction checks
-    them), so this loader imports no model code (MODEL.md §12)."""
+    them), so this loader imports no model code (MODEL.md §12). Anything
+    else (another type, an empty or unknown name, a name too long for a
+    file) is a :class:`MachineError` that lists the built-in machines."""
     if isinstance(name_or_path, Machine):
         return name_or_path
-    text = str(name_or_path)
     files = machine_files()
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        raise MachineError(
+            f"a machine is a built-in name ({_known(files)}), the path of a .toml machine "
+            f"file or a warpspeed Machine; got a {type(name_or_path).__name__}"
+        )
+    text = os.fspath(name_or_path)
+    if not text.strip():
+        raise MachineError(f"the machine is empty; known machines: {_known(files)} (or a path "
+                           "to a .toml file)")
     if text.lower() in files:
         return _parse(files[text.lower()])
-    path = Path(text)
-    if path.suffix == ".toml" or path.exists():
-        if path.is_dir():
-            raise MachineError(f"{path} is a folder, not a machine file: give the path of a "
-                               ".toml file (warpspeed machines new ... --out FILE.toml)")
-        if not path.is_file():
-            raise MachineError(f"machine file {path} does not exist")
+    try:
+        path = _machine_file(Path(text))
+    except OSError as exc:  # a name no file system takes (too long, ...)
+        raise MachineError(f"unknown machine {_short(text)!r} ({exc.strerror}); known "
+                           f"machines: {_known(files)} (or a path to a .toml file)") from None
+    if path is not None:
         return _parse(path)
-    known = ", ".join(load_machine(p).name for p in files.values())
-    raise MachineError(
-        f"unknown machine {text!r}; known machines: {known} (or a path to a .toml file)"
-    )
+    raise MachineError(f"unknown machine {_short(text)!r}; known machines: {_known(files)} (or a "
+                       "path to a .toml file)")
+
+
+def _machine_file(path: Path) -> Path | None:
+    """``path`` if it names a machine file, None if it names nothing (a
+    name to look up); a :class:`MachineError` for a folder or a missing
+    ``.toml`` file."""
+    if path.suffix != ".toml" and not path.exists():
+        return None
+    if path.is_dir():
+        raise MachineError(f"{path} is a folder, not a machine file: give the path of a "
+                           ".toml file (warpspeed machines new ... --out FILE.toml)")
+    if not path.is_file():
+        raise MachineError(f"machine file {path} does not exist")
+    return path
+
+
+def _known(files: dict[str, Path]) -> str:
+    """The built-in machines' names, for messages."""
+    return ", ".join(load_machine(p).name for p in files.values())
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters for a message."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def parameter_range(key: str) -> tuple[float, float]:

@@ -45,6 +45,24 @@ def test_unknown_machine_error_lists_the_known_ones():
         ws.load_machine("B300")
 
 
+@pytest.mark.parametrize("bad", [42, None, {"name": "A100"}, ("A100",)])
+def test_a_machine_of_another_type_is_refused_by_type(bad):
+    with pytest.raises(ws.MachineError, match=f"built-in name .*A100.*got a {type(bad).__name__}"):
+        ws.load_machine(bad)
+
+
+def test_a_name_no_file_system_takes_is_an_unknown_machine():
+    """A 300-character name (what ``str`` of a mistaken object gives) is too
+    long for a file name: a MachineError naming its start, not the OSError
+    (which Python versions before 3.14 raise where they look for the file)."""
+    with pytest.raises(ws.MachineError, match=r"unknown machine 'x{60}\.\.\.'.*; known"):
+        ws.load_machine("x" * 300)
+    with pytest.raises(ws.MachineError):
+        ws.load_machine("x" * 300 + ".toml")
+    with pytest.raises(ws.MachineError, match="the machine is empty; known machines: .*A100"):
+        ws.load_machine(" ")
+
+
 def test_user_machine_file_is_loaded_from_a_path(tmp_path):
     text = (machine_files()["a100"]).read_text().replace('name = "A100"', 'name = "MyGPU"')
     text = text.replace("value = 108", "value = 54")

@@ -448,3 +448,17 @@ def test_staggered_field_halo_indices_are_exact_and_the_base_pointer_is_inner():
     assert {tuple(sp.expand(e) for e in a.index) for a in k.loads} == {(x, y, z),
                                                                         (x - 1, y, z + 1)}
     assert k.domain == (8, 6, 4)
+
+
+def test_a_configuration_where_predict_takes_the_machine_is_refused_with_the_call():
+    """``wps.create_kernel(assignments, config)`` takes the configuration
+    second, ``wps.predict`` the machine: a configuration passed there is a
+    MachineError that shows the call (not an OSError from looking for a file
+    named after the configuration), and nothing is generated first."""
+    import warpspeed.pystencils as wps
+
+    cfg = ps.CreateKernelConfig(**CUDA)
+    with pytest.raises(ws.MachineError, match=r"config=: predict\(assignments, 'H200'"):
+        wps.predict(_small_star(), cfg)
+    p = wps.predict(_small_star(), "H200", (64, 2, 1), config=cfg)
+    assert p.machine == "H200" and p.glups > 0

@@ -124,6 +124,11 @@ def predict(
     assumed or approximated in reading the kernel) and, when the estimate
     stands in for nvcc, the register count's.
     """
+    if isinstance(machine, ps.CreateKernelConfig):
+        raise MachineError(
+            "predict takes the machine second and the pystencils configuration as config=: "
+            "predict(assignments, 'H200', (256, 1, 1), config=config)"
+        )
     opts = with_keywords(options, keywords, "predict", PREDICT_KEYWORDS)
     f = _fold3(fold or (1, 1, 1))
     if _is_kernel_function(kernel_or_assignments):
