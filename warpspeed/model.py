@@ -244,7 +244,8 @@ def block_stages(kernel: Kernel, machine: Machine, blocks: Sequence[Sequence[int
     :func:`warpspeed.volumes.footprint.footprints_of` over their blocks);
     the numbers are those of counting each launch alone."""
     if not isinstance(kernel, Kernel):
-        raise TypeError(f"predict() needs a ws.Kernel, got {type(kernel).__name__}")
+        raise TypeError(f"predict() needs a ws.Kernel, got {type(kernel).__name__}; pystencils "
+                        "assignments and kernels go to warpspeed.pystencils.predict")
     out: list[BlockStage | LaunchError | None] = [None] * len(blocks)
     ready: dict[int, tuple[Launch, BoundKernel, int, Sample, str | None]] = {}
     groups: dict[object, list[int]] = {}

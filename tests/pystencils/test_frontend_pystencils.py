@@ -462,3 +462,43 @@ def test_a_configuration_where_predict_takes_the_machine_is_refused_with_the_cal
         wps.predict(_small_star(), cfg)
     p = wps.predict(_small_star(), "H200", (64, 2, 1), config=cfg)
     assert p.machine == "H200" and p.glups > 0
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda a, c: wps_create(a, "H200"), ws.LaunchError,
+     r"config must be a pystencils CreateKernelConfig, got str 'H200'; create_kernel takes the "
+     r"machine as machine="),
+    (lambda a, c: wps_create(a, c, machine="H200", threads=300), ws.LaunchError,
+     r"threads: 300 is not a power of two"),
+    (lambda a, c: wps_create(a, c, machine="H200", folds=(1, 2, 1)), ws.LaunchError,
+     r"folds is a list of folds"),
+    (lambda a, c: wps_predict(a, "H200", 256, config=c), ws.LaunchError,
+     r"block must be three integers \(x, y, z\), got 256"),
+    (lambda a, c: wps_predict(a, "H200", "256,1,1", config=c), ws.LaunchError,
+     r"block must be three integers"),
+])
+def test_the_hooks_refuse_mixed_up_arguments_before_generating(call, error, match):
+    """Each ended in a message about something else (pystencils' AttributeError
+    on a string configuration, every fold skipped for a count create_kernel
+    never ranks, 'int object is not iterable') or in a deep TypeError."""
+    cfg = ps.CreateKernelConfig(**CUDA)
+    with pytest.raises(error, match=match):
+        call(_small_star(), cfg)
+
+
+def test_create_kernel_still_pads_a_short_fold():
+    ranked = wps_create(_small_star(), ps.CreateKernelConfig(**CUDA), machine="H200",
+                        threads=64, folds=[(1, 2)], jobs=1)
+    assert {p.fold for p in ranked.ranking} == {(1, 2, 1)}
+
+
+def wps_create(*args, **kwargs):
+    import warpspeed.pystencils as wps
+
+    return wps.create_kernel(*args, **kwargs)
+
+
+def wps_predict(*args, **kwargs):
+    import warpspeed.pystencils as wps
+
+    return wps.predict(*args, **kwargs)

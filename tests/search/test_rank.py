@@ -325,3 +325,23 @@ def test_default_folds_leave_out_an_axis_the_kernel_does_not_have():
     assert r.notes[0].startswith("fold (1, 1, 2) left out of the default folds")
     with pytest.raises(ws.MissingAxisError, match="2-dimensional"):
         ws.rank(_copy2d, "A100", threads=256, folds=[(1, 1, 1), (1, 1, 2)])
+
+
+@pytest.mark.parametrize("folds, match", [
+    ((1, 2, 1), r"folds is a list of folds \(x, y, z\) like \[\(1, 2, 1\)\], got \(1, 2, 1\)"),
+    ([2], r"folds is a list of folds .* got \[2\]"),
+    (3, r"folds is a list of folds .* got 3"),
+    ([(1, 2)], r"each fold must be three integers \(x, y, z\), got \(1, 2\)"),
+    ([(1, 0, 1)], r"each fold must be positive integers, got \(1, 0, 1\)"),
+    ([(1.5, 1, 1)], r"each fold must be three integers"),
+])
+def test_folds_that_are_not_a_list_of_folds_are_refused_by_name(folds, match):
+    """One fold given where ``rank`` asks for a list of them ended in
+    ``TypeError: 'int' object is not iterable`` from the factory's call."""
+    from stencils import star3d
+
+    def factory(fold):
+        return star3d.kernel(radius=1, shape=(64, 64, 64), fold=fold)
+
+    with pytest.raises(ws.LaunchError, match=match):
+        ws.rank(factory, "H200", threads=[256], folds=folds, jobs=1)

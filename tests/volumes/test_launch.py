@@ -122,3 +122,12 @@ def test_a_kernel_larger_than_the_gpus_memory_is_refused_unless_the_file_has_no_
     assert ws.predict(k, unsized, block=(128, 2, 1)).glups > 0
     fits = star3d.kernel(radius=1, shape=(1024, 1024, 1024))  # 16 GiB
     assert ws.predict(fits, "A100", block=(128, 2, 1)).glups > 0
+
+
+@pytest.mark.parametrize("bad", [(256.5, 1, 1), 256, "256,1,1", None, (256, 1), (0, 1, 1)])
+def test_a_block_that_is_not_three_positive_integers_is_refused_never_rounded(bad):
+    """(256.5, 1, 1) was predicted as (256, 1, 1); the block is read by the
+    one grammar of ``warpspeed.input.triples``: values equal to an integer."""
+    with pytest.raises(ws.LaunchError, match=r"^block must be (three|positive) integers"):
+        ws.predict(_kernel(), "A100", bad)
+    assert ws.predict(_kernel(), "A100", (256.0, 1, 1)).block == (256, 1, 1)

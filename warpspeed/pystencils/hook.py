@@ -57,6 +57,7 @@ import pystencils as ps
 
 from ..errors import EmptyRankingError, FitError, LaunchError, MachineError
 from ..input.kernel import Kernel
+from ..input.triples import as_triple, ints_of
 from ..machine import Machine
 from ..measure.tune import Tuned
 from ..model import Prediction, load_machine
@@ -66,7 +67,7 @@ from ..search.executor import no_collection
 from ..search.rank import Ranking, summary
 from ..search.rank import rank as ws_rank
 from ..search.ties import leaders_first, ranking_key
-from ..search.variants import thread_counts
+from ..search.variants import checked_folds, thread_counts
 from .default_block import with_default_block
 from .extract import Extraction, read
 from .fold import Fold, _fold3, generate
@@ -131,14 +132,14 @@ def predict(
         )
     opts = with_keywords(options, keywords, "predict", PREDICT_KEYWORDS)
     f = _fold3(fold or (1, 1, 1))
+    m = load_machine(machine)
+    b = as_triple(ints_of(block, "block", count=3, error=LaunchError))
     if _is_kernel_function(kernel_or_assignments):
         kernel_function = kernel_or_assignments
     else:
         kernel_function = generate(kernel_or_assignments, config, f, shape=opts.shape)
     ex = read(kernel_function, opts, fold=f)
-    m = load_machine(machine)
     kernel, reg_note = with_registers(ex.kernel, kernel_function, m.arch, opts.registers)
-    b = tuple(int(v) for v in block)
     fixed = kernel.fixed_block
     if fixed is not None and b != fixed:
         raise LaunchError(
@@ -148,6 +149,30 @@ def predict(
     p = ws_predict(kernel, m, b, fits=opts.fits, model=opts.model)
     own = ex.notes + ((reg_note,) if reg_note else ())
     return replace(p, notes=tuple(dict.fromkeys(own + p.notes)))
+
+
+def _check_config(config: object) -> None:
+    """A :class:`LaunchError` unless ``config`` is None or a pystencils
+    configuration (a machine name given second, as to :func:`predict`)."""
+    if config is not None and not isinstance(config, ps.CreateKernelConfig):
+        raise LaunchError(
+            f"config must be a pystencils CreateKernelConfig, got {type(config).__name__} "
+            f"{config!r:.60}; create_kernel takes the machine as machine=, e.g. "
+            "create_kernel(assignments, config, machine='H200')"
+        )
+
+
+def _power_of_two_counts(counts: tuple[int, ...]) -> tuple[int, ...]:
+    """``counts``, each a power of two: the blocks :func:`create_kernel`
+    ranks (MODEL.md §8); a :class:`LaunchError` naming any other."""
+    odd = [n for n in counts if n & (n - 1)]
+    if odd:
+        raise LaunchError(
+            f"threads: {odd[0]} is not a power of two, and create_kernel ranks the power-of-two "
+            "blocks; give powers of two, or rank every factorisation with "
+            "warpspeed.rank(..., all_shapes=True) on the extracted kernels"
+        )
+    return counts
 
 
 @dataclass(frozen=True)
@@ -235,9 +260,10 @@ def create_kernel(
     folding whose launch configuration defaults to the best block size,
     and all predictions sorted best first (MODEL.md §8). ``threads``: a
     count or counts per block (default every power of two from 64 that can
-    launch; a count that is not a positive integer within the machine's
-    limit raises :class:`warpspeed.LaunchError` before anything is
-    generated). ``jobs``: worker processes of the ranking (default one per
+    launch; a count that is not a power of two within the machine's limit,
+    a ``config`` that is not a pystencils configuration and ``folds`` that
+    are not a list of folds raise :class:`warpspeed.LaunchError` before
+    anything is generated). ``jobs``: worker processes of the ranking (default one per
     CPU, as :func:`warpspeed.rank`). ``options`` (:class:`ExtractOptions`):
     how to read the variants (the shape of fields of symbolic size, the
     values of integer parameters, ``grid_points``, the list of an
@@ -281,11 +307,12 @@ def create_kernel(
                          current=TUNE_KEYWORDS)
     with no_collection():  # no walk of pystencils' heap here or in the workers
         m = load_machine(machine)
+        _check_config(config)
         if threads is not None:  # refused before any variant is generated
-            threads = thread_counts(threads, m)
+            threads = _power_of_two_counts(thread_counts(threads, m))
         job = Job(assignments, config, opts, m.arch)
         made, pool, worker_notes = make_variants(
-            job, list(dict.fromkeys(_fold3(f) for f in folds)), jobs)
+            job, list(dict.fromkeys(checked_folds(folds, pad=True))), jobs)
         try:
             variants = {v.fold: v.extraction for v in made if v.extraction is not None}
             skipped = [(v.fold, v.skipped) for v in made if v.skipped is not None]

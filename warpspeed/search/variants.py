@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import cast
 
 from ..errors import EmptyRankingError, LaunchError, MissingAxisError
 from ..input.kernel import Kernel
-from ..input.triples import as_triple
+from ..input.triples import as_triple, ints_of
 from ..machine import Machine
 from .design_space import DEFAULT_FOLDS, Block, Fold
 
@@ -95,12 +94,27 @@ def _default_folds(factory: Callable[[Fold], Kernel]
     return given, tuple(left_out)
 
 
+def checked_folds(folds: object, pad: bool = False) -> list[Fold]:
+    """``folds`` as a list of three positive factors each (MODEL.md §8; an
+    empty list is the default folds, as None; ``pad``: one or two factors
+    stand for x or x, y, the rest 1); a
+    :class:`LaunchError` naming the fold that is not, or saying that one
+    fold was given where a list of them is asked for."""
+    items = None if isinstance(folds, (str, bytes)) or not isinstance(folds, Iterable) else list(
+        folds)
+    if items is None or any(isinstance(f, (numbers.Number, str, bytes)) for f in items):
+        raise LaunchError(f"folds is a list of folds (x, y, z) like [(1, 2, 1)], got {folds!r}")
+    return [as_triple(ints_of(f, "each fold", count=3, pad=pad, error=LaunchError))
+            for f in items]
+
+
 def fold_variants(kernels: KernelSource, folds: Sequence[Fold] | None
                   ) -> tuple[list[tuple[Fold, Kernel]], tuple[str, ...]]:
     """``(fold, kernel)`` pairs of a kernel, a mapping or a factory, and a
     line on each default fold left out (MODEL.md §8: a factory ranked
     without ``folds`` gets the default folds its kernel has axes for)."""
     left_out: tuple[str, ...] = ()
+    folds = None if folds is None else checked_folds(folds)
     if isinstance(kernels, Kernel):
         if folds is not None and any(tuple(f) != kernels.fold for f in folds):
             raise LaunchError(
@@ -116,7 +130,7 @@ def fold_variants(kernels: KernelSource, folds: Sequence[Fold] | None
         # a fold given as a list reaches the factory as a tuple (three factors as
         # typed; any other length is refused below)
         if folds:
-            given = [(tuple(f), kernels(cast(Fold, tuple(f)))) for f in folds]
+            given = [(f, kernels(f)) for f in folds]
         else:
             given, left_out = _default_folds(kernels)
     else:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..errors import LaunchError
 from ..input.kernel import Kernel, data_bytes
-from ..input.triples import as_triple
+from ..input.triples import as_triple, ints_of
 from ..machine import Machine
 
 Range = tuple[int, int]  # half-open range of block indices
@@ -58,14 +58,11 @@ AXES = "xyz"
 
 
 def check_block(block: Sequence[int], machine: Machine) -> tuple[int, int, int]:
-    """Validate a block size: three positive integers within the machine's
-    limits, in all and along each axis (its family's ``block_extents``)."""
-    try:
-        b = tuple(int(v) for v in block)
-    except (TypeError, ValueError) as exc:
-        raise LaunchError(f"block must be three integers (x, y, z), got {block!r}") from exc
-    if len(b) != 3 or any(v <= 0 for v in b):
-        raise LaunchError(f"block must be three positive integers (x, y, z), got {block!r}")
+    """Validate a block size: three positive integers (values equal to an
+    integer: ``256.5`` or ``"256"`` are refused, never rounded; the grammar of
+    :mod:`warpspeed.input.triples`) within the machine's limits, in all and
+    along each axis (its family's ``block_extents``)."""
+    b = as_triple(ints_of(block, "block", count=3, error=LaunchError))
     if math.prod(b) > machine.max_threads_per_block:
         raise LaunchError(
             f"block {b} has {math.prod(b)} threads; {machine.name} allows at most "
