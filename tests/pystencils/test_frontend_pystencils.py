@@ -465,13 +465,17 @@ def test_a_configuration_where_predict_takes_the_machine_is_refused_with_the_cal
 
 
 @pytest.mark.parametrize("call, error, match", [
-    (lambda a, c: wps_create(a, "H200"), ws.LaunchError,
+    (lambda a, c: wps_create(a, "H200"), TypeError,
      r"config must be a pystencils CreateKernelConfig, got str 'H200'; create_kernel takes the "
      r"machine as machine="),
     (lambda a, c: wps_create(a, c, machine="H200", threads=300), ws.LaunchError,
      r"threads: 300 is not a power of two"),
     (lambda a, c: wps_create(a, c, machine="H200", folds=(1, 2, 1)), ws.LaunchError,
      r"folds is a list of folds"),
+    (lambda a, c: wps_generate(a, "H200"), TypeError,
+     r"config must be a pystencils CreateKernelConfig, got str 'H200'$"),
+    (lambda a, c: wps_rank(a, "H200"), TypeError,
+     r"rank\(\) ranks extracted variants: .* got Assignment .*create_kernel\(assignments"),
     (lambda a, c: wps_predict(a, "H200", 256, config=c), ws.LaunchError,
      r"block must be three integers \(x, y, z\), got 256"),
     (lambda a, c: wps_predict(a, "H200", "256,1,1", config=c), ws.LaunchError,
@@ -496,6 +500,18 @@ def wps_create(*args, **kwargs):
     import warpspeed.pystencils as wps
 
     return wps.create_kernel(*args, **kwargs)
+
+
+def wps_generate(*args, **kwargs):
+    import warpspeed.pystencils as wps
+
+    return wps.generate(*args, **kwargs)
+
+
+def wps_rank(*args, **kwargs):
+    import warpspeed.pystencils as wps
+
+    return wps.rank(*args, **kwargs)
 
 
 def wps_predict(*args, **kwargs):

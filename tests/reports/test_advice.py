@@ -306,3 +306,16 @@ def test_advise_refuses_another_machine_than_the_predictions():
         advise(p, ws.load_machine("H100"), k)
     message = str(raised.value)
     assert "\n" not in message and "for A100 but the machine given is H100" in message
+
+
+def test_advise_takes_the_machine_by_name_and_refuses_a_kernel_for_the_prediction():
+    """Every other public function takes a machine name; advise() took only
+    a Machine and ended in "'str' object has no attribute 'name'"."""
+    k = star(radius=1, shape=(64, 64, 64))
+    p = ws.predict(k, "A100", (64, 4, 1))
+    assert ws.advise(p, "A100", k) == ws.advise(p, A100, k)
+    with pytest.raises(TypeError, match=r"advise\(\) explains a Prediction .* got Kernel"):
+        ws.advise(k, "A100")
+    with pytest.raises(ws.MachineError, match="the prediction is for A100 but the machine given "
+                                              "is H200"):
+        ws.advise(p, "H200")

@@ -215,6 +215,15 @@ def _check_unfolded(ac: ps.AssignmentCollection, cfg: ps.CreateKernelConfig) -> 
         raise FoldError(f"the unfolded kernel is invalid for pystencils: {exc}") from None
 
 
+def check_config(config: object, usage: str = "") -> None:
+    """A TypeError unless ``config`` is None or a pystencils
+    ``CreateKernelConfig`` (a machine name given in its place is the usual
+    slip); ``usage``: how the caller is called, for the message."""
+    if config is not None and not isinstance(config, ps.CreateKernelConfig):
+        raise TypeError(f"config must be a pystencils CreateKernelConfig, got "
+                        f"{type(config).__name__} {config!r:.60}{usage}")
+
+
 def folded_config(
     assignments: Any,
     config: ps.CreateKernelConfig | None,
@@ -228,6 +237,7 @@ def folded_config(
     interior (MODEL.md §1, work per thread). Raises :class:`FoldError` when
     the variant cannot be made."""
     f = _fold3(fold)
+    check_config(config)
     cfg = (config or ps.CreateKernelConfig(target=ps.Target.CUDA)).copy()
     if f == (1, 1, 1):
         return cfg
@@ -268,4 +278,5 @@ def generate(
     return ps.create_kernel(fold_assignments(assignments, fold), cfg)
 
 
-__all__ = ["Fold", "FoldAxisError", "FoldError", "fold_assignments", "folded_config", "generate"]
+__all__ = ["Fold", "FoldAxisError", "FoldError", "check_config", "fold_assignments",
+           "folded_config", "generate"]

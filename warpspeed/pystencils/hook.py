@@ -51,7 +51,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pystencils as ps
 
@@ -70,7 +70,7 @@ from ..search.ties import leaders_first, ranking_key
 from ..search.variants import checked_folds, thread_counts
 from .default_block import with_default_block
 from .extract import Extraction, read
-from .fold import Fold, _fold3, generate
+from .fold import Fold, _fold3, check_config, generate
 from .layouts import ShapeSpec
 from .measured import measured_choice
 from .options import (
@@ -151,17 +151,6 @@ def predict(
     return replace(p, notes=tuple(dict.fromkeys(own + p.notes)))
 
 
-def _check_config(config: object) -> None:
-    """A :class:`LaunchError` unless ``config`` is None or a pystencils
-    configuration (a machine name given second, as to :func:`predict`)."""
-    if config is not None and not isinstance(config, ps.CreateKernelConfig):
-        raise LaunchError(
-            f"config must be a pystencils CreateKernelConfig, got {type(config).__name__} "
-            f"{config!r:.60}; create_kernel takes the machine as machine=, e.g. "
-            "create_kernel(assignments, config, machine='H200')"
-        )
-
-
 def _power_of_two_counts(counts: tuple[int, ...]) -> tuple[int, ...]:
     """``counts``, each a power of two: the blocks :func:`create_kernel`
     ranks (MODEL.md §8); a :class:`LaunchError` naming any other."""
@@ -225,6 +214,20 @@ def rank(
     return list(_ranking(items, machine, threads, opts, jobs, executor).predictions)
 
 
+def _pairs(items: Iterable[object]) -> list[tuple[Fold, Extraction | Kernel]]:
+    """``items`` as ``(fold, extraction or kernel)`` pairs, or a TypeError
+    saying what :func:`rank` ranks (assignments go to :func:`create_kernel`)."""
+    out = list(items) if isinstance(items, Iterable) else [items]
+    for item in out:
+        if not (isinstance(item, tuple) and len(item) == 2
+                and isinstance(item[1], (Extraction, Kernel))):
+            raise TypeError(
+                "rank() ranks extracted variants: a mapping fold -> extraction (or kernel), or "
+                f"(fold, extraction) pairs, got {type(item).__name__} {item!r:.60}; "
+                "create_kernel(assignments, config, machine=...) ranks assignments")
+    return cast(list[tuple[Fold, Extraction | Kernel]], out)
+
+
 def _ranking(
     items: Iterable[tuple[Fold, Extraction | Kernel]],
     machine: str | Path | Machine,
@@ -234,7 +237,7 @@ def _ranking(
     executor: Executor | None,
 ) -> Ranking:
     """The :func:`warpspeed.rank` of the variants (:func:`rank`)."""
-    kernels = {f: (ex.kernel if isinstance(ex, Extraction) else ex) for f, ex in items}
+    kernels = {f: (ex.kernel if isinstance(ex, Extraction) else ex) for f, ex in _pairs(items)}
     if not kernels:
         raise LaunchError("no folding variant to rank")
     return ws_rank(kernels, machine, threads=threads, fits=options.fits, jobs=jobs,
@@ -261,10 +264,11 @@ def create_kernel(
     and all predictions sorted best first (MODEL.md §8). ``threads``: a
     count or counts per block (default every power of two from 64 that can
     launch; a count that is not a power of two within the machine's limit,
-    a ``config`` that is not a pystencils configuration and ``folds`` that
-    are not a list of folds raise :class:`warpspeed.LaunchError` before
-    anything is generated). ``jobs``: worker processes of the ranking (default one per
-    CPU, as :func:`warpspeed.rank`). ``options`` (:class:`ExtractOptions`):
+    and ``folds`` that are not a list of folds raise
+    :class:`warpspeed.LaunchError`, a ``config`` that is not a pystencils
+    configuration a TypeError, before anything is generated). ``jobs``:
+    worker processes of the ranking (default one per CPU, as
+    :func:`warpspeed.rank`). ``options`` (:class:`ExtractOptions`):
     how to read the variants (the shape of fields of symbolic size, the
     values of integer parameters, ``grid_points``, the list of an
     index-list kernel; :func:`extract`), their registers per thread (a
@@ -307,7 +311,8 @@ def create_kernel(
                          current=TUNE_KEYWORDS)
     with no_collection():  # no walk of pystencils' heap here or in the workers
         m = load_machine(machine)
-        _check_config(config)
+        check_config(config, "; create_kernel takes the machine as machine=, e.g. "
+                     "create_kernel(assignments, config, machine='H200')")
         if threads is not None:  # refused before any variant is generated
             threads = _power_of_two_counts(thread_counts(threads, m))
         job = Job(assignments, config, opts, m.arch)

@@ -53,12 +53,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import MachineError
 from ..input.binding import bind_kernel
 from ..input.kernel import Kernel
 from ..machine import Machine
-from ..model import LIMITERS, Prediction
+from ..model import LIMITERS, Prediction, load_machine
 from ..timing import Hint, Reading, Timing, timing_model
 from ..volumes.held import as_compiled
 from ..volumes.l1 import lanes_per_pass
@@ -100,13 +101,14 @@ class Advice:
 
 
 def advise(
-    prediction: Prediction, machine: Machine, kernel: Kernel | None = None
+    prediction: Prediction, machine: str | Path | Machine, kernel: Kernel | None = None
 ) -> Advice:
     """Explain ``prediction`` (MODEL.md §8): binding limiter, headroom and
     hints (module docstring). ``kernel`` adds hints that need the access
-    count and the registers per thread. ``machine`` must be the one the
-    prediction was made on (:class:`warpspeed.MachineError` otherwise: the
-    hints would mix two GPUs' facts).
+    count and the registers per thread. ``machine`` (a name, a machine file
+    or a :class:`Machine`) must be the one the prediction was made on
+    (:class:`warpspeed.MachineError` otherwise: the hints would mix two GPUs'
+    facts).
 
     Example: what limits a 3-point stencil, and what would help::
 
@@ -123,7 +125,11 @@ def advise(
         >>> "l1_conflicts" in {h.kind for h in a.hints}  # above 2 cycles per access
         True
     """
+    if not isinstance(prediction, Prediction):
+        raise TypeError(f"advise() explains a Prediction (ws.predict(kernel, machine, block)), "
+                        f"got {type(prediction).__name__}")
     p = prediction
+    machine = load_machine(machine)
     if machine.name != p.machine:
         raise MachineError(
             f"advise: the prediction is for {p.machine} but the machine given is "

@@ -41,7 +41,6 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import cast
 
 from ..errors import LaunchError
 from ..input.expr import bind_all
@@ -75,7 +74,7 @@ from .pruning import (
     wave_key,
 )
 from .ties import leaders_note
-from .variants import KernelSource, empty_ranking, fold_variants, thread_counts
+from .variants import KernelSource, checked_blocks, empty_ranking, fold_variants, thread_counts
 from .workers import WorkerPool, alone_note, start_problem
 
 
@@ -236,8 +235,7 @@ def _asked_shapes(threads: int | Iterable[int] | None, blocks: Iterable[Block] |
         for t in thread_counts(threads, m):
             shapes += block_shapes(t, all_shapes)
     else:
-        # a Block as typed (each checked when launched): tuple() keeps its length
-        shapes = [cast(Block, tuple(int(v) for v in b)) for b in blocks]
+        shapes = checked_blocks(blocks)
     return list(dict.fromkeys(shapes))
 
 

@@ -94,15 +94,35 @@ def _default_folds(factory: Callable[[Fold], Kernel]
     return given, tuple(left_out)
 
 
+def checked_blocks(blocks: object) -> list[Block]:
+    """``blocks`` as a list of three positive integers each (MODEL.md §8);
+    a :class:`LaunchError` naming the block that is not, or saying that one
+    block was given where a list of them is asked for. Whether a block
+    launches is the ranking's to say (an exclusion with its reason)."""
+    items = _items(blocks)
+    if items is None or not items:
+        raise LaunchError(f"blocks is a list of blocks (x, y, z) like [(256, 1, 1)], "
+                          f"got {blocks!r}")
+    return [as_triple(ints_of(b, "each block", count=3, error=LaunchError)) for b in items]
+
+
+def _items(values: object) -> list[object] | None:
+    """The elements of a list of triples, None unless ``values`` is one (a
+    string, a number or a sequence of numbers: one triple, or none)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        return None
+    items = list(values)
+    return None if any(isinstance(v, (numbers.Number, str, bytes)) for v in items) else items
+
+
 def checked_folds(folds: object, pad: bool = False) -> list[Fold]:
     """``folds`` as a list of three positive factors each (MODEL.md §8; an
     empty list is the default folds, as None; ``pad``: one or two factors
     stand for x or x, y, the rest 1); a
     :class:`LaunchError` naming the fold that is not, or saying that one
     fold was given where a list of them is asked for."""
-    items = None if isinstance(folds, (str, bytes)) or not isinstance(folds, Iterable) else list(
-        folds)
-    if items is None or any(isinstance(f, (numbers.Number, str, bytes)) for f in items):
+    items = _items(folds)
+    if items is None:
         raise LaunchError(f"folds is a list of folds (x, y, z) like [(1, 2, 1)], got {folds!r}")
     return [as_triple(ints_of(f, "each fold", count=3, pad=pad, error=LaunchError))
             for f in items]
