@@ -154,3 +154,18 @@ def test_the_constructor_takes_every_field_the_dataclass_declares(cls):
 
     params = list(inspect.signature(cls.__init__).parameters)[1:]
     assert params == [f.name for f in dataclasses.fields(cls) if f.init]
+
+
+def test_loads_and_stores_must_be_lists_of_accesses():
+    """One access given where a list is asked for ended in "TypeError:
+    'Access' object is not iterable"."""
+    A = ws.Field("A", shape=(66, 66, 66))
+    one = A[ws.tidx + 1, ws.tidy, ws.tidz]
+    with pytest.raises(ws.KernelError, match=r"^loads must be a list of accesses like "
+                                             r"\[A\[x, y, z\]\], got the one access A\[.*wrap it"):
+        ws.Kernel(loads=one, stores=[], domain=(64, 64, 64))
+    for bad in (None, 5):
+        with pytest.raises(ws.KernelError, match=f"stores must be a list of accesses .* got {bad}"):
+            ws.Kernel(loads=[one], stores=bad, domain=(64, 64, 64))
+    with pytest.raises(ws.KernelError, match="loads must be accesses like A\\[x, y, z\\], got 3"):
+        ws.Kernel(loads=[one, 3], stores=[], domain=(64, 64, 64))

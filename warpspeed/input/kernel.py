@@ -26,7 +26,15 @@ from .gathers import Gather
 FP_CLASSES = _FP_CLASSES
 
 
-def _dedupe(accesses: Sequence[Access], kind: str) -> tuple[Access, ...]:
+def _dedupe(accesses: object, kind: str) -> tuple[Access, ...]:
+    """``accesses`` (a list of them) each once, in order; a KernelError for
+    anything else (one access not in a list says so)."""
+    if isinstance(accesses, Access):
+        raise KernelError(f"{kind} must be a list of accesses like [A[x, y, z]], got the one "
+                          f"access {accesses}: wrap it in a list")
+    if not isinstance(accesses, Iterable):
+        raise KernelError(f"{kind} must be a list of accesses like [A[x, y, z]], got "
+                          f"{accesses!r:.80}")
     out: dict[Access, None] = {}
     for a in accesses:
         if not isinstance(a, Access):
@@ -254,8 +262,8 @@ class Kernel:
             raise KernelError(
                 f"atomics must be a ws.Atomics (count, scope, addresses), got {self.atomics!r}"
             )
-        loads = _dedupe(tuple(self.loads), "loads")
-        stores = _dedupe(tuple(self.stores), "stores")
+        loads = _dedupe(self.loads, "loads")
+        stores = _dedupe(self.stores, "stores")
         if not loads and not stores:
             raise KernelError("a kernel needs at least one load or store")
         object.__setattr__(self, "loads", loads)
