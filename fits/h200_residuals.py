@@ -14,7 +14,9 @@ default model; each variant then recombines the prediction's ``terms``, as
 * ``L1-L2 exponent 3``: L1 work overlaps the L2 stream with an exponent of
   its own (3) and the DRAM stream with the machine file's;
 * ``... and drain^0.2``: the same, with every regime's GLup/s times the
-  block drain share (MODEL.md §11) to the power 0.2.
+  block drain share (MODEL.md §11) to the power 0.2;
+* ``lines 0.8, fills 0.5``: 0.8 of the line charge beyond the sectors and
+  half the DRAM bytes passing the L2 (:func:`lines_fills_l2`).
 
 For each: per set the median predicted/measured GLup/s, the MAPE and the
 measured GLup/s of the configuration the ranking names first over the
@@ -117,12 +119,25 @@ def fills_l2(p: Prediction, phi: float = 1.0) -> float:
     return p.terms["t_l2_ns"] + phi * dram / p.terms["l2_bandwidth_achieved"]
 
 
+def lines_fills_l2(p: Prediction, a: float = 0.8, phi: float = 0.5) -> float:
+    """The L2 time with ``a`` of the line charge beyond the sectors and
+    ``phi`` of the DRAM bytes passing the L2: ``(S (1 + a (r - 1)) + phi D) /
+    bw_l2`` (the shape of ``--regression``, with its fitted values rounded
+    towards the shipped model)."""
+    t, v = p.terms, p.volumes
+    sectors = v.l2_load + v.l2_store
+    dram = v.dram_load + v.dram_store
+    charged = sectors * (1.0 + a * (t["l2_line_ratio"] - 1.0)) + phi * dram
+    return charged / t["l2_bandwidth_achieved"]
+
+
 VARIANTS: dict[str, Callable[[Prediction], float]] = {
     "shipped": lambda p: recombine(p),
     "request rate": lambda p: recombine(p, t_l2=request_rate_l2(p)),
     "fills": lambda p: recombine(p, t_l2=fills_l2(p)),
     "L1-L2 exponent 3": lambda p: recombine(p, l1_l2=3.0),
     "... and drain^0.2": lambda p: recombine(p, l1_l2=3.0, drain_power=0.2),
+    "lines 0.8, fills 0.5": lambda p: recombine(p, t_l2=lines_fills_l2(p)),
 }
 
 

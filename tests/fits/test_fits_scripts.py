@@ -349,6 +349,8 @@ def test_h200_residuals_recombines_the_models_own_time():
         else:
             assert t_l2 == pytest.approx(p.terms["t_l2_ns"] / resid.REQUEST_RATE)
         assert resid.fills_l2(p) > p.terms["t_l2_ns"]
+        # a = 1 and phi = 0 are the model's own L2 time
+        assert resid.lines_fills_l2(p, 1.0, 0.0) == pytest.approx(p.terms["t_l2_ns"], rel=1e-12)
         assert block != (1, 4, 64) or ratio > resid.REQUEST_RATE  # a narrow block's lines
 
 
