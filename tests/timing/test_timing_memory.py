@@ -105,6 +105,32 @@ def test_residence_solves_littles_law_at_the_achieved_bandwidth() -> None:
     assert residence_time_ns(P, 1.0, f) == math.inf
 
 
+def test_the_root_is_the_one_scipy_brentq_finds() -> None:
+    """achieved_bandwidth solves Little's law by interval halving in plain
+    Python (a first prediction imports no scipy.optimize); scipy's brentq on
+    the same equation is the independent check. They agree to about 1e-12:
+    near the root the equation's two sides, up to 1e9 B, cancel to their
+    rounding noise, which bounds either method (1e-10 asserted)."""
+    from scipy.optimize import brentq
+
+    from warpspeed.timing import memory
+
+    rng = np.random.default_rng(7)
+    n = memory.WALL_EXPONENT
+    for _ in range(200):
+        c, f = 10.0 ** rng.uniform(0, 9), rng.uniform(0, 1)
+        got = achieved_bandwidth(P, c, f)
+        sat = saturated_bandwidth(P, f)
+
+        def excess(u: float, c: float = c, f: float = f, sat: float = sat) -> float:
+            return u * sat * memory._unwalled(P, u, f) - c * (1.0 - u**n) ** (1.0 / n)
+
+        hi = min(1.0, c / (sat * memory._unwalled(P, 0.0, f)))
+        root = brentq(excess, 0.0, hi, xtol=1e-15 * hi, rtol=1e-15) if excess(hi) > 0 else hi
+        want = root * sat
+        assert got == pytest.approx(want, rel=1e-10, abs=0.0)
+
+
 @pytest.mark.parametrize("f", [-0.1, 1.5, float("nan")])
 def test_load_fraction_outside_unit_interval_is_rejected(f: float) -> None:
     with pytest.raises(ValueError, match="load_fraction must lie in"):

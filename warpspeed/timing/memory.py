@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 #: Exponent ``n`` of the saturation wall ``(1 - u^n)^(-1/n)`` (sharpness of
@@ -70,7 +71,7 @@ from dataclasses import dataclass, fields
 WALL_EXPONENT: float = 5.0
 #: How much more a stored byte raises the loaded latency than a loaded byte.
 STORE_WEIGHT: float = 4.0
-#: Relative tolerance of the root (the smallest brentq accepts).
+#: Relative tolerance of the root (four machine epsilons).
 _RTOL = 4 * sys.float_info.epsilon
 
 
@@ -194,10 +195,23 @@ def achieved_bandwidth(params: MemoryParams, bytes_in_flight: float, load_fracti
 
     if excess(hi) <= 0.0:
         return hi * sat
-    from scipy.optimize import brentq  # here: a command that predicts nothing starts faster
+    return bisect(excess, 0.0, hi, xtol=1e-15 * hi) * sat
 
-    u = brentq(excess, 0.0, hi, xtol=1e-15 * hi, rtol=_RTOL, maxiter=200)
-    return float(u) * sat
+
+def bisect(f: Callable[[float], float], lo: float, hi: float, xtol: float) -> float:
+    """The root of ``f``, rising through zero once between ``lo`` (``f <=
+    0``) and ``hi`` (``f > 0``), within ``xtol + _RTOL * |root|``: interval
+    halving, about 50 steps for this module's tolerances. Plain Python so that
+    a first prediction does not import scipy.optimize (half a second)."""
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if hi - lo <= xtol + _RTOL * abs(mid) or mid in (lo, hi):
+            return mid
+        if f(mid) <= 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
 
 
 def _unwalled(params: MemoryParams, u: float, f: float) -> float:
