@@ -345,3 +345,16 @@ def test_folds_that_are_not_a_list_of_folds_are_refused_by_name(folds, match):
 
     with pytest.raises(ws.LaunchError, match=match):
         ws.rank(factory, "H200", threads=[256], folds=folds, jobs=1)
+
+
+def test_a_ranking_is_the_sequence_of_its_predictions():
+    """``r[0]``, ``len(r)`` and ``for p in r`` were TypeErrors; a user reads
+    a ranking as the list it prints."""
+    r = ws.rank(star3d_by_hand.kernel(radius=1, shape=(64, 64, 64)), "H200", threads=[256],
+                jobs=1)
+    assert r[0] is r.predictions[0] and r[-1] is r.predictions[-1]
+    assert len(r) == len(r.predictions) > 1
+    assert list(r) == list(r.predictions) and r[:2] == r.predictions[:2]
+    from warpspeed.timing.base import LEAD_SHARE
+
+    assert r[0].glups >= (1 - LEAD_SHARE) * max(p.glups for p in r)  # a leader, MODEL.md §8

@@ -63,3 +63,14 @@ def test_malformed_fits_file_names_the_missing_curve(tmp_path):
 def test_fitting_needs_enough_points():
     with pytest.raises(ws.FitError, match="at least three"):
         ws.fit_gompertz(np.array([1.0, 2.0]), np.array([0.1, 0.2]))
+
+
+@pytest.mark.parametrize("x, y, match", [
+    ([1, 2, 3, 4], [0.1, float("nan"), 0.3, 0.4], "finite numbers"),
+    ([1, 2, 3], [0.1, 0.5, float("inf")], "finite numbers"),
+    ([1, 2, "a"], [0.1, 0.2, 0.3], "sequences of numbers"),
+])
+def test_a_fit_of_non_finite_or_non_numeric_data_is_a_fit_error(x, y, match):
+    """A NaN ended in numpy's "array must not contain infs or NaNs"."""
+    with pytest.raises(ws.FitError, match=match):
+        ws.fit_gompertz(x, y)

@@ -37,10 +37,11 @@ Nothing is printed; ``progress(done, total)`` is called as work completes.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import overload
 
 from ..errors import LaunchError
 from ..input.expr import bind_all
@@ -109,6 +110,10 @@ class Ranking:
       about how it was run: ``worker_notes``, the worker processes that
       failed or could not start safely, whose work this process did
       (:mod:`warpspeed.search.workers`; the predictions are the same).
+
+    A ranking is also the sequence of its predictions: ``ranking[0]`` is
+    the best, ``len(ranking)`` and ``for p in ranking`` go over
+    ``predictions``.
     """
 
     machine: str
@@ -125,6 +130,19 @@ class Ranking:
     model: str = DEFAULT_MODEL
     notes: tuple[str, ...] = ()
     worker_notes: tuple[str, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.predictions)
+
+    def __iter__(self) -> Iterator[Prediction]:
+        return iter(self.predictions)
+
+    @overload
+    def __getitem__(self, index: int) -> Prediction: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Prediction, ...]: ...
+    def __getitem__(self, index: int | slice) -> Prediction | tuple[Prediction, ...]:
+        return self.predictions[index]
 
     def __repr__(self) -> str:
         """A short summary (what Jupyter shows): the best three and the

@@ -142,10 +142,15 @@ def fit_gompertz(
     root-mean-square error on the data."""
     from scipy.optimize import curve_fit
 
-    xs = np.asarray(x, dtype=float)
-    ys = np.asarray(y, dtype=float)
-    if xs.shape != ys.shape or xs.size < 3:
+    try:
+        xs = np.asarray(x, dtype=float)
+        ys = np.asarray(y, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise FitError(f"x and y must be sequences of numbers: {exc}") from None
+    if xs.ndim != 1 or xs.shape != ys.shape or xs.size < 3:
         raise FitError("fitting needs at least three (x, y) pairs of equal length")
+    if not (np.isfinite(xs).all() and np.isfinite(ys).all()):
+        raise FitError("x and y must be finite numbers (a NaN or infinity was given)")
     target = 1.0 - ys if complement else ys
 
     def g(t: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
