@@ -518,3 +518,26 @@ def wps_predict(*args, **kwargs):
     import warpspeed.pystencils as wps
 
     return wps.predict(*args, **kwargs)
+
+
+def test_the_automatic_gpu_target_is_the_machines():
+    """``target=ps.Target.GPU`` asks the installed cupy for CUDA or HIP, and
+    ended in pystencils' "Cannot infer GPU target since cupy is not
+    installed"; predicting for a machine, it is that machine's target, and
+    the prediction says so."""
+    import warpspeed.pystencils as wps
+
+    auto = ps.CreateKernelConfig(target=ps.Target.GPU, jit=ps.no_jit)
+    for machine, target in (("H200", ps.Target.CUDA), ("MI210", ps.Target.HIP)):
+        fixed = ps.CreateKernelConfig(target=target, jit=ps.no_jit)
+        p = wps.predict(_small_star(), machine, (64, 2, 1), config=auto)
+        q = wps.predict(_small_star(), machine, (64, 2, 1), config=fixed)
+        assert p.glups == q.glups and p.volumes == q.volumes
+        assert p.notes[0].startswith(f"target=Target.GPU: generated for {target.name}, the "
+                                     f"target of {machine}")
+    try:
+        ps.Target.auto_gpu()
+    except RuntimeError:  # no cupy here: generating alone cannot choose
+        with pytest.raises(ws.KernelError, match="Target.GPU picks CUDA or HIP from the "
+                                                 "installed cupy, and cupy is not installed"):
+            wps.generate(_small_star(), auto)

@@ -215,6 +215,15 @@ def _check_unfolded(ac: ps.AssignmentCollection, cfg: ps.CreateKernelConfig) -> 
         raise FoldError(f"the unfolded kernel is invalid for pystencils: {exc}") from None
 
 
+def _local_gpu_runtime() -> bool:
+    """Whether pystencils can resolve ``Target.GPU`` here (cupy installed)."""
+    try:
+        ps.Target.auto_gpu()
+    except RuntimeError:
+        return False
+    return True
+
+
 def check_config(config: object, usage: str = "") -> None:
     """A TypeError unless ``config`` is None or a pystencils
     ``CreateKernelConfig`` (a machine name given in its place is the usual
@@ -222,6 +231,34 @@ def check_config(config: object, usage: str = "") -> None:
     if config is not None and not isinstance(config, ps.CreateKernelConfig):
         raise TypeError(f"config must be a pystencils CreateKernelConfig, got "
                         f"{type(config).__name__} {config!r:.60}{usage}")
+
+
+def for_target(config: ps.CreateKernelConfig | None, family_target: str
+               ) -> ps.CreateKernelConfig | None:
+    """``config`` with pystencils' automatic GPU target (``Target.GPU``,
+    which asks the installed cupy whether the local GPU runs CUDA or HIP)
+    replaced by ``family_target`` ("CUDA" or "HIP"): the target of the
+    machine the kernel is predicted for, whatever GPU this computer has."""
+    if config is None or not automatic_gpu(config):
+        return config
+    out = config.copy()
+    out.target = getattr(ps.Target, family_target)
+    return out
+
+
+def automatic_gpu(config: object) -> bool:
+    """Whether ``config`` asks for pystencils' automatic GPU target."""
+    return (isinstance(config, ps.CreateKernelConfig)
+            and config.get_option("target") == ps.Target.CurrentGPU)
+
+
+def target_note(config: object, family_target: str, machine: str) -> tuple[str, ...]:
+    """The note of a prediction whose ``config`` asked for ``Target.GPU``
+    (:func:`for_target`), or none."""
+    if not automatic_gpu(config):
+        return ()
+    return (f"target=Target.GPU: generated for {family_target}, the target of {machine} "
+            "(pystencils would ask the local cupy)",)
 
 
 def folded_config(
@@ -239,6 +276,10 @@ def folded_config(
     f = _fold3(fold)
     check_config(config)
     cfg = (config or ps.CreateKernelConfig(target=ps.Target.CUDA)).copy()
+    if cfg.get_option("target") == ps.Target.CurrentGPU and not _local_gpu_runtime():
+        raise KernelError("target=Target.GPU picks CUDA or HIP from the installed cupy, and "
+                          "cupy is not installed: give target=ps.Target.CUDA or ps.Target.HIP "
+                          "(warpspeed.pystencils.predict and create_kernel take the machine's)")
     if f == (1, 1, 1):
         return cfg
     ac = _collection(assignments)
@@ -279,4 +320,4 @@ def generate(
 
 
 __all__ = ["Fold", "FoldAxisError", "FoldError", "check_config", "fold_assignments",
-           "folded_config", "generate"]
+           "folded_config", "for_target", "generate", "target_note"]

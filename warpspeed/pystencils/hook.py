@@ -70,7 +70,7 @@ from ..search.ties import leaders_first, ranking_key
 from ..search.variants import checked_folds, thread_counts
 from .default_block import with_default_block
 from .extract import Extraction, read
-from .fold import Fold, _fold3, check_config, generate
+from .fold import Fold, _fold3, check_config, for_target, generate, target_note
 from .layouts import ShapeSpec
 from .measured import measured_choice
 from .options import (
@@ -134,6 +134,9 @@ def predict(
     f = _fold3(fold or (1, 1, 1))
     m = load_machine(machine)
     b = as_triple(ints_of(block, "block", count=3, error=LaunchError))
+    check_config(config)
+    asked = target_note(config, m.family.target, m.name)
+    config = for_target(config, m.family.target)
     if _is_kernel_function(kernel_or_assignments):
         kernel_function = kernel_or_assignments
     else:
@@ -147,7 +150,7 @@ def predict(
             f"with block={fixed}"
         )
     p = ws_predict(kernel, m, b, fits=opts.fits, model=opts.model)
-    own = ex.notes + ((reg_note,) if reg_note else ())
+    own = asked + ex.notes + ((reg_note,) if reg_note else ())
     return replace(p, notes=tuple(dict.fromkeys(own + p.notes)))
 
 
@@ -315,6 +318,8 @@ def create_kernel(
                      "create_kernel(assignments, config, machine='H200')")
         if threads is not None:  # refused before any variant is generated
             threads = _power_of_two_counts(thread_counts(threads, m))
+        asked = target_note(config, m.family.target, m.name)
+        config = for_target(config, m.family.target)
         job = Job(assignments, config, opts, m.arch)
         made, pool, worker_notes = make_variants(
             job, list(dict.fromkeys(checked_folds(folds, pad=True))), jobs)
@@ -339,7 +344,7 @@ def create_kernel(
         kernel, why = _best_kernel(made, variant_of[fold], block, assignments, config,
                                    opts.shape)
         return Ranked(kernel, tuple(ranking), tuple(skipped),
-                      _notes(made, variants, worker_notes) + why, tuned)
+                      asked + _notes(made, variants, worker_notes) + why, tuned)
 
 
 def _notes(made: Sequence[Variant], variants: Mapping[Fold, Extraction],
