@@ -474,6 +474,8 @@ def test_a_configuration_where_predict_takes_the_machine_is_refused_with_the_cal
      r"folds is a list of folds"),
     (lambda a, c: wps_generate(a, "H200"), TypeError,
      r"config must be a pystencils CreateKernelConfig, got str 'H200'$"),
+    (lambda a, c: wps_predict(a, "H200", (64, 2, 1), config="H200"), TypeError,
+     r"config must be a pystencils CreateKernelConfig, got str 'H200'$"),
     (lambda a, c: wps_rank(a, "H200"), TypeError,
      r"rank\(\) ranks extracted variants: .* got Assignment .*create_kernel\(assignments"),
     (lambda a, c: wps_predict(a, "H200", 256, config=c), ws.LaunchError,

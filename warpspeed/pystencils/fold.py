@@ -276,7 +276,7 @@ def folded_config(
     f = _fold3(fold)
     check_config(config)
     cfg = (config or ps.CreateKernelConfig(target=ps.Target.CUDA)).copy()
-    if cfg.get_option("target") == ps.Target.CurrentGPU and not _local_gpu_runtime():
+    if automatic_gpu(cfg) and not _local_gpu_runtime():
         raise KernelError("target=Target.GPU picks CUDA or HIP from the installed cupy, and "
                           "cupy is not installed: give target=ps.Target.CUDA or ps.Target.HIP "
                           "(warpspeed.pystencils.predict and create_kernel take the machine's)")

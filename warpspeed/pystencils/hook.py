@@ -134,7 +134,6 @@ def predict(
     f = _fold3(fold or (1, 1, 1))
     m = load_machine(machine)
     b = as_triple(ints_of(block, "block", count=3, error=LaunchError))
-    check_config(config)
     asked = target_note(config, m.family.target, m.name)
     config = for_target(config, m.family.target)
     if _is_kernel_function(kernel_or_assignments):

@@ -147,8 +147,7 @@ def fold_variants(kernels: KernelSource, folds: Sequence[Fold] | None
             raise LaunchError("give folds either as the mapping's keys or as folds=, not both")
         given = [(tuple(f), k) for f, k in kernels.items()]
     elif callable(kernels):
-        # a fold given as a list reaches the factory as a tuple (three factors as
-        # typed; any other length is refused below)
+        # the folds reach the factory as triples (checked_folds)
         if folds:
             given = [(f, kernels(f)) for f in folds]
         else:
@@ -162,7 +161,7 @@ def fold_variants(kernels: KernelSource, folds: Sequence[Fold] | None
     for f, k in given:
         if not isinstance(k, Kernel):
             raise TypeError(f"the kernel for fold {f} is a {type(k).__name__}, not a ws.Kernel")
-        if len(f) != 3:
+        if len(f) != 3:  # a mapping's key (folds= are checked above)
             raise LaunchError(f"folds are three factors (x, y, z), got {f}")
         out.append((as_triple(f), k))
     return out, left_out
@@ -194,6 +193,8 @@ __all__ = [
     "MIN_DEFAULT_THREADS",
     "THREADS_FORMS",
     "KernelSource",
+    "checked_blocks",
+    "checked_folds",
     "default_threads",
     "empty_ranking",
     "fold_variants",
