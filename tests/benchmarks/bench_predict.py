@@ -11,7 +11,10 @@ on A100:
 * the peak memory of a prediction (tracemalloc, target < 500 MB) and the
   process's maximum resident set size;
 * on every built-in machine, both models: the first prediction (the kernel
-  already analysed on A100) and the median after warm-up (target < 10 ms).
+  already analysed on A100) and the median after warm-up (target < 10 ms);
+* the first prediction in a fresh process (what a plain script or
+  ``python -c`` pays once, the package imported) and the wall time of
+  ``warpspeed predict star3d`` (medians of three fresh processes).
 Prints one line per figure; not a test, so a noisy machine cannot flake CI.
 """
 
@@ -19,8 +22,11 @@ from __future__ import annotations
 
 import resource
 import statistics
+import subprocess
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 import warpspeed as ws
 from stencils.star3d_by_hand import kernel
@@ -35,6 +41,27 @@ def median_ms(fn, repeat: int) -> float:
         fn()
         times.append(time.perf_counter() - t)
     return 1000 * statistics.median(times)
+
+
+FIRST = ("import time, warpspeed as ws; from stencils.star3d_by_hand import kernel; "
+         "k = kernel(); t = time.perf_counter(); ws.predict(k, 'A100', (256, 1, 2)); "
+         "print(1000 * (time.perf_counter() - t))")
+
+
+def fresh_process_ms(repeat: int = 3) -> tuple[float, float]:
+    """Medians over ``repeat`` fresh processes: the first ``ws.predict`` after
+    importing warpspeed, and the whole ``warpspeed predict`` command."""
+    firsts, commands = [], []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", FIRST], capture_output=True, text=True,
+                             check=True)
+        firsts.append(float(out.stdout.strip().splitlines()[-1]))
+        t = time.perf_counter()
+        subprocess.run([str(Path(sys.executable).parent / "warpspeed"), "predict", "star3d",
+                        "--block", "256,1,2", "--machine", "A100"], capture_output=True,
+                       check=True)
+        commands.append(1000 * (time.perf_counter() - t))
+    return statistics.median(firsts), statistics.median(commands)
 
 
 def main() -> None:
@@ -72,6 +99,10 @@ def main() -> None:
             print(f"predict star3d r4 (256,1,2) {name:10s} {model:7s}: first {first:6.1f} ms, "
                   f"median {t:5.1f} ms")
     print(f"slowest median over every machine and model: {worst:.1f} ms (target < 10 ms)")
+
+    first, command = fresh_process_ms()
+    print(f"first prediction in a fresh process: median {first:.0f} ms; 'warpspeed predict "
+          f"star3d' wall time: median {command:.0f} ms")
 
     tracemalloc.start()
     ws.predict(k, machine, block)
