@@ -66,6 +66,8 @@ THROUGH: dict[str, tuple[str, ...]] = {
     "warpspeed/timing/latency_model.py": ("timing/test_timing.py",),
     "warpspeed/tomlfile.py": ("machines/test_format_version.py", "machines/test_machine.py"),
     "warpspeed/validation/evidence.py": ("reports/test_advice.py",),
+    # kc.prepare, kc.median_ratio, ... (re-exported by kernel_calibrate)
+    "warpspeed/validation/median_rule.py": ("validation/test_kernel_calibrate.py",),
 }
 
 

@@ -38,14 +38,8 @@ from warpspeed.measure.tune import Replay, tune
 from warpspeed.search.rank import rank
 from warpspeed.timing import DEFAULT_MODEL, parameter
 from warpspeed.validation.calibrate import write_machine
-from warpspeed.validation.kernel_calibrate import (
-    calibrate_kernels,
-    curves_for,
-    predict_rows,
-    prepare,
-    select,
-    set_name,
-)
+from warpspeed.validation.kernel_calibrate import calibrate_kernels, curves_for, select
+from warpspeed.validation.median_rule import predict_rows, prepare, set_name
 from warpspeed.validation.reference import dataset_dir
 
 SETS = ("star_r1_512", "star_r4", "lbm_d3q19_f64")

@@ -17,5 +17,6 @@ constants refitted from them (MODEL.md §9-§11).
 * ``datasheet``: a machine file from a data sheet and a known GPU.
 * ``memory_fit``: the memory systems' fitted constants.
 * ``kernel_calibrate``: a machine file's figures fitted on kernel measurements.
+* ``median_rule``: the rows, the median ratio and the bisection a kernel calibration fits by.
 * ``measured_sets``: the project's own measurements as development sets.
 """
