@@ -44,6 +44,10 @@ THROUGH: dict[str, tuple[str, ...]] = {
     "warpspeed/measure/run.py": ("measure/test_measure.py",),
     "warpspeed/pystencils/accesses.py": ("pystencils/test_frontend_pystencils.py",),
     "warpspeed/pystencils/fpcount.py": ("pystencils/test_frontend_pystencils.py",),
+    # extract's phases 2-6: shapes, base offsets, index lists
+    "warpspeed/pystencils/frame.py": ("pystencils/test_frontend_pystencils.py",
+                                      "pystencils/test_extract_options.py",
+                                      "pystencils/test_gathers.py"),
     "warpspeed/pystencils/indices.py": ("pystencils/test_frontend_pystencils.py",
                                         "pystencils/test_pystencils_constructs.py"),
     "warpspeed/pystencils/launch.py": ("pystencils/test_frontend_pystencils.py",),

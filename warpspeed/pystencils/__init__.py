@@ -3,8 +3,9 @@ input, §8 ranking).
 
 * :func:`extract` / :func:`kernel_from_pystencils` read a CUDA-target
   pystencils 2.x kernel (``jit=ps.no_jit``, no GPU needed) into a
-  :class:`warpspeed.Kernel`: :mod:`.extract` (the API), :mod:`.walker`
-  (the IR walk), :mod:`.fpcount` (FP work by class), :mod:`.layouts`
+  :class:`warpspeed.Kernel`: :mod:`.extract` (the API), :mod:`.frame` (the
+  kernel's parameters and memory accesses), :mod:`.walker` (the IR walk),
+  :mod:`.fpcount` (FP work by class), :mod:`.layouts`
   (fields, symbolic sizes, offsets → per-dimension indices),
   :mod:`.launch` (guard → domain, fixed blocks), :mod:`.poly` (integer
   index arithmetic), :mod:`.accesses` (offsets → accesses), :mod:`.indices`
