@@ -43,6 +43,9 @@ THROUGH: dict[str, tuple[str, ...]] = {
     "warpspeed/measure/program.py": ("measure/test_measure.py",),
     "warpspeed/measure/run.py": ("measure/test_measure.py",),
     "warpspeed/pystencils/accesses.py": ("pystencils/test_frontend_pystencils.py",),
+    # Walker's loads and stores: forwarded loads, struct members, refused indices
+    "warpspeed/pystencils/field_memory.py": ("pystencils/test_frontend_pystencils.py",
+                                             "pystencils/test_pystencils_constructs.py"),
     "warpspeed/pystencils/fpcount.py": ("pystencils/test_frontend_pystencils.py",),
     # extract's phases 2-6: shapes, base offsets, index lists
     "warpspeed/pystencils/frame.py": ("pystencils/test_frontend_pystencils.py",

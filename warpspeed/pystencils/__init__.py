@@ -5,6 +5,7 @@ input, §8 ranking).
   pystencils 2.x kernel (``jit=ps.no_jit``, no GPU needed) into a
   :class:`warpspeed.Kernel`: :mod:`.extract` (the API), :mod:`.frame` (the
   kernel's parameters and memory accesses), :mod:`.walker` (the IR walk),
+  :mod:`.field_memory` (its loads and stores of field memory),
   :mod:`.fpcount` (FP work by class), :mod:`.layouts`
   (fields, symbolic sizes, offsets → per-dimension indices),
   :mod:`.launch` (guard → domain, fixed blocks), :mod:`.poly` (integer
