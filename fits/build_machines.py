@@ -73,7 +73,7 @@ BUILDS: dict[str, tuple[dict[str, str], list[str]]] = {
               "the H100 PCIe's pointer chasing stand in"]),
     # its own stream and latency tables (the newer benchmark, README of the tables);
     # the H200's roofline, small-kernel and L2 tables stand in: the same GH100 chip
-    "GH200": ({"stream": "stream/gh200", "latency": "latency/gh200",
+    "GH200": ({"stream": "stream/gh200", "latency": "latency/gh200", "l2": "l2_cache/h200",
                "roofline": "roofline/h200", "small-kernels": "small_kernels/h200",
                "scattered": "l2_cache/h200", "scattered-stream": "stream/h200"},
               ["--latency-l2-mib", "60", "--cite",

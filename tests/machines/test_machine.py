@@ -40,6 +40,25 @@ def test_every_number_has_a_source(path):
     assert m.source("sms")
 
 
+#: Where a bandwidth may come from (MODEL.md §12): a micro-benchmark table
+#: (``stream/h200.csv``), the project's own measurements (``fits/data/h200``),
+#: the paper's constants, another shipped file's figure scaled by a stated
+#: ratio (``A40's 2150 GB/s x 0.835``), or an estimate that says so and how.
+CHECKABLE = re.compile(r"[a-z0-9_]+/[a-z0-9_]+\.csv|^fits/data/|^paper code constant|"
+                       r"^ESTIMATE|^[A-Z][\w-]*'s (value|[\d.]+ GB/s) x [\d.]+")
+
+
+@pytest.mark.parametrize("path", sorted(machine_files().values()))
+def test_every_bandwidth_names_a_source_a_user_can_check(path):
+    """No figure quoted from unnamed benchmarks ("public micro-benchmarks:
+    ~7-10 TB/s", as H100 and GH200 once had): each DRAM and L2 bandwidth
+    names its table, data, constant or derivation."""
+    m = ws.load_machine(path)
+    for key in ("dram_bandwidth", "l2_bandwidth"):
+        assert CHECKABLE.search(m.source(key)), f"{m.name} {key}: {m.source(key)}"
+        assert "~" not in m.source(key), f"{m.name} {key} quotes an approximate figure"
+
+
 def test_unknown_machine_error_lists_the_known_ones():
     with pytest.raises(ws.MachineError, match="unknown machine 'B300'.*A100.*V100"):
         ws.load_machine("B300")
