@@ -4,14 +4,15 @@ each is one ``warpspeed machines calibrate`` command (MODEL.md §12) on a
 data-sheet base file in ``warpspeed/machines/base/`` and the public tables in
 ``shared/data/microbench`` (te42kyfo/gpu-benches, commit 1c36d50).
 
-A40, L40, MI100, MI210, RX6900XT and GH200 use their own tables (grounding
-"micro-benchmarks"; GH200's stream and latency tables are the newer
-benchmark's, xxrjun/gpu-benches, commit 23e586d); L40S, MI250X-GCD, MI300X,
-RX7900XTX and B200 have none, so a related GPU's tables stand in, the DRAM
-bandwidths scaled by the ratio of the data-sheet peaks (grounding
-"datasheet"). The GPUs of the lattice Boltzmann and convolution development
-sets that have no tables at all (``DATASHEETS``) are described from their
-data sheets with ``warpspeed machines new --like KNOWN``, as a user would.
+A40, L40, MI100, MI210, RX6900XT, GH200 and MI300X use their own tables
+(grounding "micro-benchmarks"; GH200's and MI300X's stream and latency tables
+are the newer benchmark's, xxrjun/gpu-benches, commit 23e586d, a related GPU's
+standing in for the rest); L40S, MI250X-GCD, RX7900XTX and B200 have none,
+so a related GPU's tables stand in, the DRAM bandwidths scaled by the ratio
+of the data-sheet peaks (grounding "datasheet"). The GPUs of the lattice
+Boltzmann and convolution development sets that have no tables at all
+(``DATASHEETS``) are described from their data sheets with ``warpspeed
+machines new --like KNOWN``, as a user would.
 Each written file records its command.
 """
 
@@ -51,12 +52,14 @@ BUILDS: dict[str, tuple[dict[str, str], list[str]]] = {
                    ["--grounding", "datasheet", "--cite",
                     f"{CITE}; the MI210's table stands in: the same CDNA2 die with the same "
                     "1638 GB/s HBM2e per die"]),
-    "MI300X": ({"stream": "stream/mi210", "latency": "latency/mi210",
-                "small-kernels": "small_kernels/mi210", "scattered": "l2_cache/mi210",
-                "scattered-stream": "stream/mi210"},
-               ["--grounding", "datasheet", "--latency-l2-mib", "8", "--dram-scale", "3.2349",
-                "--cite", f"{CITE}; the MI210's table stands in (CDNA2, 1638.4 GB/s HBM2e; "
-                "MI300X: 5300 GB/s HBM3)"]),
+    # its own stream and latency tables (the newer benchmark, README of the tables);
+    # the MI210's l2_cache table stands in for the many-stream term, its small-kernel
+    # table for the launch overhead (in the base file: no block-launch limit from it)
+    "MI300X": ({"stream": "stream/mi300x", "latency": "latency/mi300x",
+                "scattered": "l2_cache/mi210", "scattered-stream": "stream/mi210"},
+               ["--latency-llc-mib", "256", "--cite",
+                "xxrjun/gpu-benches, commit 23e586d (MI300X's stream and latency tables); "
+                f"{CITE} (the MI210's l2_cache table stands in for the many-stream term)"]),
     "RX7900XTX": ({"stream": "stream/rx6900xt", "latency": "latency/rx6900xt",
                    "small-kernels": "small_kernels/rx6900xt", "scattered": "l2_cache/rx6900xt",
                    "scattered-stream": "stream/rx6900xt"},

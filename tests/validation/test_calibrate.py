@@ -38,7 +38,7 @@ needs_tables = pytest.mark.skipif(
 #: Machines written by the calibrate command, and what grounds them.
 CALIBRATED = {"A40": "micro-benchmarks", "L40": "micro-benchmarks", "MI100": "micro-benchmarks",
               "MI210": "micro-benchmarks", "RX6900XT": "micro-benchmarks",
-              "L40S": "datasheet", "MI250X-GCD": "datasheet", "MI300X": "datasheet",
+              "L40S": "datasheet", "MI250X-GCD": "datasheet", "MI300X": "micro-benchmarks",
               "RX7900XTX": "datasheet", "B200": "datasheet", "GH200": "micro-benchmarks"}
 
 
