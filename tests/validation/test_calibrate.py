@@ -380,6 +380,66 @@ def test_gh200_dram_figures_are_its_own_stream_plateaus() -> None:
     assert max(parameter(m, k) for k in PLATEAUS) <= m.dram_peak == 4000
 
 
+@needs_tables
+def test_mi300x_dram_figures_are_its_own_stream_plateaus() -> None:
+    """Read straight from MI300X's own table (the newer benchmark, no longer
+    the MI210's scaled): the stores-only and copy figures are its init and
+    scale columns' largest values within the plateau band, below the 5.3 TB/s
+    peak; no block-launch limit comes from the MI210's small-kernel table."""
+    with (MICROBENCH / "stream" / "mi300x.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    m = ws.load_machine("MI300X")
+    for key, column in (("dram_bw_write", "init_GBs"), ("dram_bw_copy", "scale_GBs")):
+        top = max(float(r[column]) for r in rows)
+        assert 0.98 * top <= parameter(m, key) <= top, key
+    assert m.grounding == "micro-benchmarks" and m.dram_peak == 5300
+    assert parameter(m, "block_launch_ns") is None
+
+
+def _l2_stream_table(path: Path, rows: list[tuple[str, int, float, float]]) -> None:
+    """An l2_stream table: (kernel, threads_in_flight, footprint_kB, GB/s)."""
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["kernel", "arrays", "block_size", "blocks_per_SM", "threads_in_flight",
+                    "occupancy_percent", "size_kB", "footprint_kB", "GBs_from_min_time",
+                    "GBs_from_median_time", "GBs_from_max_time"])
+        for kernel, threads, kb, gbs in rows:
+            w.writerow([kernel, 4, 256, 2, threads, 100, kb, kb, gbs, gbs, gbs])
+
+
+def test_l2_stream_plateau_is_the_full_occupancy_median_inside_half_the_l2(
+        tmp_path: Path) -> None:
+    """Counted by hand: of the triad rows at the largest occupancy (1000
+    threads) with footprints of at most 512 kB (half a 1 MiB L2), the median;
+    rows at lower occupancy, beyond half the L2 or of other kernels do not
+    count."""
+    _l2_stream_table(tmp_path / "s.csv", [
+        ("triad", 1000, 100, 90.0), ("triad", 1000, 300, 100.0), ("triad", 1000, 512, 120.0),
+        ("triad", 1000, 600, 10.0), ("triad", 500, 100, 999.0), ("read", 1000, 100, 50.0)])
+    assert mb.l2_stream_plateau(tmp_path / "s.csv", 2**20) == (100.0, 3)
+    assert mb.l2_stream_plateau(tmp_path / "s.csv", 2**20, "read") == (50.0, 1)
+    with pytest.raises(mb.TableError, match="no triad row of at most half the L2"):
+        mb.l2_stream_plateau(tmp_path / "s.csv", 2**10)
+    with pytest.raises(mb.TableError, match="no rows of kernel 'scale'"):
+        mb.l2_stream_plateau(tmp_path / "s.csv", 2**20, "scale")
+
+
+@needs_tables
+def test_the_a40_l2_estimate_is_its_triad_over_the_nvidia_ratio() -> None:
+    """The A40's l2_bandwidth (no l2_cache table) as fits/l2_stream.py derives
+    it: its triad plateau over the median triad / l2_cache ratio of the
+    NVIDIA GPUs with both tables, each ratio between 1 and 1.25."""
+    spec = importlib.util.spec_from_file_location("l2_stream", ROOT / "fits" / "l2_stream.py")
+    assert spec and spec.loader
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rows = script.ratios(MICROBENCH)
+    k = script.nvidia_ratio(rows)
+    assert all(1.0 < t / r < 1.25 for name, t, r in rows.values()
+               if r and ws.load_machine(name).vendor == "NVIDIA")
+    assert ws.load_machine("A40").l2_bandwidth == pytest.approx(rows["a40"][1] / k, abs=0.5)
+
+
 # ------------------------------------------------------------ the listing
 
 @slow

@@ -314,6 +314,30 @@ def l2_bandwidth(path: Path, l2_bytes: int) -> tuple[float, int]:
     return float(np.median(bw[inside])), int(inside.sum())
 
 
+def l2_stream_plateau(path: Path, l2_bytes: int, kernel: str = "triad") -> tuple[float, int]:
+    """The plateau of one kernel of an ``l2_stream/<gpu>.csv`` table (the
+    newer benchmark: arrays streamed over and over, their footprint in
+    ``footprint_kB``; ``shared/data/microbench/README.md``): the median of
+    ``GBs_from_min_time`` over the rows at the table's largest occupancy whose
+    footprint is at most half the L2, and how many rows it takes. Not the
+    ``l2_cache`` plateau: the triad (three loads and a store per thread and
+    pass) runs 1.04-1.19x above it on the NVIDIA GPUs with both tables
+    (``fits/l2_stream.py``; MODEL.md §12)."""
+    rows = read_table(path, ("kernel", "threads_in_flight", "footprint_kB",
+                             "GBs_from_min_time"))
+    mine = [r for r in rows if r["kernel"] == kernel]
+    if not mine:
+        raise TableError(f"{path}: no rows of kernel {kernel!r}")
+    threads = _floats(mine, "threads_in_flight", path)
+    kb = _floats(mine, "footprint_kB", path)
+    bw = _floats(mine, "GBs_from_min_time", path)
+    keep = (threads == threads.max()) & (kb * 1024 <= 0.5 * l2_bytes)
+    if not keep.any():
+        raise TableError(f"{path}: no {kernel} row of at most half the L2 ({l2_bytes} B) at "
+                         "full occupancy")
+    return float(np.median(bw[keep])), int(keep.sum())
+
+
 def l1_cliff_kb(path: Path) -> tuple[float, float]:
     """The L1 capacity an ``l1_cache/<gpu>.csv`` table shows: the first data set
     (kB) whose bandwidth falls below 70 % of the best before it, and the last
