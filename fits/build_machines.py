@@ -4,8 +4,8 @@ each is one ``warpspeed machines calibrate`` command (MODEL.md §12) on a
 data-sheet base file in ``warpspeed/machines/base/`` and the public tables in
 ``shared/data/microbench`` (te42kyfo/gpu-benches, commit 1c36d50).
 
-A40, L40, MI100, MI210, RX6900XT, GH200 and MI300X use their own tables
-(grounding "micro-benchmarks"; GH200's and MI300X's stream and latency tables
+A40, L40, MI100, MI210, RX6900XT, GH200, MI300X and MI300A use their own
+tables (grounding "micro-benchmarks"; GH200's and the MI300s' stream and latency tables
 are the newer benchmark's, xxrjun/gpu-benches, commit 23e586d, a related GPU's
 standing in for the rest); L40S, MI250X-GCD, RX7900XTX and B200 have none,
 so a related GPU's tables stand in, the DRAM bandwidths scaled by the ratio
@@ -59,6 +59,12 @@ BUILDS: dict[str, tuple[dict[str, str], list[str]]] = {
                 "scattered": "l2_cache/mi210", "scattered-stream": "stream/mi210"},
                ["--latency-llc-mib", "256", "--cite",
                 "xxrjun/gpu-benches, commit 23e586d (MI300X's stream and latency tables); "
+                f"{CITE} (the MI210's l2_cache table stands in for the many-stream term)"]),
+    # the same: MI300A's GPU, six of MI300X's eight XCDs beside CPU cores
+    "MI300A": ({"stream": "stream/mi300a", "latency": "latency/mi300a",
+                "scattered": "l2_cache/mi210", "scattered-stream": "stream/mi210"},
+               ["--latency-llc-mib", "256", "--cite",
+                "xxrjun/gpu-benches, commit 23e586d (MI300A's stream and latency tables); "
                 f"{CITE} (the MI210's l2_cache table stands in for the many-stream term)"]),
     "RX7900XTX": ({"stream": "stream/rx6900xt", "latency": "latency/rx6900xt",
                    "small-kernels": "small_kernels/rx6900xt", "scattered": "l2_cache/rx6900xt",

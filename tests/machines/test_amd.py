@@ -25,7 +25,7 @@ from warpspeed.timing.hierarchy import data_bytes
 from warpspeed.validation.reference import shared_dir
 from warpspeed.volumes.launch import occupancy
 
-AMD = ("MI100", "MI210", "MI250X-GCD", "MI300X", "RX6900XT", "RX7900XTX")
+AMD = ("MI100", "MI210", "MI250X-GCD", "MI300X", "MI300A", "RX6900XT", "RX7900XTX")
 
 
 def _cfg(target):

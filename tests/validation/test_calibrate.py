@@ -39,7 +39,8 @@ needs_tables = pytest.mark.skipif(
 CALIBRATED = {"A40": "micro-benchmarks", "L40": "micro-benchmarks", "MI100": "micro-benchmarks",
               "MI210": "micro-benchmarks", "RX6900XT": "micro-benchmarks",
               "L40S": "datasheet", "MI250X-GCD": "datasheet", "MI300X": "micro-benchmarks",
-              "RX7900XTX": "datasheet", "B200": "datasheet", "GH200": "micro-benchmarks"}
+              "MI300A": "micro-benchmarks", "RX7900XTX": "datasheet", "B200": "datasheet",
+              "GH200": "micro-benchmarks"}
 
 
 def _build_script():
