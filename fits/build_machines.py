@@ -31,8 +31,10 @@ CITE = "te42kyfo/gpu-benches, commit 1c36d50"
 #: name -> (tables by flag, extra flags); tables are <kind>/<gpu>.csv under DATA.
 BUILDS: dict[str, tuple[dict[str, str], list[str]]] = {
     "A40": ({"stream": "stream/a40", "l1": "l1_cache/a40", "roofline": "roofline/a40",
+             "l2-stream": "l2_stream/a40",
              "small-kernels": "small_kernels/a40", "scattered": "l2_cache/l40",
-             "scattered-stream": "stream/l40"}, []),
+             "scattered-stream": "stream/l40"},
+            ["--cite", f"{CITE}; l2_stream/a40.csv: xxrjun/gpu-benches, commit 23e586d"]),
     "L40": ({"stream": "stream/l40", "latency": "latency/l40", "l1": "l1_cache/l40",
              "l2": "l2_cache/l40", "roofline": "roofline/l40",
              "small-kernels": "small_kernels/l40"}, []),

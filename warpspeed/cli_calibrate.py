@@ -38,6 +38,10 @@ def add_parser(machines: argparse.ArgumentParser) -> None:
     p.add_argument("--l1", type=Path, help="l1_cache/<gpu>.csv (checks l1_bytes)")
     p.add_argument("--l2", type=Path,
                    help="l2_cache/<gpu>.csv (l2_bandwidth, dram_scattered_fraction)")
+    p.add_argument("--l2-stream", type=Path,
+                   help="l2_stream/<gpu>.csv (the newer benchmark) for l2_bandwidth when the GPU "
+                        "has no l2_cache table: its triad plateau over the NVIDIA GPUs' ratio "
+                        "(NVIDIA only)")
     p.add_argument("--scattered", type=Path,
                    help="a related GPU's l2_cache table for dram_scattered_fraction when this "
                         "GPU has none (with --scattered-stream)")
@@ -149,14 +153,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     tables = Tables(stream=args.stream, latency=args.latency, l1=args.l1, l2=args.l2,
                     small_kernels=args.small_kernels, roofline=args.roofline,
-                    scattered=args.scattered, scattered_stream=args.scattered_stream)
+                    scattered=args.scattered, scattered_stream=args.scattered_stream,
+                    l2_stream=args.l2_stream)
     data = calibrate(args.base, tables, cite=args.cite or DEFAULT_CITE,
                      latency_l2_mib=args.latency_l2_mib, latency_llc_mib=args.latency_llc_mib,
                      dram_scale=args.dram_scale, grounding=args.grounding, name=args.name,
                      copy_from_triad=args.copy_from_triad)
     words = ["warpspeed", "machines", "calibrate", "--base", _rel(args.base)]
-    for flag in ("stream", "latency", "l1", "l2", "small_kernels", "roofline", "scattered",
-                 "scattered_stream"):
+    for flag in ("stream", "latency", "l1", "l2", "l2_stream", "small_kernels", "roofline",
+                 "scattered", "scattered_stream"):
         if getattr(args, flag) is not None:
             words += [f"--{flag.replace('_', '-')}", _rel(getattr(args, flag))]
     for flag in ("name", "cite", "latency_l2_mib", "latency_llc_mib"):

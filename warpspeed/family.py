@@ -83,6 +83,9 @@ class Family:
     l1_tag_cycles_per_line: float
     #: Whether the L2 serves an L1 miss as a request of a whole line (MODEL.md §11).
     l2_line_requests: bool
+    #: An l2_stream table's triad plateau over the l2_cache plateau on the
+    #: family's GPUs (MODEL.md §12); None: not known, no conversion.
+    l2_stream_ratio: float | None
     #: Register files a compiler may fill for a kernel of ``max_threads_per_block``
     #: threads (MODEL.md §15); 0: the compiler's count is taken as is.
     register_budget_files: int
@@ -139,6 +142,8 @@ _CAPABILITIES: dict[str, tuple[Any, str]] = {
     "l1_tag_cycles_per_line": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
                                and v > 0, "a number > 0"),
     "l2_line_requests": (lambda v: isinstance(v, bool), "true or false"),
+    "l2_stream_ratio": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                        and 0 < v < 10, "a number between 0 and 10"),
     "register_budget_files": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "wgp_mode": (lambda v: isinstance(v, bool), "true or false"),
     "whole_wavefront_note": (lambda v: isinstance(v, bool), "true or false"),
@@ -154,7 +159,7 @@ _CAPABILITIES: dict[str, tuple[Any, str]] = {
 #: the two grid limits, the tag cost of an L1 count that has none, the L2's
 #: requests (false: the L2 serves sectors) and the load rounds (false: none).
 _OPTIONAL = ("compiler_targets", "grid_blocks", "grid_threads", "l1_tag_cycles_per_line",
-             "l2_line_requests", "load_rounds")
+             "l2_line_requests", "l2_stream_ratio", "load_rounds")
 _PLAIN = ("format_version", "name", "vendor", "description", "architectures")
 
 
@@ -192,6 +197,8 @@ def load_family(path: Path) -> Family:
         l1_model=values["l1_model"],
         l1_tag_cycles_per_line=float(values.get("l1_tag_cycles_per_line", 0.0)),
         l2_line_requests=bool(values.get("l2_line_requests", False)),
+        l2_stream_ratio=(float(values["l2_stream_ratio"])
+                         if "l2_stream_ratio" in values else None),
         register_budget_files=values["register_budget_files"],
         wgp_mode=values["wgp_mode"], whole_wavefront_note=values["whole_wavefront_note"],
         guarded_loads_serialise=values["guarded_loads_serialise"],

@@ -438,7 +438,32 @@ def test_the_a40_l2_estimate_is_its_triad_over_the_nvidia_ratio() -> None:
     k = script.nvidia_ratio(rows)
     assert all(1.0 < t / r < 1.25 for name, t, r in rows.values()
                if r and ws.load_machine(name).vendor == "NVIDIA")
-    assert ws.load_machine("A40").l2_bandwidth == pytest.approx(rows["a40"][1] / k, abs=0.5)
+    assert round(k, 3) == ws.load_machine("A40").family.l2_stream_ratio
+    assert round(k, 3) == ws.load_machine("H200").family.l2_stream_ratio
+    assert ws.load_machine("A40").l2_bandwidth == pytest.approx(rows["a40"][1] / k, rel=1e-3)
+
+
+def test_l2_stream_gives_the_l2_plateau_on_nvidia_only(tmp_path: Path) -> None:
+    """--l2-stream: the triad plateau over the NVIDIA ratio (by hand: 1056 GB/s
+    -> 1000); refused on an AMD base (the ratio does not carry over) and beside
+    an l2_cache table, each in one line naming the way out."""
+    _l2_stream_table(tmp_path / "l2s.csv", [("triad", 1000, 100, 1056.0)])
+    # plateaus below the A40's 696 GB/s data-sheet peak; its base has the latencies
+    _synthetic_stream(tmp_path / "s.csv", replace(TRUE, dram_bw_read=650.0, dram_bw_copy=600.0,
+                                                  dram_bw_write=640.0))
+    _synthetic_latency(tmp_path / "lat.csv", 8)
+    base = tmp_path / "a40.toml"
+    base.write_text((BASE / "A40.toml").read_text() + (
+        '\n[latency.fp_overlap_exponent]\nvalue = 3.0\nsource = "given"\n'
+        '\n[latency.launch_overhead_us]\nvalue = 2.0\nsource = "given"\n'))
+    tables = Tables(stream=tmp_path / "s.csv", l2_stream=tmp_path / "l2s.csv")
+    data = calibrate(base, tables)
+    assert data["l2_bandwidth"]["value"] == pytest.approx(1000.0, abs=0.1)
+    assert "l2s.csv" in data["l2_bandwidth"]["source"]
+    with pytest.raises(CalibrationError, match="family has none .on AMD GPUs it spreads.*--l2"):
+        calibrate(BASE / "MI210.toml", replace(tables, latency=tmp_path / "lat.csv"))
+    with pytest.raises(CalibrationError, match="give --l2 or --l2-stream, not both"):
+        calibrate(base, replace(tables, l2=tmp_path / "l2s.csv"))
 
 
 # ------------------------------------------------------------ the listing

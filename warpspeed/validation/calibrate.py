@@ -18,6 +18,9 @@ table and how the number was derived:
   plateau, MODEL.md §11: many concurrent streams); ``scattered`` (with the
   stream table of the same GPU, ``scattered_stream``) takes the fraction from a
   related GPU's ``l2_cache`` table when this GPU has none;
+* ``l2_stream`` (NVIDIA, without an ``l2`` table): ``l2_bandwidth`` from the
+  newer benchmark's table, its triad plateau over the ratio the NVIDIA GPUs
+  with both tables show (the family's ``l2_stream_ratio``);
 * ``roofline``: ``fp_overlap_exponent`` (and ``overlap_exponent`` when the base
   has no kernel-fitted one);
 * ``small_kernels``: ``launch_overhead_us``, and ``block_launch_ns`` where
@@ -41,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MachineError
+from ..family import Family, family_for
 from ..machine import (
     FORMAT_VERSION,
     FORMAT_VERSIONS,
@@ -76,6 +80,7 @@ class Tables:
     roofline: Path | None = None
     scattered: Path | None = None
     scattered_stream: Path | None = None
+    l2_stream: Path | None = None
 
 
 def _name(path: Path) -> str:
@@ -117,6 +122,9 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
     """
     if not (isinstance(dram_scale, (int, float)) and 0 < dram_scale < 100):
         raise CalibrationError(f"the DRAM scale must be a positive factor, got {dram_scale!r}")
+    if tables.l2 is not None and tables.l2_stream is not None:
+        raise CalibrationError("give --l2 or --l2-stream, not both: the l2_cache table is "
+                               "the L2 plateau itself")
     base_path = Path(base_path)
     base = _read_base(base_path)
     out = dict(base)
@@ -130,6 +138,7 @@ def calibrate(base_path: Path, tables: Tables, *, cite: str = DEFAULT_CITE,
     out.update(_stream(out, base, base_path, tables.stream, tag, float(dram_scale),
                        copy_from_triad))
     out.update(_l2_bandwidth(tables.l2, l2_bytes, tag))
+    out.update(_l2_from_stream(tables, out, base_path, l2_bytes, tag))
     out.update(_scattered(tables, tag))
     out.update(_fp_overlap(tables.roofline, tag))
     out.update(_l1_overlap(out, base))
@@ -231,6 +240,36 @@ def _l2_bandwidth(table: Path | None, l2_bytes: float, tag: str) -> dict:
     return {"l2_bandwidth": _entry(round(bw, 1), (
         f"{_name(table)} {tag}: median bandwidth of the {n} data sets of at most half "
         "the L2: the L2 plateau"))}
+
+
+def _family(out: dict, base_path: Path) -> Family:
+    """The GPU family of the machine being written (MODEL.md §12)."""
+    return family_for(f"base file {base_path}", str(out.get("vendor", "NVIDIA")),
+                      str(out.get("architecture", "")), out.get("family"), base_path.parent)
+
+
+def _l2_from_stream(tables: Tables, out: dict, base_path: Path, l2_bytes: float,
+                    tag: str) -> dict:
+    """``l2_bandwidth`` of a GPU without an ``l2_cache`` table from its
+    ``l2_stream`` table: the triad plateau over the family's
+    ``l2_stream_ratio`` (MODEL.md §12; the AMD families have none: their
+    GPUs' ratios spread too far)."""
+    if tables.l2_stream is None:
+        return {}
+    k = _family(out, base_path).l2_stream_ratio
+    if k is None:
+        raise CalibrationError(
+            "--l2-stream converts an l2_stream table to the L2 plateau by the ratio of the two "
+            "benchmarks its GPU family records; this family has none (on AMD GPUs it spreads "
+            "from 0.61 to 0.92, fits/l2_stream.py), so give an l2_cache table (--l2) or keep "
+            "the base file's l2_bandwidth")
+    triad, n = mb.l2_stream_plateau(tables.l2_stream, int(l2_bytes))
+    return {"l2_bandwidth": _entry(round(triad / k, 1), (
+        f"{_name(tables.l2_stream)} {tag}: the triad kernel's plateau ({triad:.0f} GB/s, "
+        f"median of the {n} rows at full occupancy with footprints of at most half the L2) "
+        f"over {k}, the median ratio of that plateau to the l2_cache plateau on the NVIDIA "
+        "GPUs with both tables (A100-80GB 1.04, GH200 over the H200's table 1.06, L40 1.20; "
+        "python fits/l2_stream.py): an estimate of the L2 plateau"))}
 
 
 def _scattered(tables: Tables, tag: str) -> dict:
