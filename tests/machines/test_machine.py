@@ -59,6 +59,31 @@ def test_every_bandwidth_names_a_source_a_user_can_check(path):
         assert "~" not in m.source(key), f"{m.name} {key} quotes an approximate figure"
 
 
+#: A bandwidth's source that states its arithmetic: another figure scaled by
+#: SMs x clock, times a ratio, or over a ratio (MODEL.md §12).
+ARITHMETIC = (
+    (re.compile(r"([\d.]+) GB/s[^;]*?scaled by SMs x clock \(([\d.]+) x ([\d.]+) over "
+                r"([\d.]+) x ([\d.]+)\)"), lambda a, b, c, d, e: a * b * c / (d * e)),
+    (re.compile(r"^[A-Z][\w-]*'s ([\d.]+) GB/s x ([\d.]+)"), lambda a, b: a * b),
+    (re.compile(r"\(([\d.]+) GB/s, median[^)]*\) over ([\d.]+),"), lambda a, b: a / b),
+)
+
+
+@pytest.mark.parametrize("path", sorted(machine_files().values()))
+def test_a_bandwidth_is_what_its_sources_arithmetic_gives(path):
+    """Where the source states how the figure was made, redo it: B200's L2
+    once said 'the H200's plateau scaled by SMs x clock' (11.4 TB/s) and was
+    16.8."""
+    m = ws.load_machine(path)
+    for key in ("dram_bandwidth", "l2_bandwidth"):
+        value, source = getattr(m, key), m.source(key)
+        for pattern, rule in ARITHMETIC:
+            found = pattern.search(source)
+            if found:
+                assert value == pytest.approx(rule(*map(float, found.groups())), rel=2e-3), (
+                    f"{m.name} {key} = {value}: {source}")
+
+
 def test_unknown_machine_error_lists_the_known_ones():
     with pytest.raises(ws.MachineError, match="unknown machine 'B300'.*A100.*V100"):
         ws.load_machine("B300")
