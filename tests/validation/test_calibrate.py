@@ -450,6 +450,10 @@ def test_l2_stream_gives_the_l2_plateau_on_nvidia_only(tmp_path: Path) -> None:
     data = calibrate(base, tables)
     assert data["l2_bandwidth"]["value"] == pytest.approx(1000.0, abs=0.1)
     assert "l2s.csv" in data["l2_bandwidth"]["source"]
+    no_architecture = tmp_path / "no_architecture.toml"  # the family from arch = "sm_86"
+    no_architecture.write_text("\n".join(line for line in base.read_text().splitlines()
+                                         if not line.startswith("architecture")))
+    assert calibrate(no_architecture, tables)["l2_bandwidth"] == data["l2_bandwidth"]
     with pytest.raises(CalibrationError, match="family has none .on AMD GPUs it spreads.*--l2"):
         calibrate(BASE / "MI210.toml", replace(tables, latency=tmp_path / "lat.csv"))
     with pytest.raises(CalibrationError, match="give --l2 or --l2-stream, not both"):

@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MachineError
-from ..family import Family, family_for
+from ..family import Family, architecture_of, family_for
 from ..machine import (
     FORMAT_VERSION,
     FORMAT_VERSIONS,
@@ -243,9 +243,12 @@ def _l2_bandwidth(table: Path | None, l2_bytes: float, tag: str) -> dict:
 
 
 def _family(out: dict, base_path: Path) -> Family:
-    """The GPU family of the machine being written (MODEL.md §12)."""
-    return family_for(f"base file {base_path}", str(out.get("vendor", "NVIDIA")),
-                      str(out.get("architecture", "")), out.get("family"), base_path.parent)
+    """The GPU family of the machine being written (MODEL.md §12): its
+    ``architecture``, or the one its compiler target ``arch`` names."""
+    vendor = str(out.get("vendor", "NVIDIA"))
+    arch = out.get("architecture") or architecture_of(vendor, str(out.get("arch", "sm_80")))
+    return family_for(f"base file {base_path}", vendor, str(arch), out.get("family"),
+                      base_path.parent)
 
 
 def _l2_from_stream(tables: Tables, out: dict, base_path: Path, l2_bytes: float,
