@@ -12,6 +12,12 @@ ratio of the two; the A40's file (no ``l2_cache`` table) takes its triad
 plateau over the median ratio of the NVIDIA GPUs. The AMD ratios spread too
 far (0.62-0.93) to carry over, so MI300X keeps its whitepaper estimate, which
 the table bounds from below. Nothing here is fitted to kernel measurements.
+
+The same tables measure the Infinity Cache of the GPUs that have one
+(:func:`warpspeed.validation.microbench.llc_stream_plateau`: the read kernel
+between 1.5 x the whole L2 and 0.75 x the cache); MI300X's and MI300A's
+``mall_bandwidth`` are theirs (:data:`LLC`), and RX 6900 XT's, which its
+``l2_cache`` table gives, is the check (0.87 of it).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import sys
 from pathlib import Path
 
 import warpspeed as ws
-from warpspeed.validation.microbench import l2_bandwidth, l2_stream_plateau
+from warpspeed.validation.microbench import l2_bandwidth, l2_stream_plateau, llc_stream_plateau
 from warpspeed.validation.reference import ReferenceDataError, dataset_dir
 
 #: GPU of the l2_stream table -> (machine file, the l2_cache table of the same
@@ -33,6 +39,25 @@ PAIRS: dict[str, tuple[str, str | None]] = {
     "rx6900xt": ("RX6900XT", "rx6900xt"),
     "a40": ("A40", None), "mi300x": ("MI300X", None),
 }
+
+
+#: GPU of the l2_stream table -> (machine file, whole L2 over every partition,
+#: Infinity Cache), bytes: the window of its last-level-cache plateau.
+LLC: dict[str, tuple[str, int, int]] = {
+    "mi300x": ("MI300X", 8 * 4 * 2**20, 256 * 2**20),
+    "mi300a": ("MI300A", 6 * 4 * 2**20, 256 * 2**20),
+    "rx6900xt": ("RX6900XT", 4 * 2**20, 128 * 2**20),
+}
+
+
+def llc_plateaus(data: Path) -> dict[str, tuple[str, float, float]]:
+    """Per table with a last-level cache: its machine, the read plateau in the
+    cache's window and the machine file's ``mall_bandwidth`` (GB/s)."""
+    out = {}
+    for gpu, (machine, l2, llc) in LLC.items():
+        bw, _ = llc_stream_plateau(data / "l2_stream" / f"{gpu}.csv", l2, llc)
+        out[gpu] = (machine, bw, ws.load_machine(machine).mall_bandwidth)
+    return out
 
 
 def ratios(data: Path) -> dict[str, tuple[str, float, float | None]]:
@@ -72,6 +97,9 @@ def main() -> int:
     a40 = rows["a40"][1]
     print(f"NVIDIA median ratio {k:.3f}: A40 l2_bandwidth = {a40:.0f} / {k:.3f} = {a40 / k:.0f} "
           "GB/s")
+    print("Infinity Cache, read plateau between 1.5 x the whole L2 and 0.75 x the cache:")
+    for gpu, (name, bw, file) in llc_plateaus(data).items():
+        print(f"  {gpu:10s} {name:10s} {bw:8.0f} GB/s, file's mall_bandwidth {file:8.0f}")
     return 0
 
 

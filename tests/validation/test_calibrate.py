@@ -415,6 +415,35 @@ def test_l2_stream_plateau_is_the_full_occupancy_median_inside_half_the_l2(
         mb.l2_stream_plateau(tmp_path / "s.csv", 2**20, "scale")
 
 
+def test_llc_stream_plateau_is_the_read_median_between_the_l2_and_the_cache(
+        tmp_path: Path) -> None:
+    """Counted by hand, a 1 MiB L2 and a 16 MiB cache: the window is above
+    1536 kB and at most 12288 kB; of the read rows at full occupancy inside
+    it, the median (2000 and 3000 kB: 80 and 100 -> 90)."""
+    _l2_stream_table(tmp_path / "s.csv", [
+        ("read", 1000, 1000, 500.0), ("read", 1000, 2000, 80.0), ("read", 1000, 3000, 100.0),
+        ("read", 1000, 13000, 20.0), ("read", 10, 3000, 999.0), ("scale", 1000, 3000, 7.0)])
+    assert mb.llc_stream_plateau(tmp_path / "s.csv", 2**20, 16 * 2**20) == (90.0, 2)
+    with pytest.raises(mb.TableError, match="no read row between 1.5 x the L2"):
+        mb.llc_stream_plateau(tmp_path / "s.csv", 2**30, 2**31)
+
+
+@needs_tables
+def test_the_mi300s_infinity_cache_is_their_l2_stream_plateau() -> None:
+    """MI300X's and MI300A's mall_bandwidth is what fits/l2_stream.py reads off
+    their own tables (no longer AMD's 17 TB/s launch figure), and below the
+    tables' triad within the L2: the cache serves less than the L2."""
+    spec = importlib.util.spec_from_file_location("l2_stream", ROOT / "fits" / "l2_stream.py")
+    assert spec and spec.loader
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rows = script.llc_plateaus(MICROBENCH)
+    for gpu in ("mi300x", "mi300a"):
+        name, plateau, shipped = rows[gpu]
+        assert shipped == pytest.approx(plateau, abs=0.5)
+        assert shipped < 0.5 * ws.load_machine(name).l2_bandwidth
+
+
 @needs_tables
 def test_the_a40_l2_estimate_is_its_triad_over_the_nvidia_ratio() -> None:
     """The A40's l2_bandwidth (no l2_cache table) as fits/l2_stream.py derives

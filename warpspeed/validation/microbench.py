@@ -338,6 +338,28 @@ def l2_stream_plateau(path: Path, l2_bytes: int, kernel: str = "triad") -> tuple
     return float(np.median(bw[keep])), int(keep.sum())
 
 
+def llc_stream_plateau(path: Path, l2_total_bytes: int, llc_bytes: int,
+                       kernel: str = "read") -> tuple[float, int]:
+    """The last-level cache's (Infinity Cache's) plateau in an
+    ``l2_stream/<gpu>.csv`` table: the median of ``GBs_from_min_time`` of
+    ``kernel`` at the largest occupancy over the footprints beyond 1.5 times
+    the whole L2 (every partition) and within 0.75 of the cache, and how many
+    rows it takes (MODEL.md §15)."""
+    rows = [r for r in read_table(path, ("kernel", "threads_in_flight", "footprint_kB",
+                                         "GBs_from_min_time")) if r["kernel"] == kernel]
+    if not rows:
+        raise TableError(f"{path}: no rows of kernel {kernel!r}")
+    threads = _floats(rows, "threads_in_flight", path)
+    size = _floats(rows, "footprint_kB", path) * 1024
+    bw = _floats(rows, "GBs_from_min_time", path)
+    keep = ((threads == threads.max()) & (size > 1.5 * l2_total_bytes)
+            & (size <= 0.75 * llc_bytes))
+    if not keep.any():
+        raise TableError(f"{path}: no {kernel} row between 1.5 x the L2 and 0.75 x the "
+                         "last-level cache at full occupancy")
+    return float(np.median(bw[keep])), int(keep.sum())
+
+
 def l1_cliff_kb(path: Path) -> tuple[float, float]:
     """The L1 capacity an ``l1_cache/<gpu>.csv`` table shows: the first data set
     (kB) whose bandwidth falls below 70 % of the best before it, and the last
