@@ -41,22 +41,20 @@ PAIRS: dict[str, tuple[str, str | None]] = {
 }
 
 
-#: GPU of the l2_stream table -> (machine file, whole L2 over every partition,
-#: Infinity Cache), bytes: the window of its last-level-cache plateau.
-LLC: dict[str, tuple[str, int, int]] = {
-    "mi300x": ("MI300X", 8 * 4 * 2**20, 256 * 2**20),
-    "mi300a": ("MI300A", 6 * 4 * 2**20, 256 * 2**20),
-    "rx6900xt": ("RX6900XT", 4 * 2**20, 128 * 2**20),
-}
+#: GPU of the l2_stream table -> machine file with an Infinity Cache: the
+#: window of its plateau is the file's whole L2 (every partition) and cache.
+LLC: dict[str, str] = {"mi300x": "MI300X", "mi300a": "MI300A", "rx6900xt": "RX6900XT"}
 
 
 def llc_plateaus(data: Path) -> dict[str, tuple[str, float, float]]:
     """Per table with a last-level cache: its machine, the read plateau in the
     cache's window and the machine file's ``mall_bandwidth`` (GB/s)."""
     out = {}
-    for gpu, (machine, l2, llc) in LLC.items():
-        bw, _ = llc_stream_plateau(data / "l2_stream" / f"{gpu}.csv", l2, llc)
-        out[gpu] = (machine, bw, ws.load_machine(machine).mall_bandwidth)
+    for gpu, machine in LLC.items():
+        m = ws.load_machine(machine)
+        bw, _ = llc_stream_plateau(data / "l2_stream" / f"{gpu}.csv",
+                                   m.l2_bytes * m.l2_partitions, m.mall_bytes)
+        out[gpu] = (machine, bw, m.mall_bandwidth)
     return out
 
 

@@ -43,9 +43,10 @@ CALIBRATED = {"A40": "micro-benchmarks", "L40": "micro-benchmarks", "MI100": "mi
               "GH200": "micro-benchmarks"}
 
 
-def _build_script():
-    spec = importlib.util.spec_from_file_location("fits_build_machines",
-                                                  ROOT / "fits" / "build_machines.py")
+def _fits_script(name: str):
+    """The script ``fits/NAME.py`` as a module."""
+    spec = importlib.util.spec_from_file_location(f"fits_{name}", ROOT / "fits" / f"{name}.py")
+    assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -335,7 +336,7 @@ def test_write_machine_refuses_an_out_of_range_value(tmp_path: Path) -> None:
 @needs_tables
 @pytest.mark.parametrize("name", fast_first(sorted(CALIBRATED)))
 def test_shipped_file_is_rebuilt_from_its_tables(name: str, tmp_path: Path) -> None:
-    build = _build_script()
+    build = _fits_script("build_machines")
     out = tmp_path / f"{name}.toml"
     assert cli(build.command(name, MICROBENCH, out)) == 0
     rebuilt, shipped = ws.load_machine(out), ws.load_machine(name)
@@ -433,10 +434,7 @@ def test_the_mi300s_infinity_cache_is_their_l2_stream_plateau() -> None:
     """MI300X's and MI300A's mall_bandwidth is what fits/l2_stream.py reads off
     their own tables (no longer AMD's 17 TB/s launch figure), and below the
     tables' triad within the L2: the cache serves less than the L2."""
-    spec = importlib.util.spec_from_file_location("l2_stream", ROOT / "fits" / "l2_stream.py")
-    assert spec and spec.loader
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = _fits_script("l2_stream")
     rows = script.llc_plateaus(MICROBENCH)
     for gpu in ("mi300x", "mi300a"):
         name, plateau, shipped = rows[gpu]
@@ -449,10 +447,7 @@ def test_the_a40_l2_estimate_is_its_triad_over_the_nvidia_ratio() -> None:
     """The A40's l2_bandwidth (no l2_cache table) as fits/l2_stream.py derives
     it: its triad plateau over the median triad / l2_cache ratio of the
     NVIDIA GPUs with both tables, each ratio between 1 and 1.25."""
-    spec = importlib.util.spec_from_file_location("l2_stream", ROOT / "fits" / "l2_stream.py")
-    assert spec and spec.loader
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = _fits_script("l2_stream")
     rows = script.ratios(MICROBENCH)
     k = script.nvidia_ratio(rows)
     assert all(1.0 < t / r < 1.25 for name, t, r in rows.values()

@@ -259,7 +259,8 @@ def _l2_from_stream(tables: Tables, out: dict, base_path: Path, l2_bytes: float,
     GPUs' ratios spread too far)."""
     if tables.l2_stream is None:
         return {}
-    k = _family(out, base_path).l2_stream_ratio
+    family = _family(out, base_path)
+    k = family.l2_stream_ratio
     if k is None:
         raise CalibrationError(
             "--l2-stream converts an l2_stream table to the L2 plateau by the ratio of the two "
@@ -270,9 +271,8 @@ def _l2_from_stream(tables: Tables, out: dict, base_path: Path, l2_bytes: float,
     return {"l2_bandwidth": _entry(round(triad / k, 1), (
         f"{_name(tables.l2_stream)} {tag}: the triad kernel's plateau ({triad:.0f} GB/s, "
         f"median of the {n} rows at full occupancy with footprints of at most half the L2) "
-        f"over {k}, the median ratio of that plateau to the l2_cache plateau on the NVIDIA "
-        "GPUs with both tables (A100-80GB 1.04, GH200 over the H200's table 1.06, L40 1.20; "
-        "python fits/l2_stream.py): an estimate of the L2 plateau"))}
+        f"over {k}, the {family.name} family's l2_stream_ratio ("
+        f"{family.source('l2_stream_ratio')}): an estimate of the L2 plateau"))}
 
 
 def _scattered(tables: Tables, tag: str) -> dict:

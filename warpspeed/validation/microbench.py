@@ -314,6 +314,19 @@ def l2_bandwidth(path: Path, l2_bytes: int) -> tuple[float, int]:
     return float(np.median(bw[inside])), int(inside.sum())
 
 
+def _l2_stream_full(path: Path, kernel: str) -> tuple[np.ndarray, np.ndarray]:
+    """The footprints (bytes) and ``GBs_from_min_time`` of ``kernel``'s rows
+    at the largest occupancy of an ``l2_stream/<gpu>.csv`` table."""
+    rows = [r for r in read_table(path, ("kernel", "threads_in_flight", "footprint_kB",
+                                         "GBs_from_min_time")) if r["kernel"] == kernel]
+    if not rows:
+        raise TableError(f"{path}: no rows of kernel {kernel!r}")
+    threads = _floats(rows, "threads_in_flight", path)
+    full = threads == threads.max()
+    return (_floats(rows, "footprint_kB", path)[full] * 1024,
+            _floats(rows, "GBs_from_min_time", path)[full])
+
+
 def l2_stream_plateau(path: Path, l2_bytes: int, kernel: str = "triad") -> tuple[float, int]:
     """The plateau of one kernel of an ``l2_stream/<gpu>.csv`` table (the
     newer benchmark: arrays streamed over and over, their footprint in
@@ -323,15 +336,8 @@ def l2_stream_plateau(path: Path, l2_bytes: int, kernel: str = "triad") -> tuple
     ``l2_cache`` plateau: the triad (three loads and a store per thread and
     pass) runs 1.04-1.19x above it on the NVIDIA GPUs with both tables
     (``fits/l2_stream.py``; MODEL.md §12)."""
-    rows = read_table(path, ("kernel", "threads_in_flight", "footprint_kB",
-                             "GBs_from_min_time"))
-    mine = [r for r in rows if r["kernel"] == kernel]
-    if not mine:
-        raise TableError(f"{path}: no rows of kernel {kernel!r}")
-    threads = _floats(mine, "threads_in_flight", path)
-    kb = _floats(mine, "footprint_kB", path)
-    bw = _floats(mine, "GBs_from_min_time", path)
-    keep = (threads == threads.max()) & (kb * 1024 <= 0.5 * l2_bytes)
+    size, bw = _l2_stream_full(path, kernel)
+    keep = size <= 0.5 * l2_bytes
     if not keep.any():
         raise TableError(f"{path}: no {kernel} row of at most half the L2 ({l2_bytes} B) at "
                          "full occupancy")
@@ -345,15 +351,8 @@ def llc_stream_plateau(path: Path, l2_total_bytes: int, llc_bytes: int,
     ``kernel`` at the largest occupancy over the footprints beyond 1.5 times
     the whole L2 (every partition) and within 0.75 of the cache, and how many
     rows it takes (MODEL.md §15)."""
-    rows = [r for r in read_table(path, ("kernel", "threads_in_flight", "footprint_kB",
-                                         "GBs_from_min_time")) if r["kernel"] == kernel]
-    if not rows:
-        raise TableError(f"{path}: no rows of kernel {kernel!r}")
-    threads = _floats(rows, "threads_in_flight", path)
-    size = _floats(rows, "footprint_kB", path) * 1024
-    bw = _floats(rows, "GBs_from_min_time", path)
-    keep = ((threads == threads.max()) & (size > 1.5 * l2_total_bytes)
-            & (size <= 0.75 * llc_bytes))
+    size, bw = _l2_stream_full(path, kernel)
+    keep = (size > 1.5 * l2_total_bytes) & (size <= 0.75 * llc_bytes)
     if not keep.any():
         raise TableError(f"{path}: no {kernel} row between 1.5 x the L2 and 0.75 x the "
                          "last-level cache at full occupancy")
